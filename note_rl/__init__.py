@@ -1,0 +1,14 @@
+"""note_rl: a reinforcement-learning training core with Keras/TensorFlow and PyTorch backends.
+
+``import note_rl`` imports neither framework; they load when a backend is first used
+(``note_rl.keras``, ``note_rl.torch``, ``note_rl.agents.keras``, ``note_rl.agents.torch``).
+"""
+
+from . import callbacks, noise, policy
+from .callbacks import Callback, LambdaCallback
+from .core import CheckpointError, NonFiniteLossError, RLBase
+
+__version__ = "0.1.0"
+
+__all__ = ["Callback", "CheckpointError", "LambdaCallback", "NonFiniteLossError", "RLBase",
+           "callbacks", "noise", "policy", "__version__"]

@@ -1,0 +1,110 @@
+"""Framework-free parts of the built-in agents: argument handling, weight initialisation and the
+numpy copies of the acting networks that pool workers (and fast single-process acting) use."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import gymnasium as gym
+import numpy as np
+
+from ..utils import log_softmax
+
+__all__ = ["hidden_sizes", "make_env", "init_mlp", "MLPActor", "LiveActor"]
+
+
+ACTIVATIONS = ("relu", "tanh")
+
+
+def hidden_sizes(hidden_size: int | Sequence[int]) -> list[int]:
+    """``128`` -> one hidden layer of 128 units; ``[256, 256]`` -> two layers."""
+    sizes = [int(hidden_size)] if isinstance(hidden_size, (int, np.integer)) else [int(h) for h in hidden_size]
+    if not sizes or min(sizes) <= 0:
+        raise ValueError(f"hidden_size must be a positive int or a list of them, got {hidden_size!r}")
+    return sizes
+
+
+def make_env(env: Any) -> Any:
+    """``None`` -> CartPole-v1; an id string -> ``gym.make(id)``; an env instance -> itself."""
+    if env is None:
+        return gym.make("CartPole-v1")
+    if isinstance(env, str):
+        return gym.make(env)
+    return env
+
+
+def init_mlp(sizes: Sequence[int], rng: np.random.Generator, ortho_gain: float | None = None) -> list[np.ndarray]:
+    """``[W0, b0, W1, b1, ...]`` with ``W`` of shape ``(in, out)``.
+
+    Default: torch's ``Linear`` rule, ``U(-1/sqrt(in), 1/sqrt(in))`` for weights and biases.  With
+    ``ortho_gain`` (SB3's ``ortho_init``): orthogonal weights with gain ``sqrt(2)`` for hidden
+    layers and ``ortho_gain`` for the output layer, zero biases.  Both backends start from these
+    arrays, so the same seed gives the same initial network in Keras and PyTorch."""
+    weights: list[np.ndarray] = []
+    n = len(sizes) - 1
+    for i, (fan_in, fan_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+        if ortho_gain is None:
+            bound = 1.0 / np.sqrt(fan_in)
+            weights.append(rng.uniform(-bound, bound, (fan_in, fan_out)).astype(np.float32))
+            weights.append(rng.uniform(-bound, bound, (fan_out,)).astype(np.float32))
+        else:
+            gain = ortho_gain if i == n - 1 else np.sqrt(2.0)
+            weights.append((gain * _orthogonal(fan_in, fan_out, rng)).astype(np.float32))
+            weights.append(np.zeros(fan_out, dtype=np.float32))
+    return weights
+
+
+def _orthogonal(rows: int, cols: int, rng: np.random.Generator) -> np.ndarray:
+    a = rng.normal(size=(max(rows, cols), min(rows, cols)))
+    q, r = np.linalg.qr(a)
+    q *= np.sign(np.diag(r))  # make the decomposition unique (Saxe et al. 2013)
+    return q if rows >= cols else q.T
+
+
+class MLPActor:
+    """Numpy forward pass of a ReLU MLP (picklable; holds plain arrays).
+
+    :param weights: ``[W0, b0, W1, b1, ...]`` with ``W`` of shape ``(in, out)``
+    :param output: ``"linear"`` (Q-values, logits) or ``"softmax"`` (probabilities)
+    :param activation: hidden activation, ``"relu"`` or ``"tanh"``
+    """
+
+    def __init__(self, weights: Sequence[np.ndarray], output: str = "linear",
+                 activation: str = "relu") -> None:
+        self.weights = [np.asarray(w, dtype=np.float32) for w in weights]
+        self.output = output
+        self.activation = activation
+
+    def set_weights(self, weights: Sequence[np.ndarray]) -> None:
+        self.weights = [np.asarray(w, dtype=np.float32) for w in weights]
+
+    def __call__(self, s: np.ndarray) -> np.ndarray:
+        x = np.asarray(s, dtype=np.float32)
+        n = len(self.weights) // 2
+        for i in range(n):
+            x = x @ self.weights[2 * i] + self.weights[2 * i + 1]
+            if i < n - 1:
+                if self.activation == "tanh":
+                    np.tanh(x, out=x)
+                else:
+                    np.maximum(x, 0.0, out=x)
+        if self.output == "softmax":
+            x = np.exp(log_softmax(x))
+        return x
+
+
+class LiveActor:
+    """An :class:`MLPActor` that re-reads the framework weights whenever the agent has taken a
+    gradient step (or its weights were loaded) since the last call."""
+
+    def __init__(self, agent: Any, read: Any, output: str = "linear", activation: str = "relu") -> None:
+        self.agent = agent
+        self.read = read  # () -> list of numpy arrays in (in, out) layout
+        self.actor = MLPActor(read(), output, activation)
+        self.version = agent.batch_counter
+
+    def __call__(self, s: np.ndarray) -> np.ndarray:
+        if self.agent.batch_counter != self.version:
+            self.actor.set_weights(self.read())
+            self.version = self.agent.batch_counter
+        return self.actor(s)

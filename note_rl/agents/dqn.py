@@ -1,0 +1,55 @@
+"""Framework-free half of the built-in double DQN (van Hasselt et al. 2015,
+https://arxiv.org/abs/1509.06461): arguments, initial weights, numpy acting."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from .common import ACTIVATIONS, LiveActor, MLPActor, hidden_sizes, init_mlp, make_env
+
+__all__ = ["DQNMixin"]
+
+
+class DQNMixin:
+    """Shared by ``note_rl.agents.torch.DQN`` and ``note_rl.agents.keras.DQN``.
+
+    The loss is ``mean(w * l(Q(s, a) - y))`` with ``y = r + gamma**n * Q_target(s', argmax_a'
+    Q(s', a')) * (1 - done)`` (double DQN; ``double=False`` uses ``max Q_target``), ``l`` the
+    squared error or the Huber loss, ``w`` importance weights (1 without ``beta``) and ``n`` the
+    ``num_steps`` of n-step returns.  ``update_param()`` moves the target network towards the
+    online one by ``tau`` (1.0 = hard copy, Note_rl's behaviour).
+    """
+
+    def _setup_dqn(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
+                   gamma: float, tau: float, loss: str, double: bool, env: Any,
+                   seed: int | None, activation: str = "relu",
+                   ortho_init: bool = False) -> list[np.ndarray]:
+        if loss not in ("mse", "huber"):
+            raise ValueError(f"DQN(loss={loss!r}): use 'mse' or 'huber'")
+        if not 0.0 < gamma <= 1.0:
+            raise ValueError(f"DQN(gamma={gamma!r}): must be in (0, 1]")
+        if not 0.0 < tau <= 1.0:
+            raise ValueError(f"DQN(tau={tau!r}): must be in (0, 1]")
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"DQN(activation={activation!r}): use one of {ACTIVATIONS}")
+        self.activation = activation
+        self.state_dim, self.action_dim = int(state_dim), int(action_dim)
+        self.hidden = hidden_sizes(hidden_size)
+        self.tau = float(tau)
+        self.loss_type = loss
+        self.double = bool(double)
+        self.env = make_env(env)
+        return init_mlp([self.state_dim, *self.hidden, self.action_dim], np.random.default_rng(seed),
+                        1.0 if ortho_init else None)
+
+    def q_weights(self) -> list[np.ndarray]:  # pragma: no cover - implemented per backend
+        raise NotImplementedError
+
+    def numpy_actor(self) -> LiveActor:
+        return LiveActor(self, self.q_weights, "linear", self.activation)
+
+    def worker_actor(self) -> MLPActor:
+        """Snapshot of the acting network for pool workers."""
+        return MLPActor(self.q_weights(), "linear", self.activation)

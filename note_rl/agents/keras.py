@@ -1,0 +1,165 @@
+"""Built-in agents on the Keras/TensorFlow backend: ``DQN`` and ``PPO`` (same maths as
+:mod:`note_rl.agents.torch`; the conformance tests hold them to 1e-5)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from ..keras import RL
+from .dqn import DQNMixin
+from .ppo import PPOMixin
+
+__all__ = ["DQN", "PPO", "mlp"]
+
+
+def mlp(weights: Sequence[np.ndarray], activation: str = "relu") -> keras.Sequential:
+    """MLP of ``Dense`` layers (``relu`` or ``tanh``) initialised from ``[W0, b0, W1, b1, ...]``."""
+    n = len(weights) // 2
+    layers: list[Any] = [keras.Input((weights[0].shape[0],))]
+    for i in range(n):
+        layers.append(keras.layers.Dense(weights[2 * i].shape[1], activation=activation if i < n - 1 else None))
+    model = keras.Sequential(layers)
+    model.set_weights([np.asarray(w, dtype=np.float32) for w in weights])
+    return model
+
+
+def _numpy_weights(model: keras.Model) -> list[np.ndarray]:
+    return [np.asarray(v.numpy()) for v in model.weights]
+
+
+def _copy_towards(target: keras.Model, source: keras.Model, tau: float) -> None:
+    for t, s in zip(target.weights, source.weights):
+        t.assign(s if tau >= 1.0 else (1.0 - tau) * t + tau * s)
+
+
+def _td_loss(td: tf.Tensor, kind: str, weights: tf.Tensor | None) -> tf.Tensor:
+    if kind == "huber":
+        a = tf.abs(td)
+        per = tf.where(a < 1.0, 0.5 * td * td, a - 0.5)
+    else:
+        per = td * td
+    if weights is not None:
+        per = per * weights
+    return tf.reduce_mean(per)
+
+
+def _pick(values: tf.Tensor, a: tf.Tensor) -> tf.Tensor:
+    return tf.gather(values, tf.cast(tf.reshape(a, [-1]), tf.int32), axis=1, batch_dims=1)
+
+
+class DQN(DQNMixin, RL):
+    """Double DQN with a ReLU MLP Q-network (arguments as :class:`note_rl.agents.torch.DQN`)."""
+
+    def __init__(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
+                 gamma: float = 0.99, tau: float = 1.0, loss: str = "mse", double: bool = True,
+                 env: Any = None, seed: int | None = None, activation: str = "relu",
+                 ortho_init: bool = False) -> None:
+        RL.__init__(self)
+        init = self._setup_dqn(state_dim, hidden_size, action_dim, gamma, tau, loss, double, env, seed,
+                               activation, ortho_init)
+        self.q_net = mlp(init, activation)
+        self.target_q_net = mlp(init, activation)
+        self.param = self.q_net.trainable_weights
+        self.gamma = self.backend.make_variable(gamma)
+        if seed is not None:
+            self.set(seed=seed)
+
+    def q_weights(self) -> list[np.ndarray]:
+        return _numpy_weights(self.q_net)
+
+    def action(self, s: tf.Tensor) -> tf.Tensor:
+        return self.q_net(s)
+
+    def __call__(self, s: tf.Tensor, a: tf.Tensor, next_s: tf.Tensor, r: tf.Tensor, d: tf.Tensor,
+                 weights: tf.Tensor | None = None) -> tf.Tensor:
+        q = _pick(self.q_net(s), a)
+        next_target = self.target_q_net(next_s)
+        if self.double:
+            best = tf.argmax(self.q_net(next_s), axis=1)
+            next_q = _pick(next_target, best)
+        else:
+            next_q = tf.reduce_max(next_target, axis=1)
+        discount = self.gamma ** float(self.num_steps or 1)
+        target = tf.stop_gradient(r + discount * next_q * (1.0 - d))
+        td = q - target
+        if self.PR:
+            self.prioritized_replay.update(tf.stop_gradient(td))
+        return _td_loss(td, self.loss_type, weights)
+
+    def update_param(self) -> None:
+        _copy_towards(self.target_q_net, self.q_net, self.tau)
+
+
+class PPO(PPOMixin, RL):
+    """PPO with a softmax actor and a value critic (arguments as :class:`note_rl.agents.torch.PPO`)."""
+
+    def __init__(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
+                 clip: float = 0.2, entropy_coef: float = 0.0, gamma: float = 0.99,
+                 lam: float = 0.95, n_steps: int | None = None, n_envs: int = 1, n_epochs: int = 10,
+                 vf_coef: float = 0.5, normalize_advantage: bool = True,
+                 max_grad_norm: float | None = None, linear_decay: bool = False, env: Any = None,
+                 seed: int | None = None, activation: str = "relu", ortho_init: bool = False) -> None:
+        RL.__init__(self)
+        actor, critic = self._setup_ppo(state_dim, hidden_size, action_dim, clip, entropy_coef,
+                                        gamma, lam, n_steps, n_envs, n_epochs, vf_coef,
+                                        normalize_advantage, max_grad_norm, linear_decay, env, seed,
+                                        activation, ortho_init)
+        self.actor = mlp(actor, activation)
+        self.actor_old = mlp(actor, activation)
+        self.critic = mlp(critic, activation)
+        self.param = [self.actor.trainable_weights, self.critic.trainable_weights]
+        self.gamma = self.backend.make_variable(gamma)
+        self.clip = self.backend.make_variable(clip)
+        if seed is not None:
+            self.set(seed=seed)
+
+    def actor_weights(self, old: bool = False) -> list[np.ndarray]:
+        return _numpy_weights(self.actor_old if old else self.actor)
+
+    def critic_weights(self) -> list[np.ndarray]:
+        return _numpy_weights(self.critic)
+
+    def action(self, s: tf.Tensor) -> tf.Tensor:
+        net = self.actor if self.n_steps else self.actor_old
+        return tf.nn.softmax(net(s), axis=-1)
+
+    def _surrogate(self, logp: tf.Tensor, logp_old: tf.Tensor, adv: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        ratio = tf.exp(logp - logp_old)
+        clipped = tf.clip_by_value(ratio, 1.0 - self.clip, 1.0 + self.clip)
+        return -tf.reduce_mean(tf.minimum(ratio * adv, clipped * adv)), ratio
+
+    def _entropy(self, logits: tf.Tensor) -> tf.Tensor:
+        logp = tf.nn.log_softmax(logits, axis=-1)
+        return tf.reduce_mean(-tf.reduce_sum(tf.exp(logp) * logp, axis=-1))
+
+    def __call__(self, s: tf.Tensor, a: tf.Tensor, next_s: tf.Tensor, r: tf.Tensor,
+                 d: tf.Tensor) -> tf.Tensor:
+        """Replay-mode loss: TD error as advantage, ratio against ``actor_old``."""
+        logits = self.actor(s)
+        logp = _pick(tf.nn.log_softmax(logits, axis=-1), a)
+        logp_old = tf.stop_gradient(_pick(tf.nn.log_softmax(self.actor_old(s), axis=-1), a))
+        v_next = tf.stop_gradient(self.critic(next_s)[:, 0])
+        v = self.critic(s)[:, 0]
+        td = r + self.gamma * v_next * (1.0 - d) - v
+        policy_loss, ratio = self._surrogate(logp, logp_old, tf.stop_gradient(td))
+        if self.PR:
+            self.prioritized_replay.update(tf.stop_gradient(td), tf.stop_gradient(ratio))
+        loss = policy_loss + self.vf_coef * tf.reduce_mean(td * td)
+        return loss - self.entropy_coef * self._entropy(logits) if self.entropy_coef else loss
+
+    def rollout_loss(self, s: tf.Tensor, a: tf.Tensor, logp_old: tf.Tensor, adv: tf.Tensor,
+                     ret: tf.Tensor) -> tf.Tensor:
+        """Rollout-mode loss on a mini-batch with GAE advantages."""
+        logits = self.actor(s)
+        logp = _pick(tf.nn.log_softmax(logits, axis=-1), a)
+        policy_loss, _ = self._surrogate(logp, logp_old, adv)  # adv normalised by the collector
+        value_loss = tf.reduce_mean(tf.square(ret - self.critic(s)[:, 0]))
+        loss = policy_loss + self.vf_coef * value_loss
+        return loss - self.entropy_coef * self._entropy(logits) if self.entropy_coef else loss
+
+    def update_param(self) -> None:
+        _copy_towards(self.actor_old, self.actor, 1.0)

@@ -1,0 +1,209 @@
+"""Built-in agents on the PyTorch backend: ``DQN`` and ``PPO``."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from ..torch import RL_pytorch
+from .dqn import DQNMixin
+from .ppo import PPOMixin
+
+__all__ = ["DQN", "PPO", "MLP"]
+
+
+class MLP(torch.nn.Module):
+    """ReLU MLP with weights stored as ``(in, out)`` matrices (the Keras ``Dense`` layout), so the
+    two backends exchange weights without transposes.
+
+    :param weights: initial ``[W0, b0, W1, b1, ...]``
+    :param activation: ``"relu"`` or ``"tanh"``
+    """
+
+    def __init__(self, weights: Sequence[np.ndarray], activation: str = "relu") -> None:
+        super().__init__()
+        self.act = torch.tanh if activation == "tanh" else torch.relu
+        self.layers = torch.nn.ParameterList(
+            [torch.nn.Parameter(torch.as_tensor(np.array(w, dtype=np.float32))) for w in weights])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        layers = list(self.layers)
+        n = len(layers) // 2
+        for i in range(n):
+            x = torch.addmm(layers[2 * i + 1], x, layers[2 * i])  # one fused op per layer
+            if i < n - 1:
+                x = self.act(x)
+        return x
+
+    def numpy_weights(self) -> list[np.ndarray]:
+        # zero-copy views: the optimizer updates the parameters in place
+        return [p.detach().numpy() for p in self.layers]
+
+
+def _copy_towards(target: MLP, source: MLP, tau: float) -> None:
+    with torch.no_grad():
+        for t, s in zip(target.parameters(), source.parameters()):
+            if tau < 1.0:
+                t.mul_(1.0 - tau).add_(s, alpha=tau)
+            else:
+                t.copy_(s)
+
+
+def _td_loss(td: torch.Tensor, kind: str, weights: torch.Tensor | None) -> torch.Tensor:
+    if kind == "huber":
+        a = td.abs()
+        per = torch.where(a < 1.0, 0.5 * td * td, a - 0.5)
+    else:
+        per = td * td
+    if weights is not None:
+        per = per * weights
+    return per.mean()
+
+
+class DQN(DQNMixin, RL_pytorch):
+    """Double DQN with a ReLU MLP Q-network.
+
+    :param state_dim: observation size
+    :param hidden_size: hidden units (int: one layer, list: several layers)
+    :param action_dim: number of discrete actions
+    :param gamma: discount
+    :param tau: target update rate in ``update_param()`` (1.0 = hard copy)
+    :param loss: ``"mse"`` or ``"huber"``
+    :param double: double-DQN target (else max over the target network)
+    :param env: env instance or gymnasium id (default ``CartPole-v1``)
+    :param seed: seeds the initial weights and, through ``set(seed=...)``, everything else
+    """
+
+    def __init__(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
+                 gamma: float = 0.99, tau: float = 1.0, loss: str = "mse", double: bool = True,
+                 env: Any = None, seed: int | None = None, activation: str = "relu",
+                 ortho_init: bool = False) -> None:
+        RL_pytorch.__init__(self)
+        init = self._setup_dqn(state_dim, hidden_size, action_dim, gamma, tau, loss, double, env, seed,
+                               activation, ortho_init)
+        self.q_net = MLP(init, activation)
+        self.target_q_net = MLP(init, activation)
+        self.param = list(self.q_net.parameters())
+        self.gamma = self.backend.make_variable(gamma)
+        if seed is not None:
+            self.set(seed=seed)
+
+    def q_weights(self) -> list[np.ndarray]:
+        return self.q_net.numpy_weights()
+
+    def action(self, s: torch.Tensor) -> torch.Tensor:
+        return self.q_net(s)
+
+    def __call__(self, s: torch.Tensor, a: torch.Tensor, next_s: torch.Tensor, r: torch.Tensor,
+                 d: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
+        q = self.q_net(s).gather(1, a.long().reshape(-1, 1)).squeeze(1)
+        with torch.no_grad():
+            next_target = self.target_q_net(next_s)
+            if self.double:
+                best = self.q_net(next_s).argmax(dim=1, keepdim=True)
+                next_q = next_target.gather(1, best).squeeze(1)
+            else:
+                next_q = next_target.max(dim=1).values
+            discount = self.gamma ** (self.num_steps or 1)
+            target = r + discount * next_q * (1.0 - d)
+        td = q - target
+        if self.PR:
+            self.prioritized_replay.update(td.detach())
+        return _td_loss(td, self.loss_type, weights)
+
+    def update_param(self) -> None:
+        _copy_towards(self.target_q_net, self.q_net, self.tau)
+
+
+class PPO(PPOMixin, RL_pytorch):
+    """PPO with a softmax actor and a value critic (ReLU MLPs); see :mod:`note_rl.agents.ppo`.
+
+    :param state_dim: observation size
+    :param hidden_size: hidden units (int or list)
+    :param action_dim: number of discrete actions
+    :param clip: clip range of the probability ratio
+    :param entropy_coef: weight of the entropy bonus
+    :param gamma: discount
+    :param lam: GAE lambda (rollout mode)
+    :param n_steps: rollout length per env; ``None`` trains from the replay buffer (Note_rl style)
+    :param n_envs: vectorised envs in rollout mode
+    :param n_epochs: passes over each rollout
+    :param vf_coef: weight of the value loss
+    :param normalize_advantage: normalise advantages per mini-batch (rollout mode)
+    :param max_grad_norm: clip the global gradient norm (``None``: no clipping)
+    :param linear_decay: decay lr and clip linearly to 0 over ``train(steps=...)``
+    :param env: env instance or gymnasium id (default ``CartPole-v1``)
+    :param seed: seeds the initial weights and, through ``set(seed=...)``, everything else
+    """
+
+    def __init__(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
+                 clip: float = 0.2, entropy_coef: float = 0.0, gamma: float = 0.99,
+                 lam: float = 0.95, n_steps: int | None = None, n_envs: int = 1, n_epochs: int = 10,
+                 vf_coef: float = 0.5, normalize_advantage: bool = True,
+                 max_grad_norm: float | None = None, linear_decay: bool = False, env: Any = None,
+                 seed: int | None = None, activation: str = "relu", ortho_init: bool = False) -> None:
+        RL_pytorch.__init__(self)
+        actor, critic = self._setup_ppo(state_dim, hidden_size, action_dim, clip, entropy_coef,
+                                        gamma, lam, n_steps, n_envs, n_epochs, vf_coef,
+                                        normalize_advantage, max_grad_norm, linear_decay, env, seed,
+                                        activation, ortho_init)
+        self.actor = MLP(actor, activation)
+        self.actor_old = MLP(actor, activation)
+        self.critic = MLP(critic, activation)
+        self.param = [list(self.actor.parameters()), list(self.critic.parameters())]
+        self.gamma = self.backend.make_variable(gamma)
+        self.clip = self.backend.make_variable(clip)
+        if seed is not None:
+            self.set(seed=seed)
+
+    def actor_weights(self, old: bool = False) -> list[np.ndarray]:
+        return (self.actor_old if old else self.actor).numpy_weights()
+
+    def critic_weights(self) -> list[np.ndarray]:
+        return self.critic.numpy_weights()
+
+    def action(self, s: torch.Tensor) -> torch.Tensor:
+        net = self.actor if self.n_steps else self.actor_old
+        return torch.softmax(net(s), dim=-1)
+
+    def _surrogate(self, logp: torch.Tensor, logp_old: torch.Tensor,
+                   adv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        ratio = torch.exp(logp - logp_old)
+        clipped = torch.clamp(ratio, 1.0 - self.clip, 1.0 + self.clip)
+        return -torch.min(ratio * adv, clipped * adv).mean(), ratio
+
+    def _entropy(self, logits: torch.Tensor) -> torch.Tensor:
+        logp = torch.log_softmax(logits, dim=-1)
+        return -(logp.exp() * logp).sum(dim=-1).mean()
+
+    def __call__(self, s: torch.Tensor, a: torch.Tensor, next_s: torch.Tensor, r: torch.Tensor,
+                 d: torch.Tensor) -> torch.Tensor:
+        """Replay-mode loss: TD error as advantage, ratio against ``actor_old``."""
+        a = a.long().reshape(-1, 1)
+        logits = self.actor(s)
+        logp = torch.log_softmax(logits, dim=-1).gather(1, a).squeeze(1)
+        with torch.no_grad():
+            logp_old = torch.log_softmax(self.actor_old(s), dim=-1).gather(1, a).squeeze(1)
+            v_next = self.critic(next_s)[:, 0]
+        v = self.critic(s)[:, 0]
+        td = r + self.gamma * v_next * (1.0 - d) - v
+        policy_loss, ratio = self._surrogate(logp, logp_old, td.detach())
+        if self.PR:
+            self.prioritized_replay.update(td.detach(), ratio.detach())
+        loss = policy_loss + self.vf_coef * (td * td).mean()
+        return loss - self.entropy_coef * self._entropy(logits) if self.entropy_coef else loss
+
+    def rollout_loss(self, s: torch.Tensor, a: torch.Tensor, logp_old: torch.Tensor,
+                     adv: torch.Tensor, ret: torch.Tensor) -> torch.Tensor:
+        """Rollout-mode loss on a mini-batch with GAE advantages."""
+        logits = self.actor(s)
+        logp = torch.log_softmax(logits, dim=-1).gather(1, a.long().reshape(-1, 1)).squeeze(1)
+        policy_loss, _ = self._surrogate(logp, logp_old, adv)  # adv normalised by the collector
+        value_loss = ((ret - self.critic(s)[:, 0]) ** 2).mean()
+        loss = policy_loss + self.vf_coef * value_loss
+        return loss - self.entropy_coef * self._entropy(logits) if self.entropy_coef else loss
+
+    def update_param(self) -> None:
+        _copy_towards(self.actor_old, self.actor, 1.0)

@@ -1,0 +1,202 @@
+"""TensorFlow/Keras 3 implementation of the backend seam.
+
+Gradient steps run inside one ``tf.function`` (``jit_compile`` selects XLA).  Keras 3 optimizers
+read ``beta_1``, ``beta_2`` and ``weight_decay`` as Python floats, which a traced function would
+freeze as constants; :meth:`TFBackend.prepare_optimizer` turns them into ``tf.Variable`` so that
+adjusters can change them between steps and the compiled step sees the new value.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Callable, Sequence
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from .base import Backend, StepFn, StepResult  # noqa: E402
+
+__all__ = ["TFBackend", "BACKEND"]
+
+# optimizer attributes that must become variables to stay adjustable inside tf.function (only
+# those used arithmetically: SGD's momentum feeds a Python `if`, so it stays a float)
+_VARIABLE_HPARAMS = {"beta1": "beta_1", "beta2": "beta_2", "weight_decay": "weight_decay", "rho": "rho"}
+
+
+def _numpy(x: Any) -> np.ndarray | None:
+    return None if x is None else np.asarray(x)
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+        return value
+    except TypeError:
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            return repr(value)
+
+
+class TFBackend(Backend):
+    """TensorFlow 2 / Keras 3."""
+
+    name = "tf"
+
+    def __init__(self) -> None:
+        self._grad_fns: dict[int, Callable[..., Any]] = {}
+
+    def seed(self, seed: int) -> None:
+        keras.utils.set_random_seed(seed)
+
+    def is_variable(self, obj: Any) -> bool:
+        return isinstance(obj, (tf.Variable, keras.Variable))
+
+    def get_weights(self, variables: Sequence[Any]) -> list[np.ndarray]:
+        return [np.array(v.numpy()) for v in variables]
+
+    def set_weights(self, variables: Sequence[Any], arrays: Sequence[np.ndarray]) -> None:
+        for v, a in zip(variables, arrays, strict=True):
+            v.assign(np.asarray(a).reshape(tuple(v.shape)))
+
+    def modules(self, agent: Any) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        for name, value in vars(agent).items():
+            if isinstance(value, keras.layers.Layer):
+                found[name] = value
+            elif isinstance(value, (list, tuple)):
+                for i, item in enumerate(value):
+                    if isinstance(item, keras.layers.Layer):
+                        found[f"{name}[{i}]"] = item
+        return found
+
+    def module_weights(self, module: Any) -> list[np.ndarray]:
+        return [np.array(w) for w in module.get_weights()]
+
+    def set_module_weights(self, module: Any, arrays: Sequence[np.ndarray]) -> None:
+        module.set_weights(list(arrays))
+
+    def make_act(self, fn: Callable[..., Any], jit: bool) -> Callable[[np.ndarray], np.ndarray]:
+        compiled = tf.function(fn, jit_compile=jit, reduce_retracing=True)
+
+        def act(s: np.ndarray) -> np.ndarray:
+            return np.asarray(compiled(tf.convert_to_tensor(np.asarray(s, dtype=np.float32))))
+
+        return act
+
+    def make_step(self, loss_fn: Callable[..., Any], optimizers: Sequence[Any],
+                  groups: Sequence[Sequence[Any]], recorder: Any, jit: bool,
+                  clip_norm: float | None = None) -> StepFn:
+        flat = [v for g in groups for v in g]
+        bounds = np.cumsum([0] + [len(g) for g in groups])
+
+        @tf.function(jit_compile=jit, reduce_retracing=True)
+        def compiled(*inputs: Any) -> Any:
+            with tf.GradientTape() as tape:
+                loss = loss_fn(*inputs)
+            grads = tape.gradient(loss, flat)
+            if clip_norm is not None:
+                grads, _ = tf.clip_by_global_norm(grads, clip_norm)
+            for i, opt in enumerate(optimizers):
+                pairs = [(g, v) for g, v in zip(grads[bounds[i]:bounds[i + 1]], groups[i])
+                         if g is not None]
+                opt.apply_gradients(pairs)
+            td, ratio = recorder.pop()
+            return loss, td, ratio
+
+        def step(arrays: Sequence[np.ndarray]) -> StepResult:
+            loss, td, ratio = compiled(*arrays)
+            return StepResult(float(loss), _numpy(td), _numpy(ratio))
+
+        return step
+
+    def evaluate(self, loss_fn: Callable[..., Any], arrays: Sequence[np.ndarray],
+                 recorder: Any) -> StepResult:
+        loss = loss_fn(*[tf.convert_to_tensor(a) for a in arrays])
+        td, ratio = recorder.pop()
+        return StepResult(float(loss), _numpy(td), _numpy(ratio))
+
+    def gradient(self, loss_fn: Callable[..., Any], variables: Sequence[Any],
+                 arrays: Sequence[np.ndarray]) -> np.ndarray:
+        key = id(loss_fn)
+        if key not in self._grad_fns:
+            @tf.function(reduce_retracing=True)
+            def grad_fn(*inputs: Any) -> Any:
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(*inputs)
+                grads = tape.gradient(loss, list(variables))
+                return tf.concat([tf.reshape(tf.zeros_like(v) if g is None else g, [-1])
+                                  for g, v in zip(grads, variables)], axis=0)
+
+            self._grad_fns[key] = grad_fn
+        return np.asarray(self._grad_fns[key](*arrays), dtype=np.float64)
+
+    # -- optimizers --------------------------------------------------------------------------
+    def prepare_optimizer(self, optimizer: Any, variables: Sequence[Any]) -> None:
+        for attr in _VARIABLE_HPARAMS.values():
+            value = getattr(optimizer, attr, None)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                setattr(optimizer, attr, tf.Variable(float(value), trainable=False, dtype=tf.float32))
+        if not optimizer.built:
+            optimizer.build(list(variables))
+
+    def optimizer_state(self, optimizer: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        arrays = {f"v{i}": np.array(v.numpy()) for i, v in enumerate(optimizer.variables)}
+        hparams = {name: self.get_hparam(optimizer, name) for name in ("lr", *_VARIABLE_HPARAMS)}
+        config = {k: _jsonable(v) for k, v in optimizer.get_config().items()}
+        meta = {"class": type(optimizer).__name__, "n": len(arrays), "config": config,
+                "hparams": hparams}
+        return meta, arrays
+
+    def load_optimizer_state(self, optimizer: Any, variables: Sequence[Any], meta: dict[str, Any],
+                             arrays: dict[str, np.ndarray]) -> None:
+        if meta["class"] != type(optimizer).__name__:
+            raise ValueError(f"checkpoint optimizer is {meta['class']}, agent has {type(optimizer).__name__}")
+        self.prepare_optimizer(optimizer, variables)
+        if len(optimizer.variables) != meta["n"]:
+            raise ValueError(f"optimizer has {len(optimizer.variables)} slots, checkpoint {meta['n']}")
+        for i, v in enumerate(optimizer.variables):
+            v.assign(arrays[f"v{i}"])
+        for name, value in meta["hparams"].items():
+            if value is not None:
+                self.set_hparam(optimizer, name, value)
+
+    def get_hparam(self, optimizer: Any, name: str) -> float | None:
+        attr = "learning_rate" if name == "lr" else _VARIABLE_HPARAMS.get(name, name)
+        value = getattr(optimizer, attr, None)
+        if value is None or callable(value) and not self.is_variable(value):
+            return None
+        try:
+            return float(np.asarray(value))
+        except (TypeError, ValueError):
+            return None
+
+    def set_hparam(self, optimizer: Any, name: str, value: float) -> bool:
+        if name == "lr":
+            optimizer.learning_rate = float(value)  # assigns the optimizer's lr variable
+            return True
+        attr = _VARIABLE_HPARAMS.get(name, name)
+        current = getattr(optimizer, attr, None)
+        if self.is_variable(current):
+            current.assign(float(value))
+            return True
+        if isinstance(current, (int, float)) and not isinstance(current, bool):
+            setattr(optimizer, attr, float(value))  # not yet traced: the plain float is enough
+            return True
+        return False
+
+    def optimizer_name(self, optimizer: Any) -> str:
+        return type(optimizer).__name__.lower()
+
+    def make_variable(self, value: float) -> Any:
+        return tf.Variable(float(value), trainable=False, dtype=tf.float32)
+
+    def assign(self, variable: Any, value: float) -> None:
+        variable.assign(float(value))
+
+
+BACKEND = TFBackend()

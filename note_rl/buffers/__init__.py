@@ -1,0 +1,19 @@
+"""Replay and rollout storage (numpy only)."""
+
+from .nstep import NStepAccumulator
+from .prioritized import PrioritizedReplayBuffer, PriorityRecorder
+from .replay import Batch, ReplayBuffer
+from .rollout import RolloutBatch, compute_gae, rollout_minibatches
+from .sum_tree import SumTree
+
+__all__ = [
+    "Batch",
+    "NStepAccumulator",
+    "PrioritizedReplayBuffer",
+    "PriorityRecorder",
+    "ReplayBuffer",
+    "RolloutBatch",
+    "SumTree",
+    "compute_gae",
+    "rollout_minibatches",
+]

@@ -1,0 +1,220 @@
+"""Preallocated ring-buffer replay storage, optionally split into per-process segments.
+
+The storage holds the five Note_rl fields ``state, action, next_state, reward, done`` in numpy
+arrays allocated on the first insert (shapes and dtypes come from the first transition).  With
+``n_segments > 1`` (pool-network training) the capacity is split into equal contiguous slices, one
+per collecting process, each a ring of its own, as Note_rl keeps one buffer per process.  Sampling
+treats the union as one buffer, so the merged view never needs an ``np.concatenate``.
+
+Trimming follows Note_rl: when a segment is full, the next insert first drops the oldest
+``window_size`` items (an int, or a callable ``window_size(segment)``; plain FIFO when ``None``);
+with ``clearing_freq`` every ``clearing_freq`` inserts drop the oldest ``window_size_`` items.  In a
+ring, dropping the oldest ``k`` items only moves the tail: O(1), no array shifting.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+__all__ = ["Batch", "ReplayBuffer", "FIELDS"]
+
+FIELDS = ("state", "action", "next_state", "reward", "done")
+
+WindowSize = int | Callable[..., int] | None
+
+
+class Batch(NamedTuple):
+    """A sampled mini-batch (numpy arrays) with the storage indices it came from."""
+
+    state: np.ndarray
+    action: np.ndarray
+    next_state: np.ndarray
+    reward: np.ndarray
+    done: np.ndarray
+    indices: np.ndarray
+    weights: np.ndarray | None = None
+
+
+class ReplayBuffer:
+    """Uniform experience replay over a ring buffer.
+
+    :param capacity: total number of transitions kept (Note_rl ``pool_size``)
+    :param n_segments: number of independent ring segments (one per collecting process)
+    :param window_size: items dropped from a full segment before an insert (int or callable)
+    :param clearing_freq: every this many inserts into a segment, drop ``window_size_`` items
+    :param window_size_: number of items dropped by ``clearing_freq``
+    :param seed: seed of the sampling generator
+    """
+
+    def __init__(
+        self,
+        capacity: int,
+        n_segments: int = 1,
+        window_size: WindowSize = None,
+        clearing_freq: int | None = None,
+        window_size_: int | None = None,
+        seed: int | None = None,
+    ) -> None:
+        if capacity < 1:
+            raise ValueError(f"pool_size must be >= 1, got {capacity}")
+        self.n_segments = int(n_segments)
+        self.seg_capacity = -(-int(capacity) // self.n_segments)
+        self.capacity = self.seg_capacity * self.n_segments
+        self.window_size = window_size
+        self.clearing_freq = clearing_freq
+        self.window_size_ = window_size_
+        self.rng = np.random.default_rng(seed)
+        self.data: dict[str, np.ndarray] = {}
+        self.pos = np.zeros(self.n_segments, dtype=np.int64)  # next write slot, per segment
+        self.sizes = np.zeros(self.n_segments, dtype=np.int64)
+        self.store_counter = np.zeros(self.n_segments, dtype=np.int64)
+
+    # -- bookkeeping -------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return int(self.sizes.sum())
+
+    def seed(self, seed: int | None) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def _allocate(self, example: dict[str, np.ndarray]) -> None:
+        for name in FIELDS:
+            value = np.asarray(example[name])
+            dtype = np.float32 if value.dtype == np.float64 else value.dtype
+            if name == "done":
+                dtype = np.float32
+            self.data[name] = np.zeros((self.capacity, *value.shape[1:]), dtype=dtype)
+
+    def segment_slots(self, segment: int) -> np.ndarray:
+        """Global slot indices of ``segment``'s items, oldest first."""
+        size, pos = int(self.sizes[segment]), int(self.pos[segment])
+        local = (pos - size + np.arange(size)) % self.seg_capacity
+        return local + segment * self.seg_capacity
+
+    def valid_slots(self) -> np.ndarray:
+        """Global slot indices of all stored items (segment by segment, oldest first)."""
+        return np.concatenate([self.segment_slots(k) for k in range(self.n_segments)])
+
+    # -- inserting ---------------------------------------------------------------------------
+    def add(self, state: Any, action: Any, next_state: Any, reward: float, done: float,
+            segment: int = 0) -> np.ndarray:
+        """Store one transition; returns the slot index written (as a length-1 array)."""
+        return self.add_batch(
+            np.asarray(state)[None], np.asarray(action)[None], np.asarray(next_state)[None],
+            np.asarray([reward]), np.asarray([done]), segment,
+        )
+
+    def add_batch(self, state: np.ndarray, action: np.ndarray, next_state: np.ndarray,
+                  reward: np.ndarray, done: np.ndarray, segment: int = 0) -> np.ndarray:
+        """Store ``len(state)`` transitions in ``segment``; returns the slot indices written."""
+        arrays = {"state": state, "action": action, "next_state": next_state,
+                  "reward": reward, "done": done}
+        if not self.data:
+            self._allocate(arrays)
+        n = len(state)
+        slots = np.empty(n, dtype=np.int64)
+        i = 0
+        while i < n:
+            if self.sizes[segment] >= self.seg_capacity:
+                self.drop_oldest(max(1, self._window(segment)), segment)
+            # write as many as fit before the segment is full, the ring wraps or a clearing is due
+            pos = int(self.pos[segment])
+            free = self.seg_capacity - int(self.sizes[segment])
+            chunk = min(n - i, free, self.seg_capacity - pos, self._until_clearing(segment))
+            base = segment * self.seg_capacity + pos
+            for name, value in arrays.items():
+                self.data[name][base:base + chunk] = value[i:i + chunk]
+            slots[i:i + chunk] = np.arange(base, base + chunk)
+            self._on_write(slots[i:i + chunk])
+            self.pos[segment] = (pos + chunk) % self.seg_capacity
+            self.sizes[segment] += chunk
+            self.store_counter[segment] += chunk
+            i += chunk
+            if self.clearing_freq and self.store_counter[segment] % self.clearing_freq == 0:
+                self.drop_oldest(int(self.window_size_ or 0), segment)
+        return slots
+
+    def _until_clearing(self, segment: int) -> int:
+        if not self.clearing_freq:
+            return self.seg_capacity
+        return self.clearing_freq - int(self.store_counter[segment]) % self.clearing_freq
+
+    def _window(self, segment: int) -> int:
+        window = self.window_size
+        if window is None:
+            return 1
+        if callable(window):
+            value = window(segment) if self.n_segments > 1 else window()
+            return int(value) if value is not None else 1
+        return int(window)
+
+    def drop_oldest(self, k: int, segment: int = 0) -> None:
+        """Forget the ``k`` oldest items of ``segment`` (clipped to its size)."""
+        k = int(min(max(k, 0), self.sizes[segment]))
+        if k == 0:
+            return
+        self._on_drop(self.segment_slots(segment)[:k])
+        self.sizes[segment] -= k
+
+    def clear(self) -> None:
+        """Empty every segment (on-policy data is discarded after an update)."""
+        for k in range(self.n_segments):
+            self.drop_oldest(int(self.sizes[k]), k)
+
+    # hooks for the prioritized subclass
+    def _on_write(self, slots: np.ndarray) -> None:
+        pass
+
+    def _on_drop(self, slots: np.ndarray) -> None:
+        pass
+
+    # -- sampling ----------------------------------------------------------------------------
+    def sample_slots(self, batch: int) -> np.ndarray:
+        """``batch`` slot indices drawn uniformly (with replacement) over all stored items."""
+        total = len(self)
+        if total == 0:
+            raise ValueError("cannot sample from an empty replay buffer")
+        ranks = self.rng.integers(0, total, size=batch)
+        if self.n_segments == 1:
+            return (int(self.pos[0]) - total + ranks) % self.seg_capacity
+        bounds = np.cumsum(self.sizes)
+        seg = np.searchsorted(bounds, ranks, side="right")
+        offset = ranks - (bounds[seg] - self.sizes[seg])
+        local = (self.pos[seg] - self.sizes[seg] + offset) % self.seg_capacity
+        return local + seg * self.seg_capacity
+
+    def get(self, slots: np.ndarray, weights: np.ndarray | None = None) -> Batch:
+        d = self.data
+        return Batch(d["state"][slots], d["action"][slots], d["next_state"][slots],
+                     d["reward"][slots], d["done"][slots], slots, weights)
+
+    def sample(self, batch: int) -> Batch:
+        """A uniform mini-batch."""
+        return self.get(self.sample_slots(batch))
+
+    # -- checkpoints -------------------------------------------------------------------------
+    def state_dict(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """``(json_meta, arrays)``: counters and RNG state as JSON, the stored items as arrays."""
+        meta = {
+            "kind": type(self).__name__,
+            "capacity": self.capacity,
+            "n_segments": self.n_segments,
+            "pos": self.pos.tolist(),
+            "sizes": self.sizes.tolist(),
+            "store_counter": self.store_counter.tolist(),
+            "rng": self.rng.bit_generator.state,
+        }
+        return meta, dict(self.data)
+
+    def load_state_dict(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        if meta["capacity"] != self.capacity or meta["n_segments"] != self.n_segments:
+            raise ValueError(
+                f"checkpoint buffer has capacity {meta['capacity']} x {meta['n_segments']} segments, "
+                f"this agent {self.capacity} x {self.n_segments}"
+            )
+        self.data = {k: np.array(arrays[k]) for k in FIELDS if k in arrays}
+        self.pos = np.asarray(meta["pos"], dtype=np.int64)
+        self.sizes = np.asarray(meta["sizes"], dtype=np.int64)
+        self.store_counter = np.asarray(meta["store_counter"], dtype=np.int64)
+        self.rng.bit_generator.state = meta["rng"]

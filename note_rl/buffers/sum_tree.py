@@ -1,0 +1,79 @@
+"""Array sum tree for proportional sampling in O(log n) (Schaul et al. 2015, appendix B.2.1).
+
+Layout: a complete binary tree in one float64 array of length ``2 * size`` where ``size`` is the
+capacity rounded up to a power of two.  Node ``1`` is the root, node ``i`` has children ``2i`` and
+``2i + 1``, and leaf ``j`` (item ``j``) sits at ``size + j``.  Both updates and lookups are
+vectorised over a batch: one numpy operation per tree level, never a Python loop per item.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["SumTree"]
+
+
+class SumTree:
+    """Sum tree over ``capacity`` non-negative priorities.
+
+    :param capacity: number of leaves (items) the tree can hold
+    """
+
+    def __init__(self, capacity: int) -> None:
+        if capacity < 1:
+            raise ValueError(f"SumTree capacity must be >= 1, got {capacity}")
+        self.capacity = int(capacity)
+        self.size = 1 << max(0, (self.capacity - 1).bit_length())
+        self.depth = self.size.bit_length() - 1
+        self.tree = np.zeros(2 * self.size, dtype=np.float64)
+
+    def total(self) -> float:
+        """Sum of all priorities."""
+        return float(self.tree[1])
+
+    def get(self, indices: np.ndarray | int) -> np.ndarray:
+        """Priorities of the given items."""
+        return self.tree[np.asarray(indices) + self.size]
+
+    def update(self, indices: np.ndarray | int, priorities: np.ndarray | float) -> None:
+        """Set the priorities of ``indices`` and refresh their ancestors (last write wins)."""
+        idx = np.atleast_1d(np.asarray(indices, dtype=np.int64)) + self.size
+        self.tree[idx] = priorities
+        for _ in range(self.depth):
+            # duplicates are harmless: every copy of a parent gets the same freshly summed value
+            idx >>= 1
+            self.tree[idx] = self.tree[2 * idx] + self.tree[2 * idx + 1]
+
+    def rebuild(self, priorities: np.ndarray) -> None:
+        """Replace every leaf at once (``priorities`` covers items ``0..len-1``; others get 0)."""
+        self.tree[:] = 0.0
+        self.tree[self.size : self.size + len(priorities)] = priorities
+        lo = self.size
+        while lo > 1:
+            hi, lo = lo, lo >> 1
+            self.tree[lo:hi] = self.tree[2 * lo : 2 * hi : 2] + self.tree[2 * lo + 1 : 2 * hi : 2]
+
+    def find(self, values: np.ndarray) -> np.ndarray:
+        """For each ``v`` in ``[0, total)`` the item whose prefix-sum interval contains ``v``."""
+        v = np.asarray(values, dtype=np.float64).copy()
+        idx = np.ones(v.shape, dtype=np.int64)
+        for _ in range(self.depth):
+            left = self.tree[2 * idx]
+            go_right = v >= left
+            v -= left * go_right
+            idx = 2 * idx + go_right
+        return np.minimum(idx - self.size, self.capacity - 1)
+
+    def sample(self, batch: int, rng: np.random.Generator, n_valid: int | None = None) -> np.ndarray:
+        """Stratified proportional sampling: one uniform draw in each of ``batch`` equal segments
+        of the total mass.  ``n_valid`` clips results to the filled prefix (guards float rounding).
+        """
+        total = self.total()
+        if total <= 0.0:
+            raise ValueError("SumTree.sample: all priorities are zero")
+        bounds = np.arange(batch, dtype=np.float64) * (total / batch)
+        values = bounds + rng.random(batch) * (total / batch)
+        items = self.find(np.minimum(values, np.nextafter(total, 0.0)))
+        if n_valid is not None:
+            items = np.minimum(items, n_valid - 1)
+        return items

@@ -1,0 +1,280 @@
+"""``RLBase``: the framework-free half of Note_rl's ``RL`` / ``RL_pytorch`` classes.
+
+A user agent subclasses :class:`note_rl.keras.RL` or :class:`note_rl.torch.RL_pytorch`, which bind
+this class to a backend.  The subclass provides ``self.param``, ``self.env``, ``action(s)`` and
+``__call__(s, a, next_s, r, d)`` (the loss), optionally ``update_param()``; it then calls
+``set(...)`` and ``train(...)``.  Everything else (buffers, exploration, the loop, checkpoints,
+plots) is here or in the modules this class delegates to.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+import numpy as np
+
+from ..backends import Backend, get_backend
+from ..buffers import PrioritizedReplayBuffer, PriorityRecorder, ReplayBuffer
+from . import checkpoint, envs, plots
+from .settings import TrainSettings
+
+__all__ = ["RLBase"]
+
+_UNSET: Any = object()
+
+# set() arguments, their defaults and checks; a None value always means "not used"
+_SET_DEFAULTS: dict[str, Any] = dict(
+    policy=None, noise=None, pool_size=None, batch=None, num_updates=None, num_steps=None,
+    update_batches=None, update_steps=None, trial_count=None, criterion=None, PPO=False,
+    HER=False, MARL=False, PR=False, IRL=False, initial_ratio=1.0, initial_TD=7.0, lambda_=0.5,
+    alpha=0.7, beta=None, seed=None, train_freq=1, learning_starts=None,
+)
+_POSITIVE_INTS = ("pool_size", "batch", "num_updates", "num_steps", "update_batches",
+                  "update_steps", "trial_count", "train_freq")
+
+
+class RLBase:
+    """Base class of every agent; see the module docstring for the subclass contract."""
+
+    #: backend name, set by the framework subclasses (``"tf"`` or ``"torch"``)
+    backend_name: str = ""
+
+    def __init__(self) -> None:
+        for name, default in _SET_DEFAULTS.items():
+            setattr(self, "priority_alpha" if name == "alpha" else name, default)
+        self.param: Any = None
+        self.env: Any = None
+        self.optimizer: Any = None
+        self.prioritized_replay = PriorityRecorder()
+        self.buffer: ReplayBuffer | None = None
+        # counters and history (all saved in checkpoints)
+        self.step_counter = 0       # environment steps, all processes together
+        self.batch_counter = 0      # gradient steps
+        self.total_episode = 0
+        self.total_time = 0.0
+        self.reward_list: list[float] = []
+        self.loss_list: list[float | None] = []
+        # checkpointing (Note_rl attribute names)
+        self.path: str | None = None
+        self.save_freq = 1
+        self.max_save_files: int | None = None
+        self.save_best_only = False
+        self.save_param_only = False
+        self.path_list: list[str] = []
+        self.best_avg_reward: float | None = None
+        # training control
+        self.callbacks: list[Any] = []
+        self.stop_training = False
+        self.jit_compile = True
+        self.episode_seed: int | None = None
+        self._pending_optimizer_state: Any = None
+
+    # -- backend -----------------------------------------------------------------------------
+    @property
+    def backend(self) -> Backend:
+        return get_backend(self.backend_name)
+
+    # -- configuration -----------------------------------------------------------------------
+    def set(self, policy: Any = _UNSET, noise: Any = _UNSET, pool_size: Any = _UNSET,
+            batch: Any = _UNSET, num_updates: Any = _UNSET, num_steps: Any = _UNSET,
+            update_batches: Any = _UNSET, update_steps: Any = _UNSET, trial_count: Any = _UNSET,
+            criterion: Any = _UNSET, PPO: Any = _UNSET, HER: Any = _UNSET, MARL: Any = _UNSET,
+            PR: Any = _UNSET, IRL: Any = _UNSET, initial_ratio: Any = _UNSET,
+            initial_TD: Any = _UNSET, lambda_: Any = _UNSET, alpha: Any = _UNSET,
+            beta: Any = _UNSET, seed: Any = _UNSET, train_freq: Any = _UNSET,
+            learning_starts: Any = _UNSET) -> None:
+        """Configure the agent; arguments not passed keep their current value.
+
+        :param policy: exploration policy (or one per process in a list)
+        :param noise: action noise for continuous actions (or one per process)
+        :param pool_size: replay capacity in transitions
+        :param batch: mini-batch size
+        :param num_updates: gradient steps per training round (default 1)
+        :param num_steps: n-step returns: rewards summed over this many steps per transition
+        :param update_batches: call ``update_param()`` every this many gradient steps
+        :param update_steps: call ``update_param()`` every this many environment steps
+        :param trial_count: episodes averaged for ``criterion`` and ``save_best_only``
+        :param criterion: stop once the mean of the last ``trial_count`` returns reaches this
+        :param PPO: prioritized replay scores items by TD error and policy ratio; after each
+            ``update_param()`` the (non-prioritized) buffer is cleared, as on-policy data expires
+        :param PR: prioritized replay
+        :param initial_ratio, initial_TD: values of the first stored items (PR)
+        :param lambda_: weight of ``|TD|`` against ``|ratio - 1|`` in the PPO score
+        :param alpha: priority exponent; stored as ``priority_alpha`` so it never overwrites an
+            agent's own ``alpha`` (e.g. an entropy coefficient, as Note_rl's PPO examples had)
+        :param beta: importance-sampling exponent; ``None`` (default) gives no IS weights
+        :param seed: seeds the framework, policies, noise, sampling and the first env reset
+        :param train_freq: environment steps between training rounds (default 1)
+        :param learning_starts: transitions stored before training starts (default ``batch``)
+        :param HER, MARL, IRL: accepted for compatibility; not implemented yet
+        """
+        given = {k: v for k, v in locals().items() if k != "self" and v is not _UNSET}
+        for name, value in given.items():
+            _check_set_value(name, value)
+        for flag in ("HER", "MARL", "IRL"):
+            if given.get(flag):
+                raise NotImplementedError(f"set({flag}=True): {flag} is not implemented in note_rl yet")
+        buffer_keys = {"pool_size", "PR", "PPO", "initial_TD", "initial_ratio", "lambda_", "alpha", "beta"}
+        if buffer_keys & given.keys():
+            self.buffer = None  # rebuilt with the new settings when training starts
+        for name, value in given.items():
+            setattr(self, "priority_alpha" if name == "alpha" else name, value)
+        if given.get("seed") is not None:
+            self.apply_seed(int(given["seed"]))
+        elif self.seed is not None and ({"policy", "noise"} & given.keys()):
+            self._seed_exploration(self.seed)  # a policy given after the seed is seeded too
+
+    def apply_seed(self, seed: int) -> None:
+        """Seed the framework, policies, noise, the replay sampler and the next env reset."""
+        self.seed = seed
+        self.backend.seed(seed)
+        self._seed_exploration(seed)
+        if self.buffer is not None:
+            self.buffer.seed(seed + 7)
+        self.episode_seed = seed
+        for env in _as_list(self.env):
+            if hasattr(env, "action_space"):
+                env.action_space.seed(seed)
+
+    def _seed_exploration(self, seed: int) -> None:
+        for i, obj in enumerate(_as_list(self.policy) + _as_list(self.noise)):
+            if callable(getattr(obj, "seed", None)):
+                obj.seed(seed + 101 * (i + 1))
+
+    # -- buffers -----------------------------------------------------------------------------
+    def make_buffer(self, n_segments: int = 1, window_size: Any = None,
+                    clearing_freq: int | None = None, window_size_: int | None = None) -> ReplayBuffer:
+        """Build the replay buffer described by ``set()`` (uniform or prioritized)."""
+        capacity = self.pool_size or 100_000
+        common = dict(n_segments=n_segments, window_size=window_size, clearing_freq=clearing_freq,
+                      window_size_=window_size_, seed=None if self.seed is None else self.seed + 7)
+        if self.PR:
+            return PrioritizedReplayBuffer(
+                capacity, alpha=self.priority_alpha, lambda_=self.lambda_, PPO=self.PPO,
+                initial_TD=self.initial_TD, initial_ratio=self.initial_ratio, beta=self.beta, **common)
+        return ReplayBuffer(capacity, **common)
+
+    # -- acting ------------------------------------------------------------------------------
+    def numpy_actor(self) -> Callable[[np.ndarray], np.ndarray] | None:
+        """Optional numpy copy of ``action`` (built-in agents): used by pool workers and for fast
+        acting.  Return ``None`` (the default) to act through the framework."""
+        return None
+
+    def act_output(self, s: np.ndarray) -> np.ndarray:
+        """Network output for a batch of states (numpy in, numpy out)."""
+        actor = getattr(self, "_actor", None)
+        if actor is None:
+            actor = self.numpy_actor() or self.backend.make_act(self.action, self.jit_compile)
+            self._actor = actor
+        return actor(np.asarray(s, dtype=np.float32))
+
+    def select_action(self, s: np.ndarray, i: int | None = None, p: int | None = None) -> Any:
+        """Action for one state ``s`` (Note_rl signature; ``s`` may carry a leading batch axis)."""
+        s = np.asarray(s, dtype=np.float32)
+        output = self.act_output(s if s.ndim > 1 else s[None])[0]
+        return self.explore(output, p)
+
+    def explore(self, output: np.ndarray, p: int | None = None) -> Any:
+        """Apply the policy (discrete) or the noise (continuous) to one network output."""
+        policy = _pick(self.policy, p)
+        if policy is not None:
+            return policy.act(output, self.step_counter)
+        noise = _pick(self.noise, p)
+        if noise is not None:
+            return output + noise.sample()
+        if envs.is_discrete(self.env):
+            return int(np.argmax(output))
+        return output
+
+    def env_(self, a: Any = None, initial: bool | None = None, p: int | None = None) -> Any:
+        """Note_rl helper: reset (``initial=True``) or step the (``p``-th) env."""
+        env = _pick(self.env, p)
+        if initial:
+            return env.reset(seed=self.seed)[0]
+        next_state, reward, terminated, truncated, _ = env.step(a)
+        return next_state, reward, terminated or truncated
+
+    # -- hooks a subclass may override -------------------------------------------------------
+    def update_param(self) -> None:
+        """Target-network / old-policy synchronisation (no-op by default)."""
+
+    # -- training ----------------------------------------------------------------------------
+    def _train(self, optimizer: Any, episodes: int | None, settings: TrainSettings) -> Any:
+        from .loop import Trainer
+
+        if optimizer is not None:
+            self.optimizer = optimizer
+        if self.optimizer is None:
+            raise ValueError("train(): no optimizer given and self.optimizer is not set")
+        return Trainer(self, episodes, settings).run()
+
+    def loss_accepts_weights(self) -> bool:
+        """Whether ``__call__`` takes importance-sampling weights as a sixth argument."""
+        params = list(inspect.signature(self.__call__).parameters.values())
+        return len(params) >= 6
+
+    # -- checkpoints (see checkpoint.py) -----------------------------------------------------
+    def save(self, path: str | None = None, save_data: bool = True) -> str:
+        """Full checkpoint: weights, optimizer state, buffers, counters, histories."""
+        return checkpoint.save_agent(self, path or self.path, full=True, save_data=save_data)
+
+    def restore(self, path: str, optimizer: Any = None) -> None:
+        """Load a :meth:`save` file; the optimizer state goes into ``optimizer`` (or
+        ``self.optimizer``, or the first optimizer passed to ``train``)."""
+        checkpoint.restore_agent(self, path, optimizer)
+
+    def save_param(self, path: str | None = None) -> str:
+        """Weights only."""
+        return checkpoint.save_agent(self, path or self.path, full=False)
+
+    def restore_param(self, path: str) -> None:
+        checkpoint.restore_params(self, path)
+
+    # -- plots (see plots.py) ----------------------------------------------------------------
+    def visualize_reward(self, path: str | None = None) -> str | None:
+        return plots.visualize(self, ("reward",), path)
+
+    def visualize_loss(self, path: str | None = None) -> str | None:
+        return plots.visualize(self, ("loss",), path)
+
+    def visualize_reward_loss(self, path: str | None = None) -> str | None:
+        return plots.visualize(self, ("reward", "loss"), path)
+
+    def run_agent(self, max_steps: int, seed: int | None = None,
+                  env: Any = None) -> tuple[list[Any], float, int]:
+        """One greedy episode on ``env`` (default ``self.env``): ``(states, return, steps)``."""
+        return plots.run_agent(self, max_steps, seed, env)
+
+    def animate_agent(self, max_steps: int, mode: str = "rgb_array", save_path: str | None = None,
+                      fps: int | None = None, writer: str | None = None) -> str:
+        return plots.animate_agent(self, max_steps, save_path, fps)
+
+
+def _as_list(obj: Any) -> list[Any]:
+    if obj is None:
+        return []
+    return list(obj) if isinstance(obj, (list, tuple)) else [obj]
+
+
+def _pick(obj: Any, p: int | None) -> Any:
+    if isinstance(obj, (list, tuple)):
+        return obj[p or 0]
+    return obj
+
+
+def _check_set_value(name: str, value: Any) -> None:
+    if value is None:
+        return
+    if name in _POSITIVE_INTS:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+            raise ValueError(f"set({name}={value!r}): must be a positive integer")
+    elif name in ("alpha", "lambda_", "initial_TD", "initial_ratio", "beta", "criterion"):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+            raise ValueError(f"set({name}={value!r}): must be a number")
+        if name == "lambda_" and not 0.0 <= value <= 1.0:
+            raise ValueError(f"set(lambda_={value!r}): must be within [0, 1]")
+        if name in ("alpha", "beta") and value < 0:
+            raise ValueError(f"set({name}={value!r}): must be >= 0")
+    elif name == "learning_starts" and (not isinstance(value, (int, np.integer)) or value < 0):
+        raise ValueError(f"set(learning_starts={value!r}): must be a non-negative integer")

@@ -1,0 +1,259 @@
+"""Checkpoints that load without executing code.
+
+A checkpoint is one ``.npz`` (zip of ``.npy`` arrays, read with ``allow_pickle=False``) whose
+``__meta__`` entry is UTF-8 JSON: format tag, backend, counters, histories, ``set()`` values,
+optimizer hyperparameters and random-generator states.  Arrays hold the weights of every network
+attribute (Keras layers / torch modules) and of ``self.param``, optimizer slots and, in a full
+save, the replay buffer.  Files are written to a temporary name in the same directory and renamed,
+so a crash never leaves a half-written checkpoint under the real name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from typing import Any
+
+import numpy as np
+
+__all__ = ["CheckpointError", "save_agent", "restore_agent", "restore_params", "periodic_save",
+           "write_npz", "read_npz"]
+
+FORMAT = "note_rl-checkpoint"
+VERSION = 1
+_SETTINGS = ("pool_size", "batch", "num_updates", "num_steps", "update_batches", "update_steps",
+             "trial_count", "criterion", "PPO", "PR", "initial_ratio", "initial_TD", "lambda_",
+             "priority_alpha", "beta", "seed", "train_freq", "learning_starts")
+
+
+class CheckpointError(ValueError):
+    """The file is not a readable note_rl checkpoint (corrupt, truncated or foreign)."""
+
+
+# -- file format -----------------------------------------------------------------------------
+def write_npz(path: str, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> str:
+    """Atomically write ``arrays`` plus JSON ``meta`` to ``path``."""
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    tmp = os.path.join(folder, f".{os.path.basename(path)}.tmp-{os.getpid()}")
+    payload = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
+    try:
+        with open(tmp, "wb") as f:
+            np.savez(f, __meta__=payload, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return path
+
+
+def read_npz(path: str, expect: str = FORMAT) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Read a file written by :func:`write_npz`; any defect raises :class:`CheckpointError`."""
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"checkpoint not found: {path}")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {k: data[k] for k in data.files}
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
+        raise CheckpointError(f"{path}: not a note_rl checkpoint ({exc})") from None
+    if "__meta__" not in arrays:
+        raise CheckpointError(f"{path}: not a note_rl checkpoint (no metadata entry)")
+    try:
+        meta = json.loads(arrays.pop("__meta__").tobytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CheckpointError(f"{path}: corrupt checkpoint metadata ({exc})") from None
+    if not isinstance(meta, dict) or meta.get("format") != expect:
+        raise CheckpointError(f"{path}: not a {expect} file")
+    return meta, arrays
+
+
+# -- saving ----------------------------------------------------------------------------------
+def _weights(agent: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    backend = agent.backend
+    arrays: dict[str, np.ndarray] = {}
+    params = agent.backend.flatten(agent.param) if agent.param is not None else []
+    for i, w in enumerate(backend.get_weights(params)):
+        arrays[f"param/{i}"] = w
+    modules: dict[str, int] = {}
+    for name, module in backend.modules(agent).items():
+        weights = backend.module_weights(module)
+        modules[name] = len(weights)
+        for i, w in enumerate(weights):
+            arrays[f"module/{name}/{i}"] = w
+    return {"n_param": len(params), "modules": modules}, arrays
+
+
+def _optimizers(agent: Any) -> list[Any]:
+    opt = agent.optimizer
+    if opt is None:
+        return []
+    return list(opt) if isinstance(opt, (list, tuple)) else [opt]
+
+
+def _states(objs: Any) -> list[Any]:
+    items = objs if isinstance(objs, (list, tuple)) else [objs]
+    return [o.get_state() if hasattr(o, "get_state") else None for o in items if o is not None]
+
+
+def _env_rng(agent: Any) -> Any:
+    env = agent.env[0] if isinstance(agent.env, (list, tuple)) else agent.env
+    try:
+        return env.unwrapped.np_random.bit_generator.state
+    except AttributeError:
+        return None
+
+
+def save_agent(agent: Any, path: str | None, full: bool, save_data: bool = True) -> str:
+    """Write a full checkpoint (``full=True``) or the weights only."""
+    if not path:
+        raise ValueError("save(): no path given and agent.path is not set")
+    weights_meta, arrays = _weights(agent)
+    meta: dict[str, Any] = {"format": FORMAT, "version": VERSION, "kind": "full" if full else "param",
+                            "backend": agent.backend_name, "agent_class": type(agent).__name__,
+                            **weights_meta}
+    if full:
+        meta.update(_full_meta(agent, arrays, save_data))
+    return write_npz(path, meta, arrays)
+
+
+def _full_meta(agent: Any, arrays: dict[str, np.ndarray], save_data: bool) -> dict[str, Any]:
+    opt_metas = []
+    for k, opt in enumerate(_optimizers(agent)):
+        m, a = agent.backend.optimizer_state(opt)
+        opt_metas.append(m)
+        arrays.update({f"opt/{k}/{key}": v for key, v in a.items()})
+    buffer_meta = None
+    if agent.buffer is not None and save_data:
+        buffer_meta, buf = agent.buffer.state_dict()
+        arrays.update({f"buffer/{key}": v for key, v in buf.items()})
+    counters = {k: getattr(agent, k) for k in ("step_counter", "batch_counter", "total_episode",
+                                                "total_time", "episode_seed", "best_avg_reward")}
+    extra = agent.extra_state() if hasattr(agent, "extra_state") else {}
+    return {"optimizers": opt_metas, "buffer": buffer_meta, "counters": counters,
+            "reward_list": list(agent.reward_list), "loss_list": list(agent.loss_list),
+            "settings": {k: getattr(agent, k) for k in _SETTINGS},
+            "policy": _states(agent.policy), "noise": _states(agent.noise),
+            "env_rng": _env_rng(agent), "extra": extra}
+
+
+def periodic_save(agent: Any, episode: int, mean_reward: float | None, save_data: bool) -> None:
+    """The end-of-episode save rule: ``path``, ``save_freq``, ``save_best_only``,
+    ``max_save_files`` (rotation) and ``save_param_only``."""
+    if not agent.path or episode % max(int(agent.save_freq or 1), 1) != 0:
+        return
+    if agent.save_best_only:
+        if mean_reward is None or (agent.best_avg_reward is not None and mean_reward <= agent.best_avg_reward):
+            return
+        agent.best_avg_reward = mean_reward
+    path = agent.path
+    if agent.max_save_files and agent.max_save_files > 1:
+        root, ext = os.path.splitext(agent.path)
+        path = f"{root}-{agent.total_episode}{ext}"
+    if agent.save_param_only:
+        agent.save_param(path)
+    else:
+        agent.save(path, save_data=save_data)
+    if path != agent.path:
+        if path in agent.path_list:
+            agent.path_list.remove(path)
+        agent.path_list.append(path)
+        while len(agent.path_list) > agent.max_save_files:
+            old = agent.path_list.pop(0)
+            if os.path.exists(old):
+                os.remove(old)
+
+
+# -- restoring -------------------------------------------------------------------------------
+def _check_backend(agent: Any, meta: dict[str, Any], path: str) -> None:
+    if meta.get("backend") != agent.backend_name:
+        raise CheckpointError(f"{path}: saved by the {meta.get('backend')!r} backend, "
+                              f"this agent uses {agent.backend_name!r}")
+
+
+def _assign_weights(agent: Any, meta: dict[str, Any], arrays: dict[str, np.ndarray], path: str) -> None:
+    backend = agent.backend
+    modules = backend.modules(agent)
+    for name, n in meta.get("modules", {}).items():
+        if name not in modules:
+            raise CheckpointError(f"{path}: network {name!r} in the file is missing on this agent")
+        backend.set_module_weights(modules[name], [arrays[f"module/{name}/{i}"] for i in range(n)])
+    params = backend.flatten(agent.param) if agent.param is not None else []
+    if len(params) != meta["n_param"]:
+        raise CheckpointError(f"{path}: holds {meta['n_param']} parameters, agent has {len(params)}")
+    backend.set_weights(params, [arrays[f"param/{i}"] for i in range(meta["n_param"])])
+
+
+def restore_params(agent: Any, path: str) -> None:
+    """Load only the weights of a checkpoint (either kind)."""
+    meta, arrays = read_npz(path)
+    _check_backend(agent, meta, path)
+    _assign_weights(agent, meta, arrays, path)
+    agent._actor = None
+
+
+def restore_agent(agent: Any, path: str, optimizer: Any = None) -> None:
+    """Load a full checkpoint so that training continues where it stopped."""
+    meta, arrays = read_npz(path)
+    _check_backend(agent, meta, path)
+    if meta.get("kind") != "full":
+        raise CheckpointError(f"{path}: holds weights only; use restore_param()")
+    _assign_weights(agent, meta, arrays, path)
+    agent._actor = None
+    for key, value in meta["settings"].items():
+        setattr(agent, key, value)
+    for key, value in meta["counters"].items():
+        setattr(agent, key, value)
+    agent.reward_list = list(meta["reward_list"])
+    agent.loss_list = list(meta["loss_list"])
+    _restore_exploration(agent, meta)
+    _restore_buffer(agent, meta, arrays)
+    _restore_optimizers(agent, meta, arrays, optimizer)
+    if meta.get("extra") and hasattr(agent, "load_extra_state"):
+        agent.load_extra_state(meta["extra"])
+
+
+def _restore_exploration(agent: Any, meta: dict[str, Any]) -> None:
+    for objs, states in ((agent.policy, meta["policy"]), (agent.noise, meta["noise"])):
+        items = [o for o in (objs if isinstance(objs, (list, tuple)) else [objs]) if o is not None]
+        for obj, state in zip(items, states):
+            if state is not None and hasattr(obj, "set_state"):
+                obj.set_state(state)
+    if meta.get("env_rng") is not None:
+        env = agent.env[0] if isinstance(agent.env, (list, tuple)) else agent.env
+        try:
+            env.unwrapped.np_random.bit_generator.state = meta["env_rng"]
+        except AttributeError:
+            pass
+
+
+def _restore_buffer(agent: Any, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+    bmeta = meta.get("buffer")
+    if bmeta is None:
+        agent.buffer = None
+        return
+    agent.buffer = agent.make_buffer(int(bmeta["n_segments"]))
+    prefix = "buffer/"
+    agent.buffer.load_state_dict(bmeta, {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)})
+
+
+def _restore_optimizers(agent: Any, meta: dict[str, Any], arrays: dict[str, np.ndarray],
+                        optimizer: Any) -> None:
+    if optimizer is not None:
+        agent.optimizer = optimizer
+    metas = meta.get("optimizers", [])
+    per_opt = [{k.split("/", 2)[2]: v for k, v in arrays.items() if k.startswith(f"opt/{i}/")}
+               for i in range(len(metas))]
+    opts = _optimizers(agent)
+    if not metas:
+        return
+    if not opts:  # applied when train() receives an optimizer
+        agent._pending_optimizer_state = (metas, per_opt)
+        return
+    if len(opts) != len(metas):
+        raise CheckpointError(f"checkpoint has {len(metas)} optimizer states, agent has {len(opts)} optimizers")
+    groups = agent.backend.groups(agent.param, len(opts))
+    for opt, group, m, a in zip(opts, groups, metas, per_opt):
+        agent.backend.load_optimizer_state(opt, group, m, a)

@@ -1,0 +1,172 @@
+"""Experience collection in the training process.
+
+* :class:`EpisodeCollector` - one env, off-policy: act, step, store (n-step aware), and train on
+  the cadence ``train_freq`` / ``num_updates`` / ``learning_starts``; ``update_param()`` every
+  ``update_steps`` env steps (or after every training round when neither ``update_steps`` nor
+  ``update_batches`` is set, as Note_rl does).
+* :class:`RolloutCollector` - ``n_envs`` vectorised envs, on-policy: ``n_steps`` per env, GAE,
+  then ``n_epochs`` passes of mini-batches (PPO as in rl-zoo / SB3).
+
+Both report finished episodes to the trainer through ``trainer.end_episode(return)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..buffers import NStepAccumulator, compute_gae, rollout_minibatches
+from ..buffers.nstep import stack_transitions
+from .envs import EnvFactory, make_vec_env, step_env
+from ..utils import scalar
+from .runners import RolloutRunner, next_values
+
+__all__ = ["EpisodeCollector", "RolloutCollector", "TrainingCadence", "train_on_rollout"]
+
+
+class TrainingCadence:
+    """Decides, after each batch of new env steps, how many gradient steps to run and when to
+    call ``update_param()``.  Shared by the single-env and the pool collectors."""
+
+    def __init__(self, agent: Any, learner: Any) -> None:
+        self.agent = agent
+        self.learner = learner
+        self.owed = 0.0  # gradient steps earned by env steps but not yet run
+        self.sync_due = False
+
+    def learning_starts(self) -> int:
+        agent = self.agent
+        return agent.learning_starts if agent.learning_starts is not None else agent.batch
+
+    def after_steps(self, n_new: int, step_before: int) -> None:
+        """Account for ``n_new`` env steps and run the training they earned right away."""
+        self.account(n_new, step_before)
+        self.run_owed()
+
+    def account(self, n_new: int, step_before: int) -> None:
+        """Record that ``n_new`` env steps happened (the counter was ``step_before``)."""
+        agent = self.agent
+        freq = agent.train_freq or 1
+        rounds = (step_before + n_new) // freq - step_before // freq
+        if len(agent.buffer) >= max(self.learning_starts(), 1) and rounds > 0:
+            self.owed += rounds * (agent.num_updates or 1)
+        if agent.update_steps:
+            step = agent.update_steps
+            self.sync_due = self.sync_due or (step_before + n_new) // step > step_before // step
+
+    def run_owed(self) -> None:
+        """Run the gradient steps earned so far, then ``update_param()`` if it is due."""
+        agent = self.agent
+        n = int(self.owed)
+        self.owed -= n
+        trained = n > 0 and self.learner.train_round(n) > 0
+        if agent.update_steps:
+            if self.sync_due:
+                self.sync_due = False
+                self.learner.sync_params()
+                self.run_adjust_hook()
+        elif trained and not agent.update_batches:
+            self.learner.sync_params()
+
+    def run_adjust_hook(self) -> None:
+        hook = getattr(self.agent, "adjust_func", None)
+        if callable(hook):
+            hook()
+
+
+class EpisodeCollector:
+    """Single-process, single-env, off-policy collection (one unit = one episode)."""
+
+    def __init__(self, agent: Any, learner: Any, trainer: Any) -> None:
+        self.agent = agent
+        self.trainer = trainer
+        self.cadence = TrainingCadence(agent, learner)
+        self.env = agent.env[0] if isinstance(agent.env, (list, tuple)) else agent.env
+        gamma = scalar(agent.gamma) if getattr(agent, "gamma", None) is not None else 1.0
+        self.nstep = NStepAccumulator(agent.num_steps, gamma) if agent.num_steps else None
+
+    def _reset(self) -> np.ndarray:
+        agent = self.agent
+        state, _ = self.env.reset(seed=agent.episode_seed)
+        agent.episode_seed = None  # only the first episode is reset with the seed
+        for noise in (agent.noise if isinstance(agent.noise, (list, tuple)) else [agent.noise]):
+            if noise is not None:
+                noise.reset_states()
+        if self.nstep is not None:
+            self.nstep.reset()
+        return state
+
+    def run_unit(self) -> None:
+        agent, trainer, buffer = self.agent, self.trainer, self.agent.buffer
+        state = self._reset()
+        episode_return = 0.0
+        while True:
+            action = agent.select_action(state)
+            next_state, reward, terminated, truncated = step_env(self.env, action)
+            self._store(state, action, next_state, reward, terminated, terminated or truncated, buffer)
+            episode_return += reward
+            agent.step_counter += 1
+            self.cadence.after_steps(1, agent.step_counter - 1)
+            if terminated or truncated:
+                trainer.end_episode(episode_return)
+                return
+            if agent.stop_training or trainer.out_of_steps():
+                return
+            state = next_state
+
+    def _store(self, s: Any, a: Any, s2: Any, r: float, terminated: bool, end: bool, buffer: Any) -> None:
+        if self.nstep is None:
+            buffer.add(s, a, s2, r, float(terminated))
+            return
+        ready = self.nstep.push(s, a, r, s2, terminated, end)
+        if ready:
+            buffer.add_batch(*stack_transitions(ready))
+
+    def close(self) -> None:
+        pass
+
+
+class RolloutCollector:
+    """On-policy vectorised collection for agents implementing the rollout protocol:
+    ``n_envs``, ``n_steps``, ``n_epochs``, ``gamma``, ``lam``, ``rollout_act(obs) -> (actions,
+    log_probs, values)``, ``rollout_values(obs)``, ``rollout_loss(s, a, logp, adv, ret)`` and
+    optionally ``on_rollout_start(progress_remaining)``.
+    """
+
+    def __init__(self, agent: Any, learner: Any, trainer: Any) -> None:
+        self.agent = agent
+        self.learner = learner
+        self.trainer = trainer
+        env = agent.env[0] if isinstance(agent.env, (list, tuple)) else agent.env
+        self.runner = RolloutRunner(make_vec_env(EnvFactory(env), agent.n_envs), agent.rollout_act,
+                                    agent.rollout_values, seed=agent.episode_seed)
+        agent.episode_seed = None
+        self.rng = np.random.default_rng(None if agent.seed is None else agent.seed + 11)
+
+    def run_unit(self) -> None:
+        hook = getattr(self.agent, "on_rollout_start", None)
+        if callable(hook):
+            hook(self.trainer.progress_remaining())
+        fields, finished = self.runner.collect(self.agent.n_steps)
+        train_on_rollout(self.agent, self.learner, self.trainer, fields, finished, self.rng)
+
+    def close(self) -> None:
+        self.runner.vec.close()
+
+
+def train_on_rollout(agent: Any, learner: Any, trainer: Any, fields: dict[str, np.ndarray],
+                     finished: list[float], rng: np.random.Generator) -> None:
+    """Count the rollout's steps and episodes, compute GAE, run ``n_epochs`` of mini-batches."""
+    agent.step_counter += fields["reward"].size
+    for episode_return in finished:
+        trainer.end_episode(episode_return)
+    fields["advantage"], fields["returns"] = compute_gae(
+        fields["reward"], fields["value"], next_values(fields), fields["terminated"],
+        fields["episode_end"], scalar(agent.gamma), agent.lam)
+    for _ in range(agent.n_epochs):
+        for mb in rollout_minibatches(fields, agent.batch, rng,
+                                      getattr(agent, "normalize_advantage", False)):
+            if agent.stop_training:
+                return
+            learner.rollout_update(mb)

@@ -1,0 +1,152 @@
+"""Gradient steps and the parameter-update cadence.
+
+``Learner`` is the only place that runs the user's loss: it samples a mini-batch, calls the
+backend's compiled step, writes the TD errors the loss pushed back into the prioritized buffer,
+counts the step, fires the batch callbacks, and calls ``update_param()`` on Note_rl's cadence
+(every ``update_batches`` gradient steps).  After ``update_param()`` a prioritized buffer is trimmed
+by ``window_size_func`` / ``window_size_ppo`` / ``window_size_pr`` and, with ``PPO=True`` and a
+uniform buffer, the expired on-policy data is cleared.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..buffers import PrioritizedReplayBuffer, RolloutBatch
+from ..callbacks import CallbackList
+from .settings import TrainSettings
+
+__all__ = ["Learner", "NonFiniteLossError"]
+
+
+class NonFiniteLossError(FloatingPointError):
+    """The loss became NaN or infinite; training cannot continue meaningfully."""
+
+
+class Learner:
+    """Runs gradient steps for one agent during one ``train()`` call.
+
+    :param agent: the agent (``RLBase`` subclass)
+    :param optimizers: one optimizer per parameter group
+    :param settings: the ``train()`` options
+    :param callbacks: dispatcher of the batch hooks
+    """
+
+    def __init__(self, agent: Any, optimizers: Sequence[Any], settings: TrainSettings,
+                 callbacks: CallbackList) -> None:
+        self.agent = agent
+        self.backend = agent.backend
+        self.optimizers = list(optimizers)
+        self.settings = settings
+        self.callbacks = callbacks
+        self.groups = self.backend.groups(agent.param, len(self.optimizers))
+        self.variables = [v for g in self.groups for v in g]
+        for opt, group in zip(self.optimizers, self.groups):
+            self.backend.prepare_optimizer(opt, group)
+        self._restore_pending_optimizer_state()
+        self.with_weights = agent.loss_accepts_weights()
+        self._steps: dict[str, Any] = {}
+        self.losses: list[float] = []  # losses since the last episode ended
+        self.updates_since_sync = 0
+
+    def _restore_pending_optimizer_state(self) -> None:
+        pending = self.agent._pending_optimizer_state
+        if pending is None:
+            return
+        metas, arrays = pending
+        if len(metas) != len(self.optimizers):
+            raise ValueError(f"checkpoint has {len(metas)} optimizer states, train() got "
+                             f"{len(self.optimizers)} optimizers")
+        for i, (opt, group) in enumerate(zip(self.optimizers, self.groups)):
+            self.backend.load_optimizer_state(opt, group, metas[i], arrays[i])
+        self.agent._pending_optimizer_state = None
+
+    def step_fn(self, name: str) -> Any:
+        """Compiled gradient step of the agent's ``__call__`` (``"replay"``) or another loss."""
+        if name not in self._steps:
+            loss_fn = self.agent.__call__ if name == "replay" else getattr(self.agent, name)
+            self._steps[name] = self.backend.make_step(
+                loss_fn, self.optimizers, self.groups, self.agent.prioritized_replay,
+                self.settings.jit_compile, getattr(self.agent, "max_grad_norm", None))
+        return self._steps[name]
+
+    # -- replay training ---------------------------------------------------------------------
+    def train_round(self, n_updates: int) -> int:
+        """Up to ``n_updates`` replay steps (fewer if a callback stops training)."""
+        done = 0
+        for _ in range(n_updates):
+            if self.agent.stop_training:
+                break
+            self.replay_update()
+            done += 1
+        return done
+
+    def replay_update(self) -> float:
+        agent, buffer = self.agent, self.agent.buffer
+        self._batch_begin()
+        batch = buffer.sample(agent.batch)
+        arrays = [batch.state, batch.action, batch.next_state, batch.reward, batch.done]
+        if self.with_weights:
+            weights = batch.weights if batch.weights is not None else np.ones(len(batch.reward), np.float32)
+            arrays.append(weights)
+        result = self.step_fn("replay")(arrays)
+        if isinstance(buffer, PrioritizedReplayBuffer):
+            if result.td is None:
+                raise ValueError("PR=True but the loss never called "
+                                 "self.prioritized_replay.update(TD) with per-sample TD errors")
+            buffer.update_priorities(batch.indices, result.td, result.ratio)
+        self._batch_end(result.loss)
+        if agent.update_batches and agent.batch_counter % agent.update_batches == 0:
+            self.sync_params()
+        return result.loss
+
+    # -- on-policy training ------------------------------------------------------------------
+    def rollout_update(self, mb: RolloutBatch) -> float:
+        self._batch_begin()
+        result = self.step_fn("rollout_loss")(list(mb))
+        self._batch_end(result.loss)
+        return result.loss
+
+    # -- bookkeeping -------------------------------------------------------------------------
+    def _batch_begin(self) -> None:
+        if self.callbacks.wants("on_batch_begin"):
+            self.callbacks.call("on_batch_begin", self.agent.batch_counter, {})
+
+    def _batch_end(self, loss: float) -> None:
+        agent = self.agent
+        if not math.isfinite(loss):
+            raise NonFiniteLossError(f"loss became {loss} at gradient step {agent.batch_counter}")
+        self.losses.append(loss)
+        agent.batch_counter += 1
+        self.updates_since_sync += 1
+        if self.callbacks.wants("on_batch_end"):
+            self.callbacks.call("on_batch_end", agent.batch_counter - 1, {"loss": loss})
+
+    def pop_losses(self) -> list[float]:
+        out, self.losses = self.losses, []
+        return out
+
+    def sync_params(self, segment: int | None = None) -> None:
+        """``update_param()`` then Note_rl's post-update buffer maintenance."""
+        agent, settings, buffer = self.agent, self.settings, self.agent.buffer
+        agent.update_param()
+        self.updates_since_sync = 0
+        if buffer is None:
+            return
+        if isinstance(buffer, PrioritizedReplayBuffer):
+            for seg in range(buffer.n_segments):
+                window = _post_update_window(agent, settings, seg, buffer.n_segments)
+                if window:
+                    buffer.drop_oldest(int(window), seg)
+        elif agent.PPO:
+            buffer.clear()
+
+
+def _post_update_window(agent: Any, settings: TrainSettings, segment: int, n_segments: int) -> int | None:
+    func = getattr(agent, "window_size_func", None)
+    if callable(func):
+        return func(segment) if n_segments > 1 else func()
+    return settings.window_size_ppo if agent.PPO else settings.window_size_pr

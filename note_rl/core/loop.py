@@ -1,0 +1,166 @@
+"""The episode loop shared by every agent, backend and collection strategy.
+
+``Trainer.run`` builds the learner and the collector for this ``train()`` call, then lets the
+collector run units (an episode, a pool phase, or a rollout) until the episode or step budget is
+spent, ``criterion`` is reached or ``stop_training`` is set.  The collector reports each finished
+episode through :meth:`Trainer.end_episode`, which does the bookkeeping Note_rl does at the end of
+an episode: histories, callbacks, periodic checkpoints, progress lines and the criterion test.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from ..callbacks import CallbackList
+from . import checkpoint
+from .collect import EpisodeCollector, RolloutCollector
+from .learner import Learner
+from .progress import Progress
+from .settings import TrainSettings
+
+__all__ = ["Trainer"]
+
+
+class Trainer:
+    """One ``train()`` call.
+
+    :param agent: the agent
+    :param episodes: episode budget (``None``: until ``criterion``, ``steps`` or ``stop_training``)
+    :param settings: the other ``train()`` options
+    """
+
+    def __init__(self, agent: Any, episodes: int | None, settings: TrainSettings) -> None:
+        if episodes is not None and (not isinstance(episodes, int) or episodes < 0):
+            raise ValueError(f"train(episodes={episodes!r}): must be a non-negative integer or None")
+        self.agent = agent
+        self.episodes = episodes
+        self.settings = settings
+        self.episode = 0
+        self.finished = False
+        self.start_steps = agent.step_counter
+        self.last_loss: float | None = None
+        self.callbacks = CallbackList(list(agent.callbacks) + list(settings.callbacks or []), agent)
+        self.progress = Progress(settings.p, episodes)
+
+    # -- budget ------------------------------------------------------------------------------
+    def out_of_steps(self) -> bool:
+        steps = self.settings.steps
+        return steps is not None and self.agent.step_counter - self.start_steps >= steps
+
+    def progress_remaining(self) -> float:
+        """1 at the start of the run, 0 at its end (by steps when a step budget is set)."""
+        if self.settings.steps:
+            done = (self.agent.step_counter - self.start_steps) / self.settings.steps
+        elif self.episodes:
+            done = self.episode / self.episodes
+        else:
+            return 1.0
+        return float(np.clip(1.0 - done, 0.0, 1.0))
+
+    # -- run ---------------------------------------------------------------------------------
+    def run(self) -> float | None:
+        agent, settings = self.agent, self.settings
+        agent.stop_training = False
+        agent.jit_compile = settings.jit_compile
+        agent._actor = None  # rebuilt for this run's jit setting and weights
+        optimizers = list(agent.optimizer) if isinstance(agent.optimizer, (list, tuple)) else [agent.optimizer]
+        self.learner = Learner(agent, optimizers, settings, self.callbacks)
+        self.collector = self._make_collector()
+        self.callbacks.call("on_train_begin", {})
+        started = time.perf_counter()
+        try:
+            if self.episodes != 0:
+                self._begin_episode()
+                while not self.finished:
+                    if agent.stop_training or self.out_of_steps():
+                        break
+                    self.collector.run_unit()
+        finally:
+            self.collector.close()
+            elapsed = time.perf_counter() - started
+            agent.total_time += elapsed
+            self.progress.finish(agent, elapsed)
+            self.callbacks.call("on_train_end", {"episodes": self.episode, "time": elapsed})
+        return self.last_loss
+
+    def _make_collector(self) -> Any:
+        agent, settings = self.agent, self.settings
+        if getattr(agent, "n_steps", None):  # on-policy rollout protocol
+            if settings.pool_network:
+                from .pool import PoolRolloutCollector
+
+                return PoolRolloutCollector(agent, self.learner, self, settings)
+            return RolloutCollector(agent, self.learner, self)
+        n_segments = settings.processes if settings.pool_network else 1
+        if agent.buffer is None or agent.buffer.n_segments != n_segments:
+            agent.buffer = agent.make_buffer(n_segments, settings.window_size,
+                                             settings.clearing_freq, settings.window_size_)
+        else:  # the buffer persists across train() calls; refresh this call's trimming rules
+            agent.buffer.window_size = settings.window_size
+            agent.buffer.clearing_freq = settings.clearing_freq
+            agent.buffer.window_size_ = settings.window_size_
+        if settings.pool_network:
+            from .pool import PoolCollector
+
+            return PoolCollector(agent, self.learner, self, settings)
+        return EpisodeCollector(agent, self.learner, self)
+
+    # -- per episode -------------------------------------------------------------------------
+    def _begin_episode(self) -> None:
+        if self.settings.train_loss is not None:
+            self.settings.train_loss.reset_state()
+        self.callbacks.call("on_episode_begin", self.episode, {})
+
+    def end_episode(self, episode_return: float) -> None:
+        """Bookkeeping for one finished episode with return ``episode_return``."""
+        if self.finished:
+            return
+        agent = self.agent
+        losses = self.learner.pop_losses()
+        loss = self._episode_loss(losses)
+        self.last_loss = loss if loss is not None else self.last_loss
+        agent.reward_list.append(float(episode_return))
+        agent.loss_list.append(loss)
+        agent.total_episode += 1
+        logs = {"reward": float(episode_return), "loss": loss, "mean_reward": self.mean_reward(),
+                "env_steps": agent.step_counter, "total_episode": agent.total_episode}
+        self.callbacks.call("on_episode_end", self.episode, logs)
+        checkpoint.periodic_save(agent, self.episode, self.mean_reward(), self.settings.save_data)
+        self.progress.episode(self.episode, logs)
+        self.episode += 1
+        if self._criterion_met():
+            self.progress.criterion(self.episode, self.mean_reward())
+            self.finished = True
+        elif self.episodes is not None and self.episode >= self.episodes:
+            self.finished = True
+        elif agent.stop_training or self.out_of_steps():
+            self.finished = True
+        else:
+            self._begin_episode()
+
+    def _episode_loss(self, losses: list[float]) -> float | None:
+        if not losses:
+            return None
+        train_loss = self.settings.train_loss
+        if train_loss is not None:
+            train_loss.update_state(np.asarray(losses, dtype=np.float32))
+            return float(np.asarray(train_loss.result()))
+        return float(np.mean(losses))
+
+    def mean_reward(self) -> float | None:
+        rewards = self.agent.reward_list
+        if not rewards:
+            return None
+        k = self.agent.trial_count or len(rewards)
+        return float(np.mean(rewards[-k:]))
+
+    def _criterion_met(self) -> bool:
+        agent = self.agent
+        if agent.criterion is None or not agent.trial_count:
+            return False
+        if len(agent.reward_list) < agent.trial_count:
+            return False
+        return float(np.mean(agent.reward_list[-agent.trial_count:])) >= agent.criterion

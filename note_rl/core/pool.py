@@ -1,0 +1,231 @@
+"""Pool network: experience collection in worker processes.
+
+Workers are started with ``spawn`` (default) or ``forkserver`` and run
+:func:`note_rl.core.pool_worker.worker_main`; they never import TensorFlow or PyTorch.  Built-in
+agents give each worker a numpy copy of the acting network (refreshed every phase), so a worker
+plays whole episodes on its own and sends them back in one message per phase, never one message
+per transition.  Agents without a numpy actor use env mode: workers only step their env and the
+training process acts for all of them in one batched forward pass.
+
+One phase (Note_rl's pool-mode "episode"): every worker plays ``num_store`` episodes; each
+worker's data goes to its own buffer segment, or, with ``random=True`` or a uniform buffer, to a
+segment drawn with probability proportional to ``1 / (len + 1)`` (Note_rl's inverse-length
+placement); the phase reward is the mean return of the episodes played.  With
+``parallel_store_and_training`` the gradient steps earned by one phase run while the workers
+collect the next (data lags one phase; that is Note_rl's ``parallel_store_and_training``).
+"""
+
+from __future__ import annotations
+
+import copy
+import multiprocessing as mp
+from typing import Any
+
+import numpy as np
+
+from ..utils import scalar
+from .collect import TrainingCadence, train_on_rollout
+from .envs import EnvFactory, is_discrete
+from .pool_worker import worker_main
+from .settings import TrainSettings
+
+__all__ = ["WorkerPool", "WorkerError", "PoolCollector", "PoolRolloutCollector"]
+
+
+class WorkerError(RuntimeError):
+    """A pool worker raised or died."""
+
+
+class WorkerPool:
+    """``len(inits)`` worker processes, each with a duplex pipe."""
+
+    def __init__(self, inits: list[dict[str, Any]], start_method: str) -> None:
+        ctx = mp.get_context(start_method)
+        self.conns: list[Any] = []
+        self.procs: list[Any] = []
+        for i, init in enumerate(inits):
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=worker_main, args=(child, init), daemon=True,
+                               name=f"note_rl-pool-{i}")
+            proc.start()
+            child.close()
+            self.conns.append(parent)
+            self.procs.append(proc)
+        for i in range(len(inits)):
+            self.recv(i)  # "ready" or the construction error
+
+    def __len__(self) -> int:
+        return len(self.conns)
+
+    def send(self, i: int, cmd: str, payload: Any = None) -> None:
+        self.conns[i].send((cmd, payload))
+
+    def recv(self, i: int) -> Any:
+        try:
+            status, payload = self.conns[i].recv()
+        except (EOFError, ConnectionError):
+            code = self.procs[i].exitcode
+            raise WorkerError(f"pool worker {i} died (exit code {code})") from None
+        if status == "error":
+            raise WorkerError(f"pool worker {i} failed:\n{payload}")
+        return payload
+
+    def call_all(self, cmd: str, payloads: list[Any]) -> list[Any]:
+        for i, payload in enumerate(payloads):
+            self.send(i, cmd, payload)
+        return [self.recv(i) for i in range(len(self))]
+
+    def close(self) -> None:
+        for i, conn in enumerate(self.conns):
+            try:
+                conn.send(("close", None))
+            except (OSError, ValueError):
+                pass
+        for proc in self.procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.terminate()
+                proc.join(timeout=5)
+        for conn in self.conns:
+            conn.close()
+
+
+def _pick(obj: Any, p: int) -> Any:
+    return obj[p] if isinstance(obj, (list, tuple)) else obj
+
+
+def _worker_inits(agent: Any, n: int, extra: dict[str, Any]) -> list[dict[str, Any]]:
+    envs = agent.env if isinstance(agent.env, (list, tuple)) else [agent.env] * n
+    if len(envs) < n:
+        raise ValueError(f"pool_network with processes={n} needs {n} envs in self.env, got {len(envs)}")
+    seed = agent.episode_seed
+    agent.episode_seed = None
+    gamma = getattr(agent, "gamma", None)
+    inits = []
+    for p in range(n):
+        inits.append(dict(
+            env_factory=EnvFactory(envs[p]), policy=copy.deepcopy(_pick(agent.policy, p)),
+            noise=copy.deepcopy(_pick(agent.noise, p)), num_steps=agent.num_steps,
+            gamma=scalar(gamma) if gamma is not None else 1.0, discrete=is_discrete(envs[p]),
+            seed=None if seed is None else seed + 1000 * (p + 1), **extra))
+    return inits
+
+
+def _explore_state(agent: Any, p: int) -> dict[str, Any]:
+    policy = _pick(agent.policy, p)
+    if policy is None:
+        return {}
+    return {k: copy.copy(getattr(policy, k)) for k in getattr(policy, "_state_keys", ())}
+
+
+class PoolCollector:
+    """Off-policy pool collection (one unit = one phase)."""
+
+    def __init__(self, agent: Any, learner: Any, trainer: Any, settings: TrainSettings) -> None:
+        self.agent, self.trainer, self.settings = agent, trainer, settings
+        self.n = int(settings.processes)
+        actor = agent.worker_actor() if callable(getattr(agent, "worker_actor", None)) else None
+        self.mode = "episodes" if actor is not None else "env"
+        seed = agent.seed
+        self.pool = WorkerPool(_worker_inits(agent, self.n, {"actor": actor}), settings.start_method)
+        self.cadence = TrainingCadence(agent, learner)
+        self.rng = np.random.default_rng(None if seed is None else seed + 13)
+
+    def _segment(self, p: int) -> int:
+        agent, buffer = self.agent, self.agent.buffer
+        if not (self.settings.random or not agent.PR):
+            return p
+        if buffer.sizes[p] == 0:
+            return p
+        w = 1.0 / (buffer.sizes + 1.0)
+        return int(self.rng.choice(self.n, p=w / w.sum()))
+
+    def run_unit(self) -> None:
+        agent = self.agent
+        if self.mode == "episodes":
+            payloads = [{"actor": agent.worker_actor().weights, "explore": _explore_state(agent, p),
+                         "step_counter": agent.step_counter, "num_store": self.settings.num_store}
+                        for p in range(self.n)]
+            for p, payload in enumerate(payloads):
+                self.pool.send(p, "episodes", payload)
+            if self.settings.parallel_store_and_training:
+                self.cadence.run_owed()  # train on the last phase while workers collect
+            results = [self.pool.recv(p) for p in range(self.n)]
+            steps, returns = self._store(results)
+        else:
+            steps, returns = self._env_mode_phase()
+        before = agent.step_counter
+        agent.step_counter += steps
+        self.cadence.account(steps, before)
+        if not self.settings.parallel_store_and_training:
+            self.cadence.run_owed()
+        self.trainer.end_episode(float(np.mean(returns)))
+        if self.trainer.finished and not agent.stop_training:
+            self.cadence.run_owed()  # the last phase's data still trains
+
+    def _store(self, results: list[dict[str, Any]]) -> tuple[int, list[float]]:
+        steps, returns = 0, []
+        for p, res in enumerate(results):
+            d = res["data"]
+            self.agent.buffer.add_batch(d["state"], d["action"], d["next_state"], d["reward"],
+                                        d["done"], self._segment(p))
+            steps += res["steps"]
+            returns.extend(res["returns"])
+        return steps, returns
+
+    def _env_mode_phase(self) -> tuple[int, list[float]]:
+        """Workers step, the training process acts for all of them in one forward pass."""
+        agent = self.agent
+        segments = [self._segment(p) for p in range(self.n)]
+        states = self.pool.call_all("reset", [None] * self.n)
+        active = list(range(self.n))
+        totals = np.zeros(self.n)
+        steps = 0
+        while active:
+            outputs = agent.act_output(np.stack([states[p] for p in active]).astype(np.float32))
+            actions = {p: agent.explore(outputs[k], p) for k, p in enumerate(active)}
+            for p in active:
+                self.pool.send(p, "step", actions[p])
+            still = []
+            for p in active:
+                s2, r, terminated, truncated = self.pool.recv(p)
+                agent.buffer.add(states[p], actions[p], s2, r, float(terminated), segments[p])
+                totals[p] += r
+                states[p] = s2
+                steps += 1
+                if not (terminated or truncated):
+                    still.append(p)
+            active = still
+        return steps, list(totals)
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+class PoolRolloutCollector:
+    """On-policy pool collection: each worker runs ``n_envs / processes`` envs for ``n_steps``."""
+
+    def __init__(self, agent: Any, learner: Any, trainer: Any, settings: TrainSettings) -> None:
+        self.agent, self.learner, self.trainer = agent, learner, trainer
+        n = int(settings.processes)
+        if agent.n_envs % n:
+            raise ValueError(f"pool_network: n_envs={agent.n_envs} must be a multiple of processes={n}")
+        extra = {"actor": agent.worker_actor(), "critic": agent.worker_critic(), "n_envs": agent.n_envs // n}
+        self.pool = WorkerPool(_worker_inits(agent, n, extra), settings.start_method)
+        self.rng = np.random.default_rng(None if agent.seed is None else agent.seed + 11)
+
+    def run_unit(self) -> None:
+        agent = self.agent
+        hook = getattr(agent, "on_rollout_start", None)
+        if callable(hook):
+            hook(self.trainer.progress_remaining())
+        payload = {"actor": agent.worker_actor().weights, "critic": agent.worker_critic().weights,
+                   "n_steps": agent.n_steps}
+        results = self.pool.call_all("rollout", [payload] * len(self.pool))
+        fields = {k: np.concatenate([r["fields"][k] for r in results], axis=-1 if k == "last_value" else 1)
+                  for k in results[0]["fields"]}
+        finished = [ret for r in results for ret in r["returns"]]
+        train_on_rollout(agent, self.learner, self.trainer, fields, finished, self.rng)
+
+    def close(self) -> None:
+        self.pool.close()

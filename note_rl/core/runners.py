@@ -1,0 +1,131 @@
+"""Env-stepping routines shared by the training process and pool workers (numpy + gymnasium only,
+so worker processes never import a deep-learning framework)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..buffers.nstep import NStepAccumulator
+
+__all__ = ["EpisodeRunner", "RolloutRunner", "explore_action"]
+
+# (obs batch) -> (actions, log_probs, values)
+RolloutAct = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
+def explore_action(output: np.ndarray, policy: Any, noise: Any, step_counter: int, discrete: bool) -> Any:
+    """The exploration rule of ``RLBase.explore`` for one network output."""
+    if policy is not None:
+        return policy.act(output, step_counter)
+    if noise is not None:
+        return output + noise.sample()
+    return int(np.argmax(output)) if discrete else output
+
+
+class EpisodeRunner:
+    """Runs whole episodes of one env with a numpy actor and records the transitions.
+
+    :param env: a gymnasium env
+    :param act: ``(obs, step_counter) -> action``
+    :param num_steps: n-step returns (``None``: one-step transitions)
+    :param gamma: discount inside n-step windows
+    :param seed: seed of the first reset (later episodes continue the env's generator)
+    """
+
+    def __init__(self, env: Any, act: Callable[[np.ndarray, int], Any], num_steps: int | None = None,
+                 gamma: float = 1.0, seed: int | None = None, noise: Any = None) -> None:
+        self.env = env
+        self.act = act
+        self.nstep = NStepAccumulator(num_steps, gamma) if num_steps else None
+        self.seed = seed
+        self.noise = noise
+
+    def run(self, step_counter: int) -> tuple[dict[str, np.ndarray], float, int]:
+        """One episode; returns ``(transitions, episode_return, env_steps)``."""
+        state, _ = self.env.reset(seed=self.seed)
+        self.seed = None
+        if self.noise is not None:
+            self.noise.reset_states()
+        if self.nstep is not None:
+            self.nstep.reset()
+        rows: list[tuple[Any, ...]] = []
+        total, steps = 0.0, 0
+        while True:
+            action = self.act(state, step_counter + steps)
+            next_state, reward, terminated, truncated, _ = self.env.step(action)
+            steps += 1
+            total += float(reward)
+            end = bool(terminated or truncated)
+            if self.nstep is None:
+                rows.append((state, action, next_state, float(reward), float(terminated)))
+            else:
+                rows.extend(self.nstep.push(state, action, float(reward), next_state, bool(terminated), end))
+            if end:
+                break
+            state = next_state
+        return _stack(rows), total, steps
+
+
+def _stack(rows: list[tuple[Any, ...]]) -> dict[str, np.ndarray]:
+    s, a, s2, r, d = zip(*rows)
+    return {"state": np.asarray(s, dtype=np.float32), "action": np.asarray(a),
+            "next_state": np.asarray(s2, dtype=np.float32), "reward": np.asarray(r, dtype=np.float32),
+            "done": np.asarray(d, dtype=np.float32)}
+
+
+class RolloutRunner:
+    """Collects ``n_steps`` vectorised steps for on-policy training.
+
+    :param vec: a gymnasium vector env with same-step autoreset
+    :param act: ``obs -> (actions, log_probs, values)``
+    :param values: ``obs -> values``
+    :param seed: seed of the first reset
+    """
+
+    def __init__(self, vec: Any, act: RolloutAct, values: Callable[[np.ndarray], np.ndarray],
+                 seed: int | None = None) -> None:
+        self.vec = vec
+        self.act = act
+        self.values = values
+        self.obs, _ = vec.reset(seed=seed)
+        self.returns = np.zeros(vec.num_envs)
+
+    def step(self) -> tuple[dict[str, np.ndarray], list[float]]:
+        """One vectorised step: the stored fields and the returns of episodes that ended."""
+        actions, log_probs, values = self.act(self.obs)
+        next_obs, rewards, terminated, truncated, info = self.vec.step(actions)
+        ended = terminated | truncated
+        final_values = np.zeros(len(ended), dtype=np.float32)
+        if truncated.any():  # bootstrap from the state really reached, not the reset state
+            idx = np.flatnonzero(truncated)
+            final_values[idx] = self.values(np.stack([info["final_obs"][i] for i in idx]))
+        fields = {"state": self.obs, "action": actions, "log_prob": log_probs, "value": values,
+                  "reward": rewards, "final_value": final_values, "terminated": terminated,
+                  "episode_end": ended}
+        self.obs = next_obs
+        self.returns += rewards
+        finished = [float(self.returns[i]) for i in np.flatnonzero(ended)]
+        self.returns[ended] = 0.0
+        return fields, finished
+
+    def collect(self, n_steps: int) -> tuple[dict[str, np.ndarray], list[float]]:
+        """``n_steps`` steps stacked to ``(n_steps, n_envs)`` arrays plus ``last_value`` (the value of
+        the observation after the last step) and the finished episodes' returns."""
+        steps: list[dict[str, np.ndarray]] = []
+        finished: list[float] = []
+        for _ in range(n_steps):
+            fields, done = self.step()
+            steps.append(fields)
+            finished.extend(done)
+        out = {k: np.stack([s[k] for s in steps]) for k in steps[0]}
+        out["last_value"] = np.asarray(self.values(self.obs), dtype=np.float32)
+        return out, finished
+
+
+def next_values(fields: dict[str, np.ndarray]) -> np.ndarray:
+    """``V`` of the state reached after each step: the next stored state's value, the final
+    observation's value where an episode ended, and ``last_value`` after the last step."""
+    following = np.concatenate([fields["value"][1:], fields["last_value"][None]])
+    return np.where(fields["episode_end"], fields["final_value"], following)

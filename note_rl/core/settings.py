@@ -1,0 +1,63 @@
+"""Arguments of one ``train()`` call, validated once."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Callable
+
+__all__ = ["TrainSettings"]
+
+
+@dataclass
+class TrainSettings:
+    """Options of ``train()`` besides the optimizer and the episode count.
+
+    :param train_loss: Keras ``Mean`` metric updated with every loss (Keras contract; optional)
+    :param pool_network: collect experience in ``processes`` worker processes
+    :param processes: number of workers (default: CPU count)
+    :param num_store: collection rounds per pool phase
+    :param window_size: items dropped from a full buffer before an insert (int or callable)
+    :param clearing_freq: every this many inserts drop ``window_size_`` items
+    :param window_size_: see ``clearing_freq``
+    :param window_size_ppo, window_size_pr: items dropped after each ``update_param()`` with PR
+    :param jit_compile: ``tf.function(jit_compile=True)`` (Keras) / ``torch.compile`` (PyTorch)
+    :param random: pool mode: place each worker's data in a segment drawn by inverse length
+    :param save_data: include the replay buffer in full checkpoints
+    :param callbacks: extra callbacks for this call (added to ``agent.callbacks``)
+    :param p: number of progress prints over the run (Note_rl rule); ``0`` is silent
+    :param steps: stop after this many environment steps (in addition to ``episodes``)
+    :param parallel_store_and_training: pool mode: train on the previous phase's data while
+        workers collect the next phase
+    :param start_method: ``spawn`` or ``forkserver`` for pool workers
+    """
+
+    train_loss: Any = None
+    pool_network: bool = False
+    processes: int | None = None
+    num_store: int = 1
+    window_size: int | Callable[..., int] | None = None
+    clearing_freq: int | None = None
+    window_size_: int | None = None
+    window_size_ppo: int | None = None
+    window_size_pr: int | None = None
+    jit_compile: bool = True
+    random: bool = False
+    save_data: bool = True
+    callbacks: list[Any] | None = None
+    p: int | None = None
+    steps: int | None = None
+    parallel_store_and_training: bool = True
+    start_method: str = "spawn"
+
+    def __post_init__(self) -> None:
+        if self.pool_network and self.processes is None:
+            self.processes = os.cpu_count() or 1
+        for name in ("processes", "num_store", "clearing_freq", "steps"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value <= 0):
+                raise ValueError(f"train({name}={value!r}): must be a positive integer")
+        if self.start_method not in ("spawn", "forkserver"):
+            raise ValueError(f"train(start_method={self.start_method!r}): use 'spawn' or 'forkserver'")
+        if self.p is not None and (not isinstance(self.p, int) or self.p < 0):
+            raise ValueError(f"train(p={self.p!r}): must be a non-negative integer")

@@ -1,0 +1,134 @@
+"""Ring buffer, trimming, segments, prioritized replay, n-step and GAE against hand computations."""
+
+import numpy as np
+import pytest
+
+from note_rl.buffers import NStepAccumulator, PrioritizedReplayBuffer, ReplayBuffer, compute_gae
+
+
+def _fill(buf, values, segment=0):
+    for v in values:
+        buf.add(np.array([v, v], np.float32), v % 2, np.array([v + 1, v + 1], np.float32), float(v), 0.0, segment)
+
+
+def _stored(buf, segment=0):
+    return buf.data["reward"][buf.segment_slots(segment)].tolist()
+
+
+def test_ring_wraps_around_fifo() -> None:
+    buf = ReplayBuffer(4)
+    _fill(buf, range(7))
+    assert len(buf) == 4
+    assert _stored(buf) == [3.0, 4.0, 5.0, 6.0]  # oldest first
+    assert buf.data["action"].dtype == np.int64
+
+
+def test_window_trimming_when_full() -> None:
+    buf = ReplayBuffer(5, window_size=3)
+    _fill(buf, range(6))  # the 6th insert drops the 3 oldest first
+    assert _stored(buf) == [3.0, 4.0, 5.0]
+    calls = []
+    buf2 = ReplayBuffer(4, window_size=lambda: calls.append(1) or 2)
+    _fill(buf2, range(6))
+    assert _stored(buf2) == [2.0, 3.0, 4.0, 5.0] and len(calls) == 1
+
+
+def test_clearing_freq_drops_every_n_inserts() -> None:
+    buf = ReplayBuffer(100, clearing_freq=3, window_size_=2)
+    _fill(buf, range(7))
+    # after inserts 0,1,2 -> drop 2 oldest -> [2]; after 3,4,5 -> [2,3,4,5] minus 2 -> [4,5]; then 6
+    assert _stored(buf) == [4.0, 5.0, 6.0]
+
+
+def test_add_batch_across_wrap_and_drop_oldest() -> None:
+    buf = ReplayBuffer(5)
+    _fill(buf, range(3))
+    n = 4
+    buf.add_batch(np.zeros((n, 2), np.float32), np.zeros(n, np.int64), np.zeros((n, 2), np.float32),
+                  np.arange(10, 14, dtype=np.float32), np.zeros(n, np.float32))
+    assert _stored(buf) == [2.0, 10.0, 11.0, 12.0, 13.0]
+    buf.drop_oldest(2)
+    assert _stored(buf) == [11.0, 12.0, 13.0]
+
+
+def test_segments_sample_the_union_uniformly() -> None:
+    buf = ReplayBuffer(6, n_segments=2, seed=0)
+    _fill(buf, [1, 2, 3], segment=0)
+    _fill(buf, [7], segment=1)
+    draws = buf.data["reward"][np.concatenate([buf.sample_slots(100) for _ in range(200)])]
+    freq = {v: np.mean(draws == v) for v in (1, 2, 3, 7)}
+    for v in freq:
+        assert freq[v] == pytest.approx(0.25, abs=0.02)
+    _fill(buf, [8, 9, 10, 11], segment=1)  # the 3-item segment wraps on its own
+    assert _stored(buf, 1) == [9.0, 10.0, 11.0] and _stored(buf, 0) == [1.0, 2.0, 3.0]
+
+
+def test_priorities_plain_and_ppo() -> None:
+    buf = PrioritizedReplayBuffer(8, alpha=0.5, initial_TD=4.0, eps=0.0)
+    _fill(buf, range(3))
+    np.testing.assert_allclose(buf.weights(), [2.0, 2.0, 2.0])  # 4 ** 0.5, new items at the max
+    buf.update_priorities(np.array([0, 1]), np.array([-9.0, 1.0]))
+    np.testing.assert_allclose(buf.weights(), [3.0, 1.0, 2.0])
+    _fill(buf, [3])  # running max |TD| is now 9
+    assert buf.weights()[-1] == pytest.approx(3.0)
+
+    ppo = PrioritizedReplayBuffer(8, alpha=1.0, lambda_=0.25, PPO=True, eps=0.0)
+    _fill(ppo, range(2))
+    ppo.update_priorities(np.array([0, 1]), np.array([2.0, -4.0]), np.array([1.5, 0.2]))
+    # 0.25*|TD| + 0.75*|ratio-1|
+    np.testing.assert_allclose(ppo.weights(), [0.25 * 2 + 0.75 * 0.5, 0.25 * 4 + 0.75 * 0.8])
+
+
+def test_prioritized_sampling_and_is_weights() -> None:
+    buf = PrioritizedReplayBuffer(4, alpha=1.0, eps=0.0, beta=0.5, seed=0)
+    _fill(buf, range(4))
+    buf.update_priorities(np.arange(4), np.array([1.0, 1.0, 2.0, 4.0]))
+    draws = np.concatenate([buf.sample_slots(50) for _ in range(400)])
+    np.testing.assert_allclose(np.bincount(draws, minlength=4) / len(draws), [0.125, 0.125, 0.25, 0.5], atol=0.01)
+    batch = buf.sample(4)
+    p = buf.tree.get(batch.indices) / 8.0
+    w = (4 * p) ** -0.5
+    np.testing.assert_allclose(batch.weights, w / w.max(), rtol=1e-6)
+
+
+def test_prioritized_drop_zeroes_priorities() -> None:
+    buf = PrioritizedReplayBuffer(6, eps=0.0, alpha=1.0)
+    _fill(buf, range(4))
+    buf.drop_oldest(3)
+    assert buf.tree.total() == pytest.approx(7.0)
+    assert set(buf.sample_slots(100).tolist()) == {3}
+
+
+def test_set_alpha_refreshes_tree() -> None:
+    buf = PrioritizedReplayBuffer(4, alpha=1.0, eps=0.0)
+    _fill(buf, range(2))
+    buf.update_priorities(np.array([0, 1]), np.array([4.0, 9.0]))
+    buf.set_alpha(0.5)
+    np.testing.assert_allclose(buf.weights(), [2.0, 3.0])
+
+
+def test_nstep_returns_by_hand() -> None:
+    acc = NStepAccumulator(3, gamma=0.5)
+    out = []
+    for t, r in enumerate([1.0, 2.0, 4.0, 8.0]):
+        out += acc.push(f"s{t}", t, r, f"s{t + 1}", terminated=(t == 3), episode_end=(t == 3))
+    # windows: s0 -> 1 + .5*2 + .25*4 = 3 ; s1 -> 2 + 2 + 2 = 6 ; then at the terminal step the
+    # remainders s2 -> 4 + 4 = 8 and s3 -> 8, all ending in s4 with done=1
+    assert [(s, a, s2, r, d) for s, a, s2, r, d in out] == [
+        ("s0", 0, "s3", 3.0, 0.0), ("s1", 1, "s4", 6.0, 1.0), ("s2", 2, "s4", 8.0, 1.0),
+        ("s3", 3, "s4", 8.0, 1.0)]
+
+
+def test_gae_by_hand() -> None:
+    r = np.array([1.0, 1.0, 1.0])
+    v = np.array([0.5, 0.4, 0.3])
+    nv = np.array([0.4, 0.3, 0.2])
+    term = np.array([0.0, 1.0, 0.0])
+    end = np.array([0.0, 1.0, 0.0])
+    adv, ret = compute_gae(r, v, nv, term, end, gamma=0.9, lam=0.5)
+    d2 = 1 + 0.9 * 0.2 - 0.3
+    d1 = 1 + 0 - 0.4  # terminal: no bootstrap, recursion stops
+    d0 = 1 + 0.9 * 0.4 - 0.5
+    expected = np.array([d0 + 0.45 * d1, d1, d2])
+    np.testing.assert_allclose(adv, expected, rtol=1e-6)
+    np.testing.assert_allclose(ret, expected + v, rtol=1e-6)
