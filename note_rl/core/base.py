@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..adjusters import AdjusterMixin
 from ..backends import Backend, get_backend
 from ..buffers import PrioritizedReplayBuffer, PriorityRecorder, ReplayBuffer
 from . import checkpoint, envs, plots
@@ -34,8 +35,13 @@ _POSITIVE_INTS = ("pool_size", "batch", "num_updates", "num_steps", "update_batc
                   "update_steps", "trial_count", "train_freq")
 
 
-class RLBase:
-    """Base class of every agent; see the module docstring for the subclass contract."""
+class RLBase(AdjusterMixin):
+    """Base class of every agent; see the module docstring for the subclass contract.
+
+    Note_rl's adjuster methods (``adjust``, ``adabatch``, ``adjust_batch_size``,
+    ``adjust_window_size``, ``compute_ess_from_weights``) and ``agent.adjuster`` come from
+    :class:`note_rl.adjusters.AdjusterMixin`.
+    """
 
     #: backend name, set by the framework subclasses (``"tf"`` or ``"torch"``)
     backend_name: str = ""
@@ -69,6 +75,7 @@ class RLBase:
         self.jit_compile = True
         self.episode_seed: int | None = None
         self._pending_optimizer_state: Any = None
+        self._init_adjusters()
 
     # -- backend -----------------------------------------------------------------------------
     @property

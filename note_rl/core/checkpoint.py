@@ -136,7 +136,8 @@ def _full_meta(agent: Any, arrays: dict[str, np.ndarray], save_data: bool) -> di
             "reward_list": list(agent.reward_list), "loss_list": list(agent.loss_list),
             "settings": {k: getattr(agent, k) for k in _SETTINGS},
             "policy": _states(agent.policy), "noise": _states(agent.noise),
-            "env_rng": _env_rng(agent), "extra": extra}
+            "env_rng": _env_rng(agent), "extra": extra,
+            "adjust": agent.adjust_state() if hasattr(agent, "adjust_state") else None}
 
 
 def periodic_save(agent: Any, episode: int, mean_reward: float | None, save_data: bool) -> None:
@@ -213,6 +214,8 @@ def restore_agent(agent: Any, path: str, optimizer: Any = None) -> None:
     _restore_optimizers(agent, meta, arrays, optimizer)
     if meta.get("extra") and hasattr(agent, "load_extra_state"):
         agent.load_extra_state(meta["extra"])
+    if meta.get("adjust") and hasattr(agent, "load_adjust_state"):  # absent in older files
+        agent.load_adjust_state(meta["adjust"])
 
 
 def _restore_exploration(agent: Any, meta: dict[str, Any]) -> None:

@@ -4,8 +4,10 @@
 backend's compiled step, writes the TD errors the loss pushed back into the prioritized buffer,
 counts the step, fires the batch callbacks, and calls ``update_param()`` on Note_rl's cadence
 (every ``update_batches`` gradient steps).  After ``update_param()`` a prioritized buffer is trimmed
-by ``window_size_func`` / ``window_size_ppo`` / ``window_size_pr`` and, with ``PPO=True`` and a
-uniform buffer, the expired on-policy data is cleared.
+by ``window_size_func`` / the adjuster's window rule / ``window_size_ppo`` / ``window_size_pr``
+and, with ``PPO=True`` and a uniform buffer, the expired on-policy data is cleared.  After each
+replay step it calls Note_rl's ``adjust_func()`` hook when due and runs ``agent.adjuster`` every
+``adjuster.every`` gradient steps.
 """
 
 from __future__ import annotations
@@ -99,9 +101,25 @@ class Learner:
                                  "self.prioritized_replay.update(TD) with per-sample TD errors")
             buffer.update_priorities(batch.indices, result.td, result.ratio)
         self._batch_end(result.loss)
-        if agent.update_batches and agent.batch_counter % agent.update_batches == 0:
+        synced = bool(agent.update_batches) and agent.batch_counter % agent.update_batches == 0
+        if synced:
             self.sync_params()
+        self._run_adjusters(synced, buffer)
         return result.loss
+
+    def _run_adjusters(self, synced: bool, buffer: Any) -> None:
+        """Note_rl's ``adjust_func()`` hook, then the declarative ``agent.adjuster`` if it is due."""
+        agent = self.agent
+        hook = getattr(agent, "adjust_func", None)
+        if callable(hook):
+            # Note_rl: after update_param() on the update_batches cadence and, with PR, after every
+            # step once the buffer holds pool_size_ = num_updates * batch items
+            pool_size_ = (agent.num_updates or 1) * agent.batch
+            if synced or (isinstance(buffer, PrioritizedReplayBuffer) and len(buffer) >= pool_size_):
+                hook()
+        adjuster = agent.adjuster
+        if adjuster is not None and adjuster.due(agent.batch_counter):
+            adjuster.run(agent)
 
     # -- on-policy training ------------------------------------------------------------------
     def rollout_update(self, mb: RolloutBatch) -> float:
@@ -149,4 +167,7 @@ def _post_update_window(agent: Any, settings: TrainSettings, segment: int, n_seg
     func = getattr(agent, "window_size_func", None)
     if callable(func):
         return func(segment) if n_segments > 1 else func()
+    adjuster = agent.adjuster
+    if adjuster is not None and adjuster.window is not None:
+        return adjuster.window.window(agent, segment if n_segments > 1 else None)
     return settings.window_size_ppo if agent.PPO else settings.window_size_pr

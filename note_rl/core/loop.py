@@ -44,6 +44,7 @@ class Trainer:
         self.last_loss: float | None = None
         self.callbacks = CallbackList(list(agent.callbacks) + list(settings.callbacks or []), agent)
         self.progress = Progress(settings.p, episodes)
+        self.adjust_logs: dict[str, float] = {}  # latest adjuster values, added to episode logs
 
     # -- budget ------------------------------------------------------------------------------
     def out_of_steps(self) -> bool:
@@ -69,6 +70,8 @@ class Trainer:
         optimizers = list(agent.optimizer) if isinstance(agent.optimizer, (list, tuple)) else [agent.optimizer]
         self.learner = Learner(agent, optimizers, settings, self.callbacks)
         self.collector = self._make_collector()
+        agent._trainer = self  # adjusters report here and reach this call's settings (num_store)
+        self._check_adjuster()
         self.callbacks.call("on_train_begin", {})
         started = time.perf_counter()
         try:
@@ -79,12 +82,24 @@ class Trainer:
                         break
                     self.collector.run_unit()
         finally:
+            agent._trainer = None
             self.collector.close()
             elapsed = time.perf_counter() - started
             agent.total_time += elapsed
             self.progress.finish(agent, elapsed)
             self.callbacks.call("on_train_end", {"episodes": self.episode, "time": elapsed})
         return self.last_loss
+
+    def _check_adjuster(self) -> None:
+        """Fail before training if the adjuster cannot work with this agent."""
+        if self.agent.adjuster is None:
+            return
+        try:
+            self.agent.adjuster.check(self.agent)
+        except Exception:
+            self.agent._trainer = None
+            self.collector.close()
+            raise
 
     def _make_collector(self) -> Any:
         agent, settings = self.agent, self.settings
@@ -108,6 +123,12 @@ class Trainer:
             return PoolCollector(agent, self.learner, self, settings)
         return EpisodeCollector(agent, self.learner, self)
 
+    def report_adjust(self, logs: dict[str, float]) -> None:
+        """One adjuster run: ``on_adjust(logs)``; the values also go into the next episode's logs
+        (as ``adjust/<key>``) so episode-level loggers record them."""
+        self.adjust_logs.update(logs)
+        self.callbacks.call("on_adjust", logs)
+
     # -- per episode -------------------------------------------------------------------------
     def _begin_episode(self) -> None:
         if self.settings.train_loss is not None:
@@ -127,6 +148,7 @@ class Trainer:
         agent.total_episode += 1
         logs = {"reward": float(episode_return), "loss": loss, "mean_reward": self.mean_reward(),
                 "env_steps": agent.step_counter, "total_episode": agent.total_episode}
+        logs.update({f"adjust/{k}": v for k, v in self.adjust_logs.items()})
         self.callbacks.call("on_episode_end", self.episode, logs)
         checkpoint.periodic_save(agent, self.episode, self.mean_reward(), self.settings.save_data)
         self.progress.episode(self.episode, logs)
