@@ -1,0 +1,66 @@
+"""Optuna studies with real subprocess trials on a journal storage."""
+
+import json
+import os
+
+import optuna
+from optuna.trial import TrialState
+
+from tests.tuner.conftest import TINY, run_app
+
+FAULTY = "env.module=tests.tuner.faulty_envs"
+
+
+def _load(study_dir, name):
+    from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+    storage = JournalStorage(JournalFileBackend(os.path.join(study_dir, "journal.log")))
+    return optuna.load_study(study_name=name, storage=storage)
+
+
+def test_outcomes_complete_and_each_failure_mode(tmp_path) -> None:
+    envs = "choice(CartPole-v1, Crash-v0, Segfault-v0, Hang-v0, NaNReward-v0)"
+    out = run_app(["tuner=optuna", "tuner.study_name=outcomes", "search=none", f"+search.values.env.id='{envs}'",
+                   FAULTY, "tuner.sampler=grid", "tuner.n_trials=5", "tuner.max_total_trials=5",
+                   "tuner.max_failures=10", "tuner.trial_timeout=40", "tuner.pruner=none", *TINY],
+                  cwd=str(tmp_path))
+    study = _load(tmp_path / "studies" / "outcomes", "outcomes")
+    by_env = {t.params["env.id"]: t for t in study.trials}
+    assert sorted(by_env) == ["CartPole-v1", "Crash-v0", "Hang-v0", "NaNReward-v0", "Segfault-v0"]
+    assert by_env["CartPole-v1"].state == TrialState.COMPLETE and by_env["CartPole-v1"].value > 0
+    reasons = {env: t.user_attrs.get("fail_reason", "") for env, t in by_env.items()}
+    assert all(by_env[e].state == TrialState.FAIL for e in reasons if e != "CartPole-v1")
+    assert "RuntimeError: the env exploded" in reasons["Crash-v0"]
+    assert "SIGSEGV" in reasons["Segfault-v0"]
+    assert reasons["Hang-v0"].startswith("timeout")
+    assert "non-finite" in reasons["NaNReward-v0"] or "nan" in reasons["NaNReward-v0"].lower()
+    summary = json.loads((tmp_path / "studies" / "outcomes" / "study.json").read_text())
+    assert (summary["n_complete"], summary["n_failed"], summary["n_pruned"]) == (1, 4, 0)
+    assert summary["best_params"] == {"env.id": "CartPole-v1"}
+    best_run = by_env["CartPole-v1"].user_attrs["run_dir"]
+    result = json.loads(open(os.path.join(best_run, "result.json")).read())
+    assert result["env_steps"] == 300 and result["status"] == "complete"
+    assert "re-run the best configuration" in out.stdout
+
+
+def test_pruned_trial_stops_mid_training_and_best_config_reruns(tmp_path) -> None:
+    common = ["tuner=optuna", "tuner.study_name=prune", "search=none",
+              "+search.values.agent.gamma='choice(0.9, 0.99)'", "tuner.sampler=grid", *TINY]
+    run_app(common + ["tuner.n_trials=2", "tuner.pruner=none"], cwd=str(tmp_path))
+    # the same command with more trials resumes the study; a threshold no return can reach prunes
+    run_app(common + ["tuner.n_trials=3", "tuner.pruner=threshold", "tuner.threshold_lower=1e9",
+                      "tuner.report_every=1"], cwd=str(tmp_path))
+    study = _load(tmp_path / "studies" / "prune", "prune")
+    states = [t.state for t in study.trials]
+    assert states == [TrialState.COMPLETE, TrialState.COMPLETE, TrialState.PRUNED]
+    pruned = study.trials[2]
+    assert pruned.intermediate_values and pruned.user_attrs["env_steps"] < 300
+    study_dir = tmp_path / "studies" / "prune"
+    out = run_app(["--config-dir", str(study_dir), "--config-name", "best_config", "budget.steps=200"],
+                  cwd=str(tmp_path))
+    assert "final mean return" in out.stdout
+    best = json.loads((study_dir / "study.json").read_text())
+    rerun = list(tmp_path.glob("outputs/*/*/result.json"))
+    assert len(rerun) == 1
+    cfg = json.loads(rerun[0].read_text())["config"]
+    assert cfg["agent"]["gamma"] == best["best_params"]["agent.gamma"]

@@ -1,0 +1,93 @@
+"""Fresh OS processes for trials (and for multirun jobs).
+
+Every trial runs in a new process - never a thread, never a reused worker - so TensorFlow and
+PyTorch memory never carries over (tensorflow#50765, optuna#2804).  PyTorch trials are forked from
+a ``forkserver`` that has already imported torch (``preload``): each trial is still a brand-new
+process, but it skips the ~3 s torch import.  TensorFlow trials use ``spawn`` (TensorFlow is not
+fork-safe once imported).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import signal
+import time
+from typing import Any
+
+from . import trial_worker
+
+__all__ = ["TrialProcess", "context_for", "exit_reason"]
+
+_PRELOAD = ["tuner.trial_worker", "tuner.train", "note_rl.agents.torch", "gymnasium"]
+_forkserver_configured = False
+
+
+def context_for(backend: str, preload: bool = True) -> Any:
+    """The multiprocessing context for a trial of ``backend``."""
+    global _forkserver_configured
+    if backend == "torch" and preload and "forkserver" in mp.get_all_start_methods():
+        ctx = mp.get_context("forkserver")
+        if not _forkserver_configured:
+            ctx.set_forkserver_preload(_PRELOAD)
+            _forkserver_configured = True
+        return ctx
+    return mp.get_context("spawn")
+
+
+def exit_reason(exitcode: int | None) -> str:
+    """Human-readable reason for a child that ended without a result."""
+    if exitcode is None:
+        return "still running"
+    if exitcode < 0:
+        sig = signal.Signals(-exitcode)
+        hint = {signal.SIGSEGV: "segmentation fault", signal.SIGKILL: "killed (out of memory or SIGKILL)",
+                signal.SIGABRT: "aborted", signal.SIGTERM: "terminated"}.get(sig, "")
+        return f"killed by {sig.name}" + (f" ({hint})" if hint else "")
+    return f"exited with code {exitcode} without a result"
+
+
+class TrialProcess:
+    """A child running :func:`tuner.trial_worker.main` on ``spec``."""
+
+    def __init__(self, spec: dict[str, Any], ctx: Any) -> None:
+        self.spec = spec
+        self.conn, child = ctx.Pipe()
+        # not a daemon: a trial may start its own pool-network workers
+        self.proc = ctx.Process(target=trial_worker.main, args=(child, spec), daemon=False,
+                                name=f"trial-{spec.get('trial')}")
+        self.started = time.monotonic()
+        self.proc.start()
+        child.close()
+        self.pruning = False
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def events(self) -> list[tuple[Any, ...]]:
+        """Messages available now (non-blocking)."""
+        out = []
+        try:
+            while self.conn.poll():
+                out.append(self.conn.recv())
+        except (EOFError, OSError):
+            pass
+        return out
+
+    def answer(self, prune: bool) -> None:
+        try:
+            self.conn.send("prune" if prune else "continue")
+        except (OSError, BrokenPipeError):
+            pass
+
+    def kill(self) -> None:
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join(timeout=10)
+
+    def alive(self) -> bool:
+        return self.proc.is_alive()
+
+    def close(self) -> None:
+        self.proc.join(timeout=10)
+        self.conn.close()

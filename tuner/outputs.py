@@ -1,0 +1,91 @@
+"""What a study leaves in its directory: ``study.json``, ``best_config.yaml`` and a summary table."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import optuna
+from omegaconf import OmegaConf
+from optuna.trial import TrialState
+
+from .train import write_json
+
+__all__ = ["study_summary", "write_outputs", "summary_table", "rerun_command"]
+
+
+def rerun_command(study_dir: str) -> str:
+    return f"python -m tuner --config-dir {study_dir} --config-name best_config"
+
+
+def _best(study: optuna.Study) -> optuna.trial.FrozenTrial | None:
+    try:
+        return study.best_trial
+    except ValueError:  # no completed trial yet
+        return None
+
+
+def study_summary(study: optuna.Study, study_dir: str, storage: str) -> dict[str, Any]:
+    trials = study.get_trials(deepcopy=False)
+    count = {s: sum(t.state == s for t in trials) for s in TrialState}
+    best = _best(study)
+    return {
+        "study_name": study.study_name,
+        "storage": storage,
+        "direction": study.direction.name.lower(),
+        "best_value": best.value if best else None,
+        "best_params": best.params if best else None,
+        "best_trial": best.number if best else None,
+        "n_trials": len(trials),
+        "n_complete": count[TrialState.COMPLETE],
+        "n_pruned": count[TrialState.PRUNED],
+        "n_failed": count[TrialState.FAIL],
+        "n_running": count[TrialState.RUNNING],
+        "best_config": os.path.join(study_dir, "best_config.yaml") if best else None,
+        "rerun_command": rerun_command(study_dir) if best else None,
+    }
+
+
+def write_outputs(study: optuna.Study, study_dir: str, storage: str) -> dict[str, Any]:
+    """Write ``study.json`` and, when a trial completed, ``best_config.yaml``."""
+    summary = study_summary(study, study_dir, storage)
+    best = _best(study)
+    if best is not None:
+        source = os.path.join(best.user_attrs.get("run_dir", ""), "config.yaml")
+        if os.path.exists(source):
+            cfg = OmegaConf.load(source)
+            cfg.tuner = {"name": "none"}
+            cfg.logger.p = 10
+            header = f"# best trial {best.number} of study {study.study_name} (value {best.value})\n" \
+                     f"# re-run: {rerun_command(study_dir)}\n"
+            with open(os.path.join(study_dir, "best_config.yaml"), "w") as f:
+                f.write(header + OmegaConf.to_yaml(cfg))
+    write_json(os.path.join(study_dir, "study.json"), summary)
+    return summary
+
+
+def summary_table(study: optuna.Study, limit: int = 30) -> str:
+    """A plain-text table of the study's trials (best first)."""
+    trials = study.get_trials(deepcopy=False)
+    sign = -1 if study.direction == optuna.study.StudyDirection.MAXIMIZE else 1
+    key = lambda t: (t.value is None, sign * (t.value or 0.0))  # noqa: E731
+    rows = sorted(trials, key=key)[:limit]
+    names = sorted({k for t in rows for k in t.params})
+    header = ["#", "state", "value", "seconds"] + names
+    table = [header]
+    for t in rows:
+        secs = t.duration.total_seconds() if t.duration else None
+        table.append([str(t.number), t.state.name, _fmt(t.value), _fmt(secs)]
+                     + [_fmt(t.params.get(n)) for n in names])
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in table]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)

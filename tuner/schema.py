@@ -1,0 +1,243 @@
+"""Structured-config schema of the tuner app and the checks that run before any training.
+
+Every composed config is merged into these dataclasses (registered in Hydra's ConfigStore as
+``schema``): an unknown key or a value of the wrong type fails with the offending key's full path.
+Range checks that types cannot express (``batch > 0``, ``gamma`` in ``(0, 1]``, a registered env id,
+search bounds with ``low <= high``) follow.  Both raise :class:`ConfigError`, whose message is one
+line naming the key; the app prints it and exits with status 2.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+__all__ = ["ConfigError", "Config", "validate", "register"]
+
+
+class ConfigError(ValueError):
+    """A configuration value is unknown, mistyped or impossible (message names the key)."""
+
+
+@dataclass
+class BackendConf:
+    name: str = "torch"
+    threads: Optional[int] = None
+    jit_compile: bool = False
+
+
+@dataclass
+class ExplorationConf:
+    initial_eps: float = 1.0
+    final_eps: float = 0.05
+    fraction: float = 0.1
+
+
+@dataclass
+class AgentConf:
+    name: str = "dqn"
+    lr: float = 1e-3
+    hidden_size: list[int] = field(default_factory=lambda: [64, 64])
+    activation: str = "relu"
+    ortho_init: bool = False
+    gamma: float = 0.99
+    tau: float = 1.0
+    loss: str = "mse"
+    double: bool = True
+    batch: int = 64
+    train_freq: int = 1
+    num_updates: int = 1
+    update_steps: Optional[int] = None
+    learning_starts: Optional[int] = None
+    num_steps: Optional[int] = None
+    exploration: ExplorationConf = field(default_factory=ExplorationConf)
+    clip: float = 0.2
+    entropy_coef: float = 0.0
+    lam: float = 0.95
+    n_steps: Optional[int] = None
+    n_envs: int = 1
+    n_epochs: int = 10
+    vf_coef: float = 0.5
+    normalize_advantage: bool = True
+    max_grad_norm: Optional[float] = None
+    linear_decay: bool = False
+
+
+@dataclass
+class BufferConf:
+    name: str = "uniform"
+    pool_size: int = 100_000
+    alpha: float = 0.7
+    lambda_: float = 0.5
+    beta: Optional[float] = None
+    initial_TD: float = 7.0
+    initial_ratio: float = 1.0
+
+
+@dataclass
+class StrategyConf:
+    name: str = "single"
+    processes: int = 1
+    num_store: int = 1
+    parallel_store_and_training: bool = True
+    start_method: str = "spawn"
+
+
+@dataclass
+class EnvConf:
+    id: str = "CartPole-v1"
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    module: Optional[str] = None
+
+
+@dataclass
+class OptimizerConf:
+    name: str = "adam"
+    lr: Optional[float] = None
+    weight_decay: float = 0.0
+    beta1: float = 0.9
+    beta2: float = 0.999
+    eps: float = 1e-7
+    momentum: float = 0.0
+    rho: float = 0.9
+
+
+@dataclass
+class LoggerConf:
+    name: str = "console"
+    p: int = 10
+
+
+@dataclass
+class BudgetConf:
+    steps: Optional[int] = 50_000
+    episodes: Optional[int] = None
+    max_updates: Optional[int] = None
+
+
+@dataclass
+class ObjectiveConf:
+    last_k: int = 20
+    criterion: Optional[float] = None
+
+
+@dataclass
+class SearchConf:
+    groups: dict[str, str] = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Config:
+    """The whole composed config (``tuner`` and ``adjuster`` are checked by their own code)."""
+
+    backend: BackendConf = field(default_factory=BackendConf)
+    agent: AgentConf = field(default_factory=AgentConf)
+    buffer: BufferConf = field(default_factory=BufferConf)
+    strategy: StrategyConf = field(default_factory=StrategyConf)
+    env: EnvConf = field(default_factory=EnvConf)
+    optimizer: OptimizerConf = field(default_factory=OptimizerConf)
+    adjuster: dict[str, Any] = field(default_factory=lambda: {"kind": "none"})
+    logger: LoggerConf = field(default_factory=LoggerConf)
+    tuner: dict[str, Any] = field(default_factory=lambda: {"name": "none"})
+    search: SearchConf = field(default_factory=SearchConf)
+    seed: int = 0
+    budget: BudgetConf = field(default_factory=BudgetConf)
+    objective: ObjectiveConf = field(default_factory=ObjectiveConf)
+
+
+CHOICES = {
+    "backend.name": ("torch", "tf"),
+    "agent.name": ("dqn", "ppo"),
+    "agent.activation": ("relu", "tanh"),
+    "agent.loss": ("mse", "huber"),
+    "buffer.name": ("uniform", "prioritized"),
+    "strategy.name": ("single", "pool_network"),
+    "strategy.start_method": ("spawn", "forkserver"),
+    "optimizer.name": ("adam", "adamw", "adamax", "sgd", "rmsprop"),
+    "logger.name": ("none", "console", "wandb"),
+}
+POSITIVE = ("agent.batch", "agent.train_freq", "agent.num_updates", "agent.update_steps",
+            "agent.num_steps", "agent.n_steps", "agent.n_envs", "agent.n_epochs", "buffer.pool_size",
+            "strategy.processes", "strategy.num_store", "budget.steps", "budget.episodes",
+            "budget.max_updates", "objective.last_k", "optimizer.lr", "agent.lr", "agent.clip")
+UNIT = {"agent.gamma": (0.0, 1.0, False), "agent.tau": (0.0, 1.0, False),
+        "agent.lam": (0.0, 1.0, True), "buffer.lambda_": (0.0, 1.0, True),
+        "optimizer.beta1": (0.0, 1.0, True), "optimizer.beta2": (0.0, 1.0, True),
+        "agent.exploration.initial_eps": (0.0, 1.0, True), "agent.exploration.final_eps": (0.0, 1.0, True),
+        "agent.exploration.fraction": (0.0, 1.0, True)}
+NON_NEGATIVE = ("agent.learning_starts", "agent.entropy_coef", "agent.vf_coef", "buffer.alpha",
+                "buffer.beta", "optimizer.weight_decay", "optimizer.eps", "optimizer.momentum",
+                "agent.max_grad_norm")
+
+
+def register() -> None:
+    """Store the schema in Hydra's ConfigStore (name ``schema``) for tools that compose against it."""
+    from hydra.core.config_store import ConfigStore
+
+    ConfigStore.instance().store(name="schema", node=Config)
+
+
+def _typed(cfg: DictConfig) -> DictConfig:
+    schema = OmegaConf.structured(Config)
+    try:
+        return OmegaConf.merge(schema, cfg)
+    except OmegaConfBaseException as exc:
+        key = getattr(exc, "full_key", None) or "config"
+        msg = str(getattr(exc, "msg", exc)).splitlines()[0]
+        raise ConfigError(f"{key}: {msg}") from None
+
+
+def _check_ranges(cfg: DictConfig) -> None:
+    for key, options in CHOICES.items():
+        value = OmegaConf.select(cfg, key)
+        if value not in options:
+            raise ConfigError(f"{key}: {value!r} is not one of {', '.join(options)}")
+    for key in POSITIVE:
+        value = OmegaConf.select(cfg, key)
+        if value is not None and value <= 0:
+            raise ConfigError(f"{key}: must be > 0, got {value}")
+    for key, (low, high, closed_low) in UNIT.items():
+        value = OmegaConf.select(cfg, key)
+        if value is not None and not ((low <= value if closed_low else low < value) and value <= high):
+            bracket = "[" if closed_low else "("
+            raise ConfigError(f"{key}: must be in {bracket}{low}, {high}], got {value}")
+    for key in NON_NEGATIVE:
+        value = OmegaConf.select(cfg, key)
+        if value is not None and value < 0:
+            raise ConfigError(f"{key}: must be >= 0, got {value}")
+    if any(h <= 0 for h in cfg.agent.hidden_size) or not cfg.agent.hidden_size:
+        raise ConfigError(f"agent.hidden_size: needs positive layer sizes, got {list(cfg.agent.hidden_size)}")
+    if cfg.buffer.name == "prioritized" and cfg.agent.name == "ppo" and cfg.agent.n_steps:
+        raise ConfigError("buffer: prioritized replay needs agent.n_steps=null (Note_rl-style PPO)")
+    if cfg.budget.steps is None and cfg.budget.episodes is None:
+        raise ConfigError("budget: set budget.steps or budget.episodes")
+
+
+def _check_env(cfg: DictConfig) -> None:
+    import importlib
+
+    import gymnasium as gym
+
+    if cfg.env.module:
+        try:
+            importlib.import_module(cfg.env.module)
+        except ImportError as exc:
+            raise ConfigError(f"env.module: cannot import {cfg.env.module!r} ({exc})") from None
+    if cfg.env.id not in gym.registry:
+        raise ConfigError(f"env.id: unknown gymnasium environment {cfg.env.id!r}")
+
+
+def validate(cfg: DictConfig, check_env: bool = True) -> DictConfig:
+    """Typed, range-checked copy of ``cfg`` (raises :class:`ConfigError`)."""
+    typed = _typed(cfg)
+    _check_ranges(typed)
+    if check_env:
+        _check_env(typed)
+    from .search import parse_space
+
+    parse_space(typed.search, typed)  # low > high, bad grammar, unknown paths
+    return typed

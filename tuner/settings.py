@@ -1,0 +1,120 @@
+"""Settings of an Optuna study (``tuner=optuna``) and the sampler / pruner they select."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import optuna
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from .schema import ConfigError
+from .search import Param
+
+__all__ = ["TunerSettings", "tuner_settings", "make_sampler", "make_pruner"]
+
+SAMPLERS = ("tpe", "random", "cmaes", "gp", "grid", "qmc")
+PRUNERS = ("median", "percentile", "successive_halving", "hyperband", "threshold", "none")
+
+
+@dataclass
+class TunerSettings:
+    name: str = "optuna"
+    study_name: str = "study"
+    study_dir: str = "studies/study"
+    storage: Optional[str] = None
+    sampler: str = "tpe"
+    sampler_seed: Optional[int] = None
+    n_startup_trials: int = 5
+    pruner: str = "median"
+    n_warmup_steps: int = 2
+    percentile: float = 25.0
+    threshold_lower: Optional[float] = None
+    direction: str = "maximize"
+    n_trials: int = 20
+    max_total_trials: Optional[int] = None
+    max_failures: Optional[int] = None
+    timeout: Optional[float] = None
+    n_jobs: int = 1
+    n_seeds: int = 1
+    aggregation: str = "mean"
+    trial_timeout: Optional[float] = None
+    report_every: int = 5
+    preload: bool = True
+
+
+def tuner_settings(node: Any) -> TunerSettings:
+    """Typed, checked :class:`TunerSettings` from the ``tuner`` config node."""
+    try:
+        if OmegaConf.is_config(node):
+            node = OmegaConf.to_container(node, resolve=True)  # resolve in the full config's context
+        merged = OmegaConf.merge(OmegaConf.structured(TunerSettings), node)
+    except OmegaConfBaseException as exc:
+        key = getattr(exc, "full_key", None) or "tuner"
+        raise ConfigError(f"tuner.{key}: {str(getattr(exc, 'msg', exc)).splitlines()[0]}") from None
+    s: TunerSettings = OmegaConf.to_object(merged)  # type: ignore[assignment]
+    checks = [
+        (s.sampler in SAMPLERS, f"tuner.sampler: {s.sampler!r} is not one of {', '.join(SAMPLERS)}"),
+        (s.pruner in PRUNERS, f"tuner.pruner: {s.pruner!r} is not one of {', '.join(PRUNERS)}"),
+        (s.direction in ("maximize", "minimize"), f"tuner.direction: {s.direction!r} must be maximize or minimize"),
+        (s.aggregation in ("mean", "median", "min"), f"tuner.aggregation: {s.aggregation!r} must be mean, median or min"),
+        (s.n_trials > 0, f"tuner.n_trials: must be > 0, got {s.n_trials}"),
+        (s.n_jobs > 0, f"tuner.n_jobs: must be > 0, got {s.n_jobs}"),
+        (s.n_seeds > 0, f"tuner.n_seeds: must be > 0, got {s.n_seeds}"),
+        (s.report_every > 0, f"tuner.report_every: must be > 0, got {s.report_every}"),
+        (s.max_total_trials is None or s.max_total_trials > 0, "tuner.max_total_trials: must be > 0"),
+        (s.trial_timeout is None or s.trial_timeout > 0, "tuner.trial_timeout: must be > 0"),
+        (s.pruner != "threshold" or s.threshold_lower is not None,
+         "tuner.threshold_lower: the threshold pruner needs a lower bound"),
+        (bool(s.study_name), "tuner.study_name: must not be empty"),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise ConfigError(message)
+    return s
+
+
+def make_sampler(s: TunerSettings, space: list[Param]) -> optuna.samplers.BaseSampler:
+    seed, startup = s.sampler_seed, s.n_startup_trials
+    if s.sampler == "tpe":
+        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup, multivariate=True)
+    if s.sampler == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    if s.sampler == "cmaes":
+        return optuna.samplers.CmaEsSampler(seed=seed, n_startup_trials=startup)
+    if s.sampler == "gp":
+        return optuna.samplers.GPSampler(seed=seed, n_startup_trials=startup)
+    if s.sampler == "qmc":
+        return optuna.samplers.QMCSampler(seed=seed)
+    return optuna.samplers.GridSampler(_grid(space), seed=seed)
+
+
+def _grid(space: list[Param]) -> dict[str, list[Any]]:
+    grid: dict[str, list[Any]] = {}
+    for p in space:
+        d = p.distribution
+        if d is None:
+            continue
+        if isinstance(d, optuna.distributions.CategoricalDistribution):
+            grid[p.name] = list(d.choices)
+        elif isinstance(d, optuna.distributions.IntDistribution) and not d.log:
+            grid[p.name] = list(range(d.low, d.high + 1, d.step))
+        else:
+            raise ConfigError(f"search.{p.name}: the grid sampler needs choice() or range() values")
+    return grid
+
+
+def make_pruner(s: TunerSettings) -> optuna.pruners.BasePruner:
+    if s.pruner == "median":
+        return optuna.pruners.MedianPruner(n_startup_trials=s.n_startup_trials, n_warmup_steps=s.n_warmup_steps)
+    if s.pruner == "percentile":
+        return optuna.pruners.PercentilePruner(s.percentile, n_startup_trials=s.n_startup_trials,
+                                               n_warmup_steps=s.n_warmup_steps)
+    if s.pruner == "successive_halving":
+        return optuna.pruners.SuccessiveHalvingPruner()
+    if s.pruner == "hyperband":
+        return optuna.pruners.HyperbandPruner()
+    if s.pruner == "threshold":
+        return optuna.pruners.ThresholdPruner(lower=s.threshold_lower)
+    return optuna.pruners.NopPruner()

@@ -1,0 +1,113 @@
+"""Optuna storages and the cross-driver lock.
+
+* default (``storage: null``): Optuna's journal file ``<study_dir>/journal.log`` - no server, safe for
+  several processes on one machine (Optuna's recommendation over SQLite for parallel work);
+* a path ending in ``.log``: a journal file there;
+* ``sqlite:///...``: accepted (slower per trial, see BENCHMARKS.md);
+* ``postgresql://...``: several machines on one study (``postgresql+psycopg://`` is used when only
+  psycopg 3 is installed).
+
+:class:`StudyLock` serialises "count the trials, then ask for a new one" across drivers, so that
+``n_trials`` and ``max_total_trials`` hold exactly even with several drivers: a file lock (``flock``)
+next to a journal or SQLite file, a PostgreSQL advisory lock for PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import zlib
+from typing import Any
+
+import optuna
+
+__all__ = ["make_storage", "StudyLock", "describe"]
+
+
+def _normalise_url(url: str) -> str:
+    if url.startswith("postgresql://"):
+        try:
+            import psycopg2  # noqa: F401
+        except ImportError:
+            return "postgresql+psycopg://" + url[len("postgresql://"):]
+    return url
+
+
+def _journal_path(storage: str | None, study_dir: str) -> str | None:
+    if storage in (None, "", "journal"):
+        return os.path.join(study_dir, "journal.log")
+    if "://" not in storage:
+        return os.path.abspath(storage)
+    return None
+
+
+def make_storage(storage: str | None, study_dir: str) -> Any:
+    """An Optuna storage object (or URL) for the ``tuner.storage`` setting."""
+    path = _journal_path(storage, study_dir)
+    if path is not None:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+        return JournalStorage(JournalFileBackend(path))
+    if storage.startswith(("sqlite://", "postgresql", "mysql")):
+        return optuna.storages.RDBStorage(_normalise_url(storage), engine_kwargs=_engine_kwargs(storage))
+    raise ValueError(f"tuner.storage: unsupported storage {storage!r} (journal path, sqlite:///, postgresql://)")
+
+
+def _engine_kwargs(url: str) -> dict[str, Any]:
+    if url.startswith("sqlite"):
+        return {"connect_args": {"timeout": 60}}  # parallel drivers wait instead of "database is locked"
+    return {"pool_pre_ping": True}
+
+
+def describe(storage: str | None, study_dir: str) -> str:
+    """The storage as a URL-like string with any password hidden (for outputs and logs)."""
+    path = _journal_path(storage, study_dir)
+    if path is not None:
+        return path
+    from sqlalchemy.engine import make_url
+
+    return make_url(_normalise_url(storage)).render_as_string(hide_password=True)
+
+
+class StudyLock:
+    """Mutual exclusion between all drivers of one study."""
+
+    def __init__(self, storage: str | None, study_dir: str, study_name: str) -> None:
+        self.url = None if _journal_path(storage, study_dir) is not None else storage
+        self.key = zlib.crc32(study_name.encode()) & 0x7FFFFFFF
+        if self.url is None:
+            self.path = _journal_path(storage, study_dir) + ".driver-lock"  # not Optuna's own ".lock"
+        elif self.url.startswith("sqlite:///"):
+            self.path = os.path.abspath(self.url[len("sqlite:///"):]) + ".driver-lock"
+            self.url = None
+        else:
+            self.path = None
+        self._fd: int | None = None
+        self._engine: Any = None
+        self._conn: Any = None
+
+    def __enter__(self) -> "StudyLock":
+        if self.path is not None:
+            self._fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+        else:
+            from sqlalchemy import create_engine, text
+
+            if self._engine is None:
+                self._engine = create_engine(_normalise_url(self.url), pool_pre_ping=True)
+            self._conn = self._engine.connect()
+            self._conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": self.key})
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+        if self._conn is not None:
+            from sqlalchemy import text
+
+            self._conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": self.key})
+            self._conn.close()
+            self._conn = None

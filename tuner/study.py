@@ -1,0 +1,277 @@
+"""The study driver: asks Optuna for trials, runs each in a fresh process, tells the outcome.
+
+Design (ask/tell in the driver, the child owns no Optuna trial): the driver asks for a trial,
+composes the trial's config from the command's overrides plus the sampled ones, starts a fresh
+process (:mod:`tuner.launcher`) and relays the child's intermediate rewards to ``trial.report``;
+when ``should_prune()`` says so the child is told to stop and the trial ends PRUNED.  Because the
+driver owns every state change, a child that raises, segfaults, is OOM-killed, times out or
+produces NaN ends as FAIL with the reason in ``user_attrs["fail_reason"]`` and the study goes on.
+The driver writes a heartbeat into its running trials; a re-run (or another driver) marks RUNNING
+trials of a dead driver as FAIL, which is what makes a SIGKILLed study resumable.
+
+``n_trials`` counts finished trials (COMPLETE + PRUNED) of the study, whoever ran them, so re-running
+a command tops the study up to ``n_trials``; ``max_total_trials`` caps every trial ever created.
+Both are checked and the new trial is created under :class:`tuner.storage.StudyLock`, so several
+drivers (shells or machines) never exceed them.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import time
+from multiprocessing.connection import wait
+from typing import Any, Callable
+
+import optuna
+from omegaconf import DictConfig, OmegaConf
+from optuna.trial import TrialState
+
+from .launcher import TrialProcess, context_for, exit_reason
+from .schema import ConfigError, validate
+from .search import distributions, parse_space, to_overrides
+from .settings import TunerSettings, make_pruner, make_sampler
+from .storage import StudyLock, describe, make_storage
+
+__all__ = ["Driver", "HEARTBEAT_GRACE_S"]
+
+HEARTBEAT_EVERY_S = 10.0
+HEARTBEAT_GRACE_S = 120.0
+FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
+
+# (overrides) -> composed DictConfig of one trial
+Composer = Callable[[list[str]], DictConfig]
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Driver:
+    """Runs one study until it holds ``n_trials`` finished trials (or a limit stops it).
+
+    :param cfg: the validated config of the command (``tuner=optuna``)
+    :param settings: its ``tuner`` node, typed
+    :param compose: builds a trial's config from override strings
+    :param overrides: the command-line overrides every trial starts from
+    """
+
+    def __init__(self, cfg: DictConfig, settings: TunerSettings, compose: Composer,
+                 overrides: list[str]) -> None:
+        self.cfg, self.s, self.compose, self.overrides = cfg, settings, compose, list(overrides)
+        self.study_dir = os.path.abspath(settings.study_dir)
+        os.makedirs(os.path.join(self.study_dir, "trials"), exist_ok=True)
+        self.space = parse_space(cfg.search, cfg)
+        self.storage_desc = describe(settings.storage, self.study_dir)
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        self.lock = StudyLock(settings.storage, self.study_dir, settings.study_name)
+        with self.lock:  # drivers starting together must not race on creating tables or the study
+            self.storage = make_storage(settings.storage, self.study_dir)
+            self.study = optuna.create_study(
+                study_name=settings.study_name, storage=self.storage, load_if_exists=True,
+                sampler=make_sampler(settings, self.space), pruner=make_pruner(settings),
+                direction=settings.direction)
+        self.me = f"{socket.gethostname()}:{os.getpid()}"
+        self.running: dict[int, tuple[optuna.Trial, TrialProcess]] = {}
+        self.failures = 0
+        self.started_here: list[int] = []
+        self.grid_exhausted = False
+        self._last_beat = 0.0
+
+    # -- the loop ----------------------------------------------------------------------------
+    def run(self, on_change: Callable[[], None] | None = None) -> None:
+        """Run trials until the study is full, a limit is hit, or Ctrl-C."""
+        with self.lock:
+            self.fail_zombies()
+        started = time.monotonic()
+        max_failures = self.s.max_failures if self.s.max_failures is not None else self.s.n_trials
+        full = False
+        try:
+            while True:
+                while not full and len(self.running) < self.s.n_jobs and self.failures < max_failures \
+                        and not (self.s.timeout and time.monotonic() - started > self.s.timeout):
+                    full = not self._start_next()
+                if not self.running:
+                    break
+                self._wait()
+                if on_change:
+                    on_change()
+        except KeyboardInterrupt:
+            for number in list(self.running):
+                self.running[number][1].kill()
+                self._fail(number, "driver interrupted (Ctrl-C)")
+            raise
+
+    def _start_next(self) -> bool:
+        """Create and launch one trial; False when the study needs no more trials."""
+        with self.lock:
+            trial = self._ask()
+        if trial is None:
+            return False
+        trial.set_user_attr("driver", self.me)
+        trial.set_user_attr("heartbeat", time.time())
+        run_dir = os.path.join(self.study_dir, "trials", f"{trial.number:04d}")
+        trial.set_user_attr("run_dir", run_dir)
+        self.started_here.append(trial.number)
+        try:
+            spec = self._spec(trial, run_dir)
+        except (ConfigError, ValueError) as exc:
+            self._tell_fail(trial, f"config error: {exc}")
+            return True
+        backend = spec["configs"][0]["backend"]["name"]
+        proc = TrialProcess(spec, context_for(backend, self.s.preload))
+        self.running[trial.number] = (trial, proc)
+        return True
+
+    def _ask(self) -> optuna.Trial | None:
+        if self.grid_exhausted:
+            return None
+        trials = self.study.get_trials(deepcopy=False)
+        done = sum(t.state in FINISHED for t in trials)
+        active = sum(t.state == TrialState.RUNNING for t in trials)
+        if done + active >= self.s.n_trials:
+            return None
+        if self.s.max_total_trials is not None and len(trials) >= self.s.max_total_trials:
+            return None
+        return self.study.ask(distributions(self.space))
+
+    def _spec(self, trial: optuna.Trial, run_dir: str) -> dict[str, Any]:
+        overrides = to_overrides(trial.params, self.space)
+        trial.set_user_attr("overrides", overrides)
+        cfg = validate(self.compose(self.overrides + overrides), check_env=False)
+        cfg.tuner = {"name": "none"}
+        cfg.logger.p = 0
+        os.makedirs(run_dir, exist_ok=True)
+        OmegaConf.save(cfg, os.path.join(run_dir, "config.yaml"))
+        base = OmegaConf.to_container(cfg, resolve=True)
+        configs = []
+        for i in range(self.s.n_seeds):
+            c = OmegaConf.to_container(cfg, resolve=True)
+            c["seed"] = int(base["seed"]) + i
+            configs.append(c)
+        return {"trial": trial.number, "configs": configs, "run_dir": run_dir,
+                "report_every": self.s.report_every, "aggregation": self.s.aggregation,
+                "log_path": os.path.join(run_dir, "trial.log")}
+
+    # -- events ------------------------------------------------------------------------------
+    def _wait(self) -> None:
+        handles = []
+        for _, proc in self.running.values():
+            handles += [proc.conn, proc.proc.sentinel]
+        wait(handles, timeout=1.0)
+        for number in list(self.running):
+            self._poll(number)
+        self._heartbeat()
+
+    def _poll(self, number: int) -> None:
+        trial, proc = self.running[number]
+        for event in proc.events():
+            if event[0] == "report":
+                if not self._report(number, event[1], event[2]):
+                    return
+            elif event[0] == "result":
+                self._result(number, event[1])
+                return
+            elif event[0] == "error":
+                self._fail(number, event[1])
+                return
+        if not proc.alive():
+            for event in proc.events():  # a result that raced the exit
+                if event[0] == "result":
+                    self._result(number, event[1])
+                    return
+            self._fail(number, exit_reason(proc.proc.exitcode))
+        elif self.s.trial_timeout and proc.elapsed > self.s.trial_timeout:
+            proc.kill()
+            self._fail(number, f"timeout: exceeded trial_timeout={self.s.trial_timeout:g} s")
+
+    def _report(self, number: int, step: int, value: float) -> bool:
+        trial, proc = self.running[number]
+        if not math.isfinite(value):
+            proc.kill()
+            self._fail(number, f"non-finite intermediate value {value} at step {step}")
+            return False
+        trial.report(value, step)
+        prune = trial.should_prune()
+        proc.answer(prune)
+        return True
+
+    def _result(self, number: int, payload: dict[str, Any]) -> None:
+        trial, proc = self.running.pop(number)
+        proc.close()
+        for key in ("env_steps", "wall_time_s", "seeds"):
+            trial.set_user_attr(key, payload.get(key))
+        value = payload.get("value")
+        if payload.get("status") == "pruned":
+            self._tell(trial, state=TrialState.PRUNED)
+        elif value is None or not math.isfinite(value):
+            self._tell_fail(trial, f"non-finite objective value {value}")
+        else:
+            self._tell(trial, value)
+
+    def _tell(self, trial: optuna.Trial, value: float | None = None, state: TrialState | None = None) -> None:
+        try:
+            self.study.tell(trial, value, state=state)
+        except RuntimeError as exc:
+            # GridSampler.after_trial calls study.stop() once the grid is used up, which only works
+            # inside optimize(); the trial's state is already stored when it raises.
+            if "Study.stop" not in str(exc):
+                raise
+            self.grid_exhausted = True
+
+    def _fail(self, number: int, reason: str) -> None:
+        trial, proc = self.running.pop(number)
+        proc.kill()
+        proc.close()
+        self._tell_fail(trial, reason)
+
+    def _tell_fail(self, trial: optuna.Trial, reason: str) -> None:
+        trial.set_user_attr("fail_reason", reason)
+        self._tell(trial, state=TrialState.FAIL)
+        self.failures += 1
+        print(f"[trial {trial.number}] FAIL: {reason}", flush=True)
+
+    # -- liveness ----------------------------------------------------------------------------
+    def _heartbeat(self) -> None:
+        now = time.time()
+        if now - self._last_beat < HEARTBEAT_EVERY_S:
+            return
+        self._last_beat = now
+        for trial, _ in self.running.values():
+            trial.set_user_attr("heartbeat", now)
+
+    def fail_zombies(self) -> list[int]:
+        """Mark RUNNING trials whose driver is gone as FAIL (call under the lock)."""
+        failed = []
+        host = socket.gethostname()
+        for t in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+            reason = self._zombie_reason(t, host)
+            if reason is None:
+                continue
+            try:
+                self.storage.set_trial_user_attr(t._trial_id, "fail_reason", reason)
+                self.storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
+                failed.append(t.number)
+            except RuntimeError:  # finished meanwhile by its own driver
+                continue
+        return failed
+
+    def _zombie_reason(self, t: optuna.trial.FrozenTrial, host: str) -> str | None:
+        driver = t.user_attrs.get("driver", "")
+        beat = t.user_attrs.get("heartbeat")
+        if driver == self.me:
+            return None
+        d_host, _, d_pid = driver.rpartition(":")
+        if d_host == host and d_pid.isdigit() and not _pid_alive(int(d_pid)):
+            return f"driver {driver} stopped while the trial was running"
+        last = beat if beat is not None else (t.datetime_start.timestamp() if t.datetime_start else None)
+        if last is not None and time.time() - last > HEARTBEAT_GRACE_S:
+            return f"no heartbeat from driver {driver or '?'} for {time.time() - last:.0f} s"
+        return None

@@ -1,0 +1,32 @@
+"""Run one plain training job in a fresh process (Hydra multirun jobs)."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from .launcher import TrialProcess, exit_reason
+
+__all__ = ["run_in_fresh_process"]
+
+
+def run_in_fresh_process(cfg: dict[str, Any], run_dir: str, ctx: Any) -> dict[str, Any]:
+    """Train ``cfg`` in a new process and return its ``result.json`` content."""
+    spec = {"trial": None, "configs": [cfg], "run_dir": run_dir, "report_every": 10 ** 9,
+            "aggregation": "mean", "log_path": None}
+    proc = TrialProcess(spec, ctx)
+    try:
+        while True:
+            if proc.alive():
+                proc.conn.poll(1.0)
+            for event in proc.events():
+                if event[0] == "result":
+                    with open(os.path.join(run_dir, "result.json")) as f:
+                        return json.load(f)
+                if event[0] == "error":
+                    raise RuntimeError(f"training job failed: {event[1]}")
+            if not proc.alive():
+                raise RuntimeError(f"training job {exit_reason(proc.proc.exitcode)}")
+    finally:
+        proc.close()

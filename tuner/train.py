@@ -1,0 +1,123 @@
+"""One training run from a resolved config: build, train, score, write ``result.json``."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from .build import build_agent, build_optimizer, set_threads, train_kwargs
+
+__all__ = ["run_training", "write_json", "moving_best", "Reporter"]
+
+# (step, value) -> True when the run should stop (pruned)
+Reporter = Callable[[int, float], bool]
+
+
+def write_json(path: str, obj: Any) -> None:
+    """Write JSON atomically (temporary file + rename)."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=2, default=_default)
+    os.replace(tmp, path)
+
+
+def _default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    return str(obj)
+
+
+def moving_best(returns: list[float], k: int) -> float | None:
+    """Best mean over any ``k`` consecutive episodes (or over all, when fewer than ``k``)."""
+    if not returns:
+        return None
+    if len(returns) < k:
+        return float(np.mean(returns))
+    window = np.convolve(np.asarray(returns, dtype=float), np.ones(k) / k, mode="valid")
+    return float(window.max())
+
+
+class _Hooks:
+    """Callbacks that enforce ``budget.max_updates`` and relay intermediate scores."""
+
+    def __init__(self, agent: Any, last_k: int, max_updates: int | None, report_every: int,
+                 reporter: Reporter | None) -> None:
+        self.agent, self.last_k, self.max_updates = agent, last_k, max_updates
+        self.report_every, self.reporter = max(1, report_every), reporter
+        self.pruned = False
+        self.reports = 0
+
+    def on_batch_end(self, batch: int, logs: dict[str, Any]) -> None:
+        if self.max_updates and self.agent.batch_counter >= self.max_updates:
+            self.agent.stop_training = True
+
+    def on_episode_end(self, episode: int, logs: dict[str, Any]) -> None:
+        if self.reporter is None or (episode + 1) % self.report_every:
+            return
+        value = float(np.mean(self.agent.reward_list[-self.last_k:]))
+        self.reports += 1
+        if self.reporter(self.reports - 1, value):
+            self.pruned = True
+            self.agent.stop_training = True
+
+
+def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | None = None,
+                 report_every: int = 5, callbacks: list[Any] | None = None) -> dict[str, Any]:
+    """Train the agent ``cfg`` describes; returns (and writes to ``run_dir/result.json``) the
+    final and best mean return over ``objective.last_k`` episodes, env steps and wall time."""
+    from note_rl import LambdaCallback
+
+    set_threads(cfg)
+    agent = build_agent(cfg)
+    _attach_adjuster(agent, cfg)
+    optimizer = build_optimizer(cfg, agent)
+    last_k = int(cfg["objective"]["last_k"])
+    hooks = _Hooks(agent, last_k, cfg["budget"]["max_updates"], report_every, reporter)
+    cb = LambdaCallback(on_batch_end=hooks.on_batch_end if hooks.max_updates else None,
+                        on_episode_end=hooks.on_episode_end)
+    kwargs = train_kwargs(cfg)
+    kwargs["callbacks"] = [cb, *(callbacks or [])]
+    episodes = cfg["budget"]["episodes"]
+    started = time.perf_counter()
+    if cfg["backend"]["name"] == "torch":
+        agent.train(optimizer, episodes, **kwargs)
+    else:
+        agent.train(None, optimizer, episodes, **kwargs)
+    wall = time.perf_counter() - started
+    returns = [float(r) for r in agent.reward_list]
+    final = float(np.mean(returns[-last_k:])) if returns else None
+    result = {
+        "status": "pruned" if hooks.pruned else "complete",
+        "final_mean_return": final,
+        "best_mean_return": moving_best(returns, last_k),
+        "episodes": agent.total_episode,
+        "env_steps": agent.step_counter,
+        "gradient_steps": agent.batch_counter,
+        "wall_time_s": wall,
+        "env_steps_per_s": agent.step_counter / wall if wall > 0 else None,
+        "seed": cfg["seed"],
+        "returns": returns,
+        "config": cfg,
+    }
+    if final is not None and not math.isfinite(final):
+        raise FloatingPointError(f"mean return is {final}")
+    if run_dir:
+        write_json(os.path.join(run_dir, "result.json"), result)
+    return result
+
+
+def _attach_adjuster(agent: Any, cfg: dict[str, Any]) -> None:
+    spec = cfg.get("adjuster") or {}
+    if spec.get("kind", "none") == "none":
+        return
+    from note_rl.adjusters import make_adjuster  # provided by the adjusters package
+
+    agent.adjuster = make_adjuster(dict(spec))

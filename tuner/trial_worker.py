@@ -1,0 +1,75 @@
+"""Body of one trial process (started fresh for every trial by :mod:`tuner.launcher`).
+
+The child receives its fully resolved configs (one per seed) and talks to the driver over a pipe:
+``("report", step, value)`` after every ``report_every`` episodes, answered by ``"continue"`` or
+``"prune"``; then ``("result", {...})`` or ``("error", message, traceback)``.  It never imports
+Optuna and never touches the study's storage: the driver owns the trial.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from typing import Any
+
+import numpy as np
+
+__all__ = ["main", "aggregate", "SEED_STEP_OFFSET"]
+
+# intermediate steps of seed i are reported as i * SEED_STEP_OFFSET + k, so that the pruner
+# compares trials at the same seed and the same report index
+SEED_STEP_OFFSET = 10_000
+
+AGGREGATIONS = {"mean": np.mean, "median": np.median, "min": np.min}
+
+
+def aggregate(values: list[float], how: str) -> float:
+    return float(AGGREGATIONS[how](np.asarray(values, dtype=float)))
+
+
+def _run(conn: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    from .train import run_training, write_json
+
+    finals, seeds, pruned = [], [], False
+    for i, cfg in enumerate(spec["configs"]):
+        def reporter(step: int, value: float, _i: int = i) -> bool:
+            conn.send(("report", _i * SEED_STEP_OFFSET + step, value))
+            return conn.recv() == "prune"
+
+        run_dir = spec["run_dir"] if len(spec["configs"]) == 1 else os.path.join(spec["run_dir"], f"seed_{cfg['seed']}")
+        res = run_training(cfg, run_dir, reporter, spec["report_every"])
+        finals.append(res["final_mean_return"])
+        seeds.append({k: res[k] for k in ("seed", "final_mean_return", "best_mean_return", "env_steps",
+                                          "gradient_steps", "wall_time_s")})
+        if res["status"] == "pruned":
+            pruned = True
+            break
+    value = aggregate([f for f in finals if f is not None] or [float("nan")], spec["aggregation"])
+    summary = {"status": "pruned" if pruned else "complete", "value": value, "seeds": seeds,
+               "env_steps": sum(s["env_steps"] for s in seeds),
+               "wall_time_s": sum(s["wall_time_s"] for s in seeds), "trial": spec.get("trial")}
+    if len(spec["configs"]) > 1:
+        write_json(os.path.join(spec["run_dir"], "result.json"), summary)
+    return summary
+
+
+def main(conn: Any, spec: dict[str, Any]) -> None:
+    """Process entry point."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    log = spec.get("log_path")
+    if log:  # keep the driver's terminal clean; the trial's own output goes to its run dir
+        os.makedirs(os.path.dirname(log), exist_ok=True)
+        stream = open(log, "a", buffering=1)
+        os.dup2(stream.fileno(), 1)
+        os.dup2(stream.fileno(), 2)
+        sys.stdout = sys.stderr = stream
+    try:
+        conn.send(("result", _run(conn, spec)))
+    except BaseException as exc:  # noqa: BLE001 - everything is reported to the driver
+        message = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
+        try:
+            conn.send(("error", message, traceback.format_exc()))
+        except OSError:
+            pass
+        raise SystemExit(1) from None
