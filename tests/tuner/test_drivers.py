@@ -71,7 +71,7 @@ def test_sigkill_then_rerun_finishes_with_exactly_n_trials(tmp_path) -> None:
 def _two_drivers(tmp_path, storage_args, name):
     args = ["tuner=optuna", f"tuner.study_name={name}", "search=none", "tuner.sampler=random",
             "+search.values.agent.gamma='interval(0.9, 0.99)'", "tuner.n_trials=10", "tuner.max_total_trials=4",
-            "tuner.pruner=none", *storage_args, *SLOW, *TINY]
+            "tuner.pruner=none", "tuner.n_jobs=2", *storage_args, *SLOW, *TINY]
     procs = [_start(args, str(tmp_path)) for _ in range(2)]
     for p in procs:
         _, err = p.communicate(timeout=600)
