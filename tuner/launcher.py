@@ -47,13 +47,13 @@ def exit_reason(exitcode: int | None) -> str:
 
 
 class TrialProcess:
-    """A child running :func:`tuner.trial_worker.main` on ``spec``."""
+    """A child running ``target(conn, spec)`` (default :func:`tuner.trial_worker.main`)."""
 
-    def __init__(self, spec: dict[str, Any], ctx: Any) -> None:
+    def __init__(self, spec: dict[str, Any], ctx: Any, target: Any = None) -> None:
         self.spec = spec
         self.conn, child = ctx.Pipe()
         # not a daemon: a trial may start its own pool-network workers
-        self.proc = ctx.Process(target=trial_worker.main, args=(child, spec), daemon=False,
+        self.proc = ctx.Process(target=target or trial_worker.main, args=(child, spec), daemon=False,
                                 name=f"trial-{spec.get('trial')}")
         self.started = time.monotonic()
         self.proc.start()

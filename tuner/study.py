@@ -17,26 +17,24 @@ drivers (shells or machines) never exceed them.
 
 from __future__ import annotations
 
-import math
 import os
 import socket
 import time
-from multiprocessing.connection import wait
 from typing import Any, Callable
 
 import optuna
 from omegaconf import DictConfig, OmegaConf
 from optuna.trial import TrialState
 
-from .launcher import TrialProcess, context_for, exit_reason
+from .launcher import TrialProcess, context_for
 from .schema import ConfigError, validate
 from .search import distributions, parse_space, to_overrides
 from .settings import TunerSettings, make_pruner, make_sampler
 from .storage import StudyLock, describe, make_storage
+from .supervisor import Supervisor
 
 __all__ = ["Driver", "HEARTBEAT_GRACE_S"]
 
-HEARTBEAT_EVERY_S = 10.0
 HEARTBEAT_GRACE_S = 120.0
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 
@@ -79,11 +77,8 @@ class Driver:
                 sampler=make_sampler(settings, self.space), pruner=make_pruner(settings),
                 direction=settings.direction)
         self.me = f"{socket.gethostname()}:{os.getpid()}"
-        self.running: dict[int, tuple[optuna.Trial, TrialProcess]] = {}
-        self.failures = 0
+        self.supervisor = Supervisor(self.study, settings.trial_timeout)
         self.started_here: list[int] = []
-        self.grid_exhausted = False
-        self._last_beat = 0.0
 
     # -- the loop ----------------------------------------------------------------------------
     def run(self, on_change: Callable[[], None] | None = None) -> None:
@@ -91,22 +86,21 @@ class Driver:
         with self.lock:
             self.fail_zombies()
         started = time.monotonic()
+        sup = self.supervisor
         max_failures = self.s.max_failures if self.s.max_failures is not None else self.s.n_trials
         full = False
         try:
             while True:
-                while not full and len(self.running) < self.s.n_jobs and self.failures < max_failures \
+                while not full and len(sup) < self.s.n_jobs and sup.failures < max_failures \
                         and not (self.s.timeout and time.monotonic() - started > self.s.timeout):
                     full = not self._start_next()
-                if not self.running:
+                if not len(sup):
                     break
-                self._wait()
+                sup.wait()
                 if on_change:
                     on_change()
         except KeyboardInterrupt:
-            for number in list(self.running):
-                self.running[number][1].kill()
-                self._fail(number, "driver interrupted (Ctrl-C)")
+            sup.kill_all("driver interrupted (Ctrl-C)")
             raise
 
     def _start_next(self) -> bool:
@@ -123,15 +117,14 @@ class Driver:
         try:
             spec = self._spec(trial, run_dir)
         except (ConfigError, ValueError) as exc:
-            self._tell_fail(trial, f"config error: {exc}")
+            self.supervisor.tell_fail(trial, f"config error: {exc}")
             return True
         backend = spec["configs"][0]["backend"]["name"]
-        proc = TrialProcess(spec, context_for(backend, self.s.preload))
-        self.running[trial.number] = (trial, proc)
+        self.supervisor.launch(trial, TrialProcess(spec, context_for(backend, self.s.preload)))
         return True
 
     def _ask(self) -> optuna.Trial | None:
-        if self.grid_exhausted:
+        if self.supervisor.grid_exhausted:
             return None
         trials = self.study.get_trials(deepcopy=False)
         done = sum(t.state in FINISHED for t in trials)
@@ -160,93 +153,7 @@ class Driver:
                 "report_every": self.s.report_every, "aggregation": self.s.aggregation,
                 "log_path": os.path.join(run_dir, "trial.log")}
 
-    # -- events ------------------------------------------------------------------------------
-    def _wait(self) -> None:
-        handles = []
-        for _, proc in self.running.values():
-            handles += [proc.conn, proc.proc.sentinel]
-        wait(handles, timeout=1.0)
-        for number in list(self.running):
-            self._poll(number)
-        self._heartbeat()
-
-    def _poll(self, number: int) -> None:
-        trial, proc = self.running[number]
-        for event in proc.events():
-            if event[0] == "report":
-                if not self._report(number, event[1], event[2]):
-                    return
-            elif event[0] == "result":
-                self._result(number, event[1])
-                return
-            elif event[0] == "error":
-                self._fail(number, event[1])
-                return
-        if not proc.alive():
-            for event in proc.events():  # a result that raced the exit
-                if event[0] == "result":
-                    self._result(number, event[1])
-                    return
-            self._fail(number, exit_reason(proc.proc.exitcode))
-        elif self.s.trial_timeout and proc.elapsed > self.s.trial_timeout:
-            proc.kill()
-            self._fail(number, f"timeout: exceeded trial_timeout={self.s.trial_timeout:g} s")
-
-    def _report(self, number: int, step: int, value: float) -> bool:
-        trial, proc = self.running[number]
-        if not math.isfinite(value):
-            proc.kill()
-            self._fail(number, f"non-finite intermediate value {value} at step {step}")
-            return False
-        trial.report(value, step)
-        prune = trial.should_prune()
-        proc.answer(prune)
-        return True
-
-    def _result(self, number: int, payload: dict[str, Any]) -> None:
-        trial, proc = self.running.pop(number)
-        proc.close()
-        for key in ("env_steps", "wall_time_s", "seeds"):
-            trial.set_user_attr(key, payload.get(key))
-        value = payload.get("value")
-        if payload.get("status") == "pruned":
-            self._tell(trial, state=TrialState.PRUNED)
-        elif value is None or not math.isfinite(value):
-            self._tell_fail(trial, f"non-finite objective value {value}")
-        else:
-            self._tell(trial, value)
-
-    def _tell(self, trial: optuna.Trial, value: float | None = None, state: TrialState | None = None) -> None:
-        try:
-            self.study.tell(trial, value, state=state)
-        except RuntimeError as exc:
-            # GridSampler.after_trial calls study.stop() once the grid is used up, which only works
-            # inside optimize(); the trial's state is already stored when it raises.
-            if "Study.stop" not in str(exc):
-                raise
-            self.grid_exhausted = True
-
-    def _fail(self, number: int, reason: str) -> None:
-        trial, proc = self.running.pop(number)
-        proc.kill()
-        proc.close()
-        self._tell_fail(trial, reason)
-
-    def _tell_fail(self, trial: optuna.Trial, reason: str) -> None:
-        trial.set_user_attr("fail_reason", reason)
-        self._tell(trial, state=TrialState.FAIL)
-        self.failures += 1
-        print(f"[trial {trial.number}] FAIL: {reason}", flush=True)
-
     # -- liveness ----------------------------------------------------------------------------
-    def _heartbeat(self) -> None:
-        now = time.time()
-        if now - self._last_beat < HEARTBEAT_EVERY_S:
-            return
-        self._last_beat = now
-        for trial, _ in self.running.values():
-            trial.set_user_attr("heartbeat", now)
-
     def fail_zombies(self) -> list[int]:
         """Mark RUNNING trials whose driver is gone as FAIL (call under the lock)."""
         failed = []

@@ -46,9 +46,10 @@ def _run(conn: Any, spec: dict[str, Any]) -> dict[str, Any]:
             pruned = True
             break
     value = aggregate([f for f in finals if f is not None] or [float("nan")], spec["aggregation"])
-    summary = {"status": "pruned" if pruned else "complete", "value": value, "seeds": seeds,
-               "env_steps": sum(s["env_steps"] for s in seeds),
-               "wall_time_s": sum(s["wall_time_s"] for s in seeds), "trial": spec.get("trial")}
+    attrs = {"seeds": seeds, "env_steps": sum(s["env_steps"] for s in seeds),
+             "wall_time_s": sum(s["wall_time_s"] for s in seeds)}
+    summary = {"status": "pruned" if pruned else "complete", "value": value, "attrs": attrs,
+               "trial": spec.get("trial")}
     if len(spec["configs"]) > 1:
         write_json(os.path.join(spec["run_dir"], "result.json"), summary)
     return summary

@@ -74,6 +74,10 @@ class Backend(ABC):
         """Network objects held as attributes of ``agent`` (checkpointed by attribute name)."""
 
     @abstractmethod
+    def module_variables(self, module: Any) -> list[Any]:
+        """The variable objects of one network object, in a stable order."""
+
+    @abstractmethod
     def module_weights(self, module: Any) -> list[np.ndarray]:
         """All weights of one network object (trainable or not)."""
 

@@ -74,6 +74,9 @@ class TFBackend(Backend):
                         found[f"{name}[{i}]"] = item
         return found
 
+    def module_variables(self, module: Any) -> list[Any]:
+        return list(module.weights)
+
     def module_weights(self, module: Any) -> list[np.ndarray]:
         return [np.array(w) for w in module.get_weights()]
 

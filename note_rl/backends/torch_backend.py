@@ -56,6 +56,9 @@ class TorchBackend(Backend):
                         found[f"{name}[{i}]"] = item
         return found
 
+    def module_variables(self, module: Any) -> list[Any]:
+        return list(module.parameters())
+
     def module_weights(self, module: Any) -> list[np.ndarray]:
         return [t.detach().cpu().numpy().copy() for t in module.state_dict().values()]
 

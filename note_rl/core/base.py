@@ -202,6 +202,22 @@ class RLBase(AdjusterMixin):
         next_state, reward, terminated, truncated, _ = env.step(a)
         return next_state, reward, terminated or truncated
 
+    # -- pickling (finders send agents to fresh processes) ----------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        for cache in ("_actor", "_critic_actor"):  # rebuilt on demand
+            state.pop(cache, None)
+        state["_param_refs"] = _param_refs(self)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        refs = state.pop("_param_refs", None)
+        self.__dict__.update(state)
+        if refs is not None:
+            # frameworks that pickle a network and a list of its variables separately (Keras)
+            # would leave self.param pointing at copies; re-point it at the networks' variables
+            self.param = _resolve_refs(refs, self.param, self.backend.modules(self), self.backend)
+
     # -- hooks a subclass may override -------------------------------------------------------
     def update_param(self) -> None:
         """Target-network / old-policy synchronisation (no-op by default)."""
@@ -256,6 +272,31 @@ class RLBase(AdjusterMixin):
     def animate_agent(self, max_steps: int, mode: str = "rgb_array", save_path: str | None = None,
                       fps: int | None = None, writer: str | None = None) -> str:
         return plots.animate_agent(self, max_steps, save_path, fps)
+
+
+def _param_refs(agent: Any) -> Any:
+    """``self.param`` with each variable replaced by ``(network attribute, index)`` when it
+    belongs to one of the agent's networks (``None`` entries are pickled as they are)."""
+    if agent.param is None or not agent.backend_name:
+        return None
+    backend = agent.backend
+    where = {id(v): (name, i) for name, module in backend.modules(agent).items()
+             for i, v in enumerate(backend.module_variables(module))}
+
+    def walk(node: Any) -> Any:
+        if backend.is_variable(node):
+            return where.get(id(node))
+        return [walk(item) for item in node]
+
+    return walk(agent.param)
+
+
+def _resolve_refs(refs: Any, param: Any, modules: dict[str, Any], backend: Any) -> Any:
+    if refs is None:  # not a network variable: keep the unpickled object
+        return param
+    if isinstance(refs, tuple):  # (network attribute, index)
+        return backend.module_variables(modules[refs[0]])[refs[1]]
+    return [_resolve_refs(r, p, modules, backend) for r, p in zip(refs, param)]
 
 
 def _as_list(obj: Any) -> list[Any]:
