@@ -1,0 +1,73 @@
+"""PPO with prioritized replay whose buffer and batch follow the ESS (Note_rl's ``PPO_pr`` example).
+
+After every ``update_param()`` the loop asks ``window_size_func(p)`` how many of the oldest items
+to drop: ``adjust_window_size`` keeps about EMA(ESS) items of each buffer segment.  ``adjust_func``
+runs after gradient steps and, with no ``target_ess``, sets the batch to the ESS rounded down to a
+multiple of the initial batch (never below it).  Both backends::
+
+    python examples/ppo_pr_ess.py --backend torch --episodes 200
+    python examples/ppo_pr_ess.py --backend tf --episodes 200 --pool 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from typing import Any
+
+
+def make_agent(backend: str, seed: int = 0) -> Any:
+    mod = importlib.import_module("note_rl.agents." + ("torch" if backend == "torch" else "keras"))
+
+    class PPO_pr(mod.PPO):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.batch_params = {"scale": 1.0, "min": None, "max": None, "align": None}
+
+        def window_size_func(self, p: int | None = None) -> int:
+            return self.adjust_window_size(p)
+
+        def adjust_func(self) -> None:
+            if self.batch_counter % 10 == 0:  # Note_rl adjusted after every batch; every 10 is enough
+                self.adjust(batch_params=self.batch_params)
+
+    return PPO_pr(4, 64, 2, seed=seed)
+
+
+def optimizers(backend: str, agent: Any) -> list[Any]:
+    """Note_rl's pair: Adam(1e-4) for the policy, Adam(5e-3) for the value function."""
+    if backend == "torch":
+        import torch
+
+        return [torch.optim.Adam(agent.param[0], lr=1e-4), torch.optim.Adam(agent.param[1], lr=5e-3)]
+    import keras
+
+    return [keras.optimizers.Adam(1e-4), keras.optimizers.Adam(5e-3)]
+
+
+def main(backend: str = "torch", episodes: int = 200, seed: int = 0, pool: int = 0,
+         update_steps: int = 500, callbacks: list[Any] | None = None) -> Any:
+    from note_rl.policy import SoftmaxPolicy
+
+    agent = make_agent(backend, seed)
+    agent.set(policy=SoftmaxPolicy(), pool_size=10000, batch=64, update_steps=update_steps, PR=True,
+              seed=seed)
+    opts = optimizers(backend, agent)
+    kwargs = dict(pool_network=pool > 0, processes=pool or None, window_size=agent.window_size_func,
+                  callbacks=callbacks, p=10)
+    if backend == "torch":
+        agent.train(opts, episodes, **kwargs)
+    else:
+        agent.train(None, opts, episodes, **kwargs)
+    return agent
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", choices=("torch", "tf"), default="torch")
+    parser.add_argument("--episodes", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--pool", type=int, default=0, help="worker processes (0: single process)")
+    args = parser.parse_args()
+    trained = main(args.backend, args.episodes, args.seed, args.pool)
+    print(f"batch {trained.batch}, buffer {len(trained.buffer)}, last returns {trained.reward_list[-5:]}")

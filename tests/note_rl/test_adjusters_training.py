@@ -1,0 +1,204 @@
+"""Adjusters in training: Note_rl's hook points, end-to-end ESS and GNS runs on both backends,
+pool mode, checkpoints, and the examples."""
+
+import importlib.util
+import os
+
+import numpy as np
+import pytest
+
+from note_rl import LambdaCallback
+from note_rl.policy import EpsGreedyQPolicy, SoftmaxPolicy
+from tests.conftest import agents_module, make_optimizer, train
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _dqn(backend, **kwargs):
+    agent = agents_module(backend).DQN(4, 32, 2, seed=0)
+    agent.set(policy=EpsGreedyQPolicy(0.2), pool_size=2000, batch=16, seed=0, **kwargs)
+    return agent
+
+
+def _ppo_optimizers(backend, agent):
+    if backend == "torch":
+        import torch
+
+        return [torch.optim.Adam(agent.param[0], lr=1e-4), torch.optim.Adam(agent.param[1], lr=5e-3)]
+    import keras
+
+    return [keras.optimizers.Adam(1e-4), keras.optimizers.Adam(5e-3)]
+
+
+def _recorder():
+    reports, episodes = [], []
+    cb = LambdaCallback(on_adjust=lambda logs: reports.append(logs),
+                        on_episode_end=lambda episode, logs: episodes.append(logs))
+    return cb, reports, episodes
+
+
+# -- Note_rl's hook points -------------------------------------------------------------------
+def _counting_dqn(**kwargs):
+    from note_rl.agents.torch import DQN
+
+    class Counting(DQN):
+        adjust_calls = syncs = 0
+
+        def adjust_func(self):
+            self.adjust_calls += 1
+
+        def update_param(self):
+            self.syncs += 1
+            super().update_param()
+
+    agent = Counting(4, 32, 2, seed=0)
+    agent.set(policy=EpsGreedyQPolicy(0.2), pool_size=2000, batch=16, seed=0, **kwargs)
+    return agent
+
+
+@pytest.mark.parametrize("kwargs, expected", [
+    ({"update_batches": 4}, lambda a: a.batch_counter // 4),      # after each update_param()
+    ({"update_steps": 10}, lambda a: a.syncs),                    # idem, env-step cadence
+    ({"PR": True}, lambda a: a.batch_counter),                     # PR: after every step
+    ({"PR": True, "update_steps": 10}, lambda a: a.batch_counter + a.syncs),   # both points
+])
+def test_adjust_func_runs_at_note_rl_points(kwargs, expected) -> None:
+    import torch
+
+    agent = _counting_dqn(**kwargs)
+    agent.train(torch.optim.Adam(agent.param), 3, p=0)
+    assert agent.batch_counter > 0 and agent.syncs > 0
+    assert agent.adjust_calls == expected(agent)
+
+
+def test_window_size_func_decides_the_trim_after_update_param() -> None:
+    import torch
+
+    agent = _counting_dqn(PR=True, update_steps=10)
+    calls = []
+
+    def window_size_func(*args):
+        calls.append(args)
+        return 3
+
+    agent.window_size_func = window_size_func
+    agent.train(torch.optim.Adam(agent.param), 2, p=0)
+    assert len(calls) == agent.syncs and set(calls) == {()}     # single process: no segment
+    assert agent.step_counter - len(agent.buffer) == 3 * agent.syncs
+
+
+# -- end to end ------------------------------------------------------------------------------
+def test_ppo_with_pr_and_the_ess_adjuster(backend) -> None:
+    agent = agents_module(backend).PPO(4, 32, 2, seed=0)
+    agent.set(policy=SoftmaxPolicy(), pool_size=2000, batch=16, update_steps=50, PR=True, seed=0)
+    agent.adjuster = {"kind": "ess", "every": 5, "target_ess": 8.0,
+                      "batch_params": {"min": 16, "max": 64, "align": 16},
+                      "clip_params": {"rate": 0.05, "min": 0.1, "max": 0.3},
+                      "lr_params": {"rate": 1e-4, "min": 1e-5, "max": 1e-2},
+                      "window": {"scale": 4.0}}
+    opts = _ppo_optimizers(backend, agent)
+    cb, reports, episodes = _recorder()
+    train(agent, backend, opts, 6, p=0, callbacks=[cb])
+    runs = [r for r in reports if "ess" in r]
+    assert runs and all(r["batch_counter"] % 5 == 0 for r in runs)
+    last = runs[-1]
+    assert last["ess_ema"] > 8.0                      # so every rule moved up
+    assert agent.batch == last["batch"] == 64
+    assert float(np.asarray(agent.clip)) == pytest.approx(last["clip"]) and 0.2 < last["clip"] <= 0.3
+    lrs = [agent.backend.get_hparam(o, "lr") for o in opts]
+    assert lrs == pytest.approx([last["lr/0"], last["lr/1"]], rel=1e-6) and lrs[0] > 1e-4 and lrs[1] > 5e-3
+    assert any("window" in r for r in reports)        # the ESS trim after update_param()
+    assert episodes[-1]["adjust/batch"] == 64 and "adjust/ess_ema" in episodes[-1]
+
+
+def test_dqn_with_the_gns_adjuster(backend) -> None:
+    agent = _dqn(backend, update_steps=20)
+    agent.adjuster = {"kind": "gns", "every": 10, "num_samples": 4, "target_noise": 1e-3,
+                      "batch_params": {"min": 16, "max": 64, "align": 16},
+                      "lr_params": {"rate": 1e-4, "min": 1e-4, "max": 1e-2}}
+    sizes = []
+
+    def watch_sampling(logs):
+        sample = agent.buffer.sample
+        agent.buffer.sample = lambda n: sizes.append(n) or sample(n)
+
+    cb, reports, _ = _recorder()
+    opt = make_optimizer(backend, agent.param, lr=1e-3)
+    # Keras: the default jit_compile=True, so the new batch shape runs through XLA after a retrace
+    train(agent, backend, opt, 10, p=0, callbacks=[cb, LambdaCallback(on_train_begin=watch_sampling)])
+    last = reports[-1]
+    assert {"noise", "noise_ema", "b_simple", "tr_sigma", "grad_sq", "noise_ratio"} <= set(last)
+    assert last["noise_ratio"] > 1e-3                  # noisier than the target: bigger batch, lower lr
+    assert agent.batch == last["batch"] == 64 and sizes[0] == 16 and sizes[-1] == 64
+    assert len(reports) >= 2 and sizes.count(64) >= 10  # steps ran with the new batch
+    lr = agent.backend.get_hparam(opt, "lr")
+    assert lr == pytest.approx(last["lr"], rel=1e-6) and 1e-4 <= lr < 1e-3
+
+
+def test_pool_mode_reports_each_segment_and_adjusts_num_store() -> None:
+    agent = agents_module("torch").PPO(4, 32, 2, seed=0)
+    agent.set(policy=SoftmaxPolicy(), pool_size=2000, batch=16, update_batches=20, PR=True, seed=0)
+    agent.adjuster = {"kind": "ess", "every": 5, "target_ess": 4.0, "store_params": {"min": 1, "max": 3},
+                      "window": {"scale": 4.0}}
+    seen = []
+    cb, reports, _ = _recorder()
+    probe = LambdaCallback(on_episode_end=lambda e, logs: seen.append(agent._trainer.settings.num_store))
+    agent.train(_ppo_optimizers("torch", agent), 4, pool_network=True, processes=2, num_store=2,
+                p=0, callbacks=[cb, probe])
+    runs = [r for r in reports if "ess" in r]
+    assert runs and {"ess/0", "ess/1"} <= set(runs[-1])
+    assert any({"window/0"} <= set(r) for r in reports) and any({"window/1"} <= set(r) for r in reports)
+    assert runs[-1]["store"] == 1 and seen[-1] == 1    # E > T: num_store * T / E, down to min
+
+
+def test_adjuster_state_survives_a_checkpoint(backend, tmp_path) -> None:
+    path = str(tmp_path / "agent.dat")
+    spec = {"kind": "gns", "every": 7, "num_samples": 3, "target_noise": 1e-3,
+            "batch_params": {"min": 16, "max": 48, "align": 16},
+            "gamma_params": {"rate": 0.01, "min": 0.9, "max": 0.999},
+            "tau_params": {"rate": 0.1, "min": 0.1, "max": 1.0}, "window": {"scale": 3.0}}
+    a = _dqn(backend, update_steps=25, PR=True, learning_starts=20)
+    a.adjuster = spec
+    opt_a = make_optimizer(backend, a.param)
+    train(a, backend, opt_a, 5, p=0, jit_compile=False)
+    a.save(path)
+    saved = a.adjust_state()
+    assert saved["adjuster"]["state"]["runs"] > 0 and saved["values"]["tau"] != [1.0]
+    cb_a, reports_a, _ = _recorder()
+    train(a, backend, opt_a, 3, p=0, jit_compile=False, callbacks=[cb_a])
+
+    b = agents_module(backend).DQN(4, 32, 2, seed=123)
+    b.set(policy=EpsGreedyQPolicy(0.2))
+    opt_b = make_optimizer(backend, b.param)
+    b.restore(path, optimizer=opt_b)                  # rebuilds b.adjuster from the file
+    assert b.adjust_state() == saved and b.adjuster.spec() == a.adjuster.spec()
+    cb_b, reports_b, _ = _recorder()
+    train(b, backend, opt_b, 3, p=0, jit_compile=False, callbacks=[cb_b])
+    assert len(reports_b) == len(reports_a) > 0
+    for ra, rb in zip(reports_a, reports_b):
+        assert ra.keys() == rb.keys()
+        np.testing.assert_allclose([rb[k] for k in ra], [ra[k] for k in ra], rtol=1e-4, equal_nan=True)
+
+
+# -- examples --------------------------------------------------------------------------------
+def _example(name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "examples", f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_ppo_pr_example_trims_by_ess_and_adapts_the_batch(backend) -> None:
+    cb, reports, _ = _recorder()
+    agent = _example("ppo_pr_ess").main(backend, episodes=4, update_steps=25, callbacks=[cb])
+    assert any("window" in r for r in reports)
+    batches = [r["batch"] for r in reports if "batch" in r]
+    assert batches and agent.batch == batches[-1] and agent.batch % 64 == 0
+
+
+@pytest.mark.parametrize("declarative", [False, True])
+def test_dqn_gns_example(declarative) -> None:
+    cb, reports, _ = _recorder()
+    agent = _example("dqn_gns").main("torch", episodes=40, declarative=declarative, callbacks=[cb])
+    assert reports and "noise_ema" in reports[-1]
+    assert agent.batch == reports[-1]["batch"] and agent.batch % 32 == 0
