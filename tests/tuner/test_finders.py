@@ -1,0 +1,173 @@
+"""LRFinder, OptFinder and ParallelFinder: the maths, and end to end through both the Python API
+and the config, with every training in a fresh process and the results in the study's storage."""
+
+import json
+import os
+
+import numpy as np
+import optuna
+import pytest
+
+from note_rl.policy import EpsGreedyQPolicy, SoftmaxPolicy
+from tests.conftest import agents_module
+from tests.tuner.conftest import run_app
+from tuner.finders import LRRangeTest, windowed_normalize
+from tuner.finders.lr import lagged_change, plot_curve, suggest_lr
+
+
+def _journal(study_dir):
+    from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+    storage = JournalStorage(JournalFileBackend(os.path.join(study_dir, "journal.log")))
+    return [optuna.load_study(study_name=s.study_name, storage=storage) for s in optuna.get_all_study_summaries(storage)]
+
+
+def _dqn(backend, env="CartPole-v1", seed=0):
+    agent = agents_module(backend).DQN(4 if env == "CartPole-v1" else 6, 16, 2, env=env, seed=seed)
+    agent.set(policy=EpsGreedyQPolicy(0.2), pool_size=2000, batch=16, learning_starts=16, seed=seed)
+    return agent
+
+
+def test_lr_schedule_reaches_end_lr_by_constant_factor() -> None:
+    import torch
+
+    agent = _dqn("torch")
+    agent.optimizer = [torch.optim.Adam(agent.param, lr=0.5)]
+    test = LRRangeTest(start_lr=1e-4, end_lr=1.0, N=77)
+    test.set_model(agent)
+    test.on_train_begin()
+    for i in range(77):
+        assert agent.optimizer[0].param_groups[0]["lr"] == pytest.approx(1e-4 * test.factor ** i, rel=1e-12)
+        test.on_batch_end(i, {"loss": 1.0})
+    lrs = np.asarray(test.lrs)
+    assert len(lrs) == 78 and agent.stop_training
+    np.testing.assert_allclose(lrs[1:] / lrs[:-1], (1.0 / 1e-4) ** (1 / 77), rtol=1e-12)
+    assert abs(lrs[-1] / 1.0 - 1) < 1e-9
+    assert agent.optimizer[0].param_groups[0]["lr"] == pytest.approx(1.0, rel=1e-9)
+
+
+def test_windowed_normalisation_and_change_by_hand() -> None:
+    r = [1.0, 3.0, 2.0, 6.0]
+    z = windowed_normalize(r, 2)
+    # windows: [1], [1,3], [3,2], [2,6]
+    expected = [0.0, (3 - 2) / (1 + 1e-8), (2 - 2.5) / (0.5 + 1e-8), (6 - 4) / (2 + 1e-8)]
+    np.testing.assert_allclose(z, expected)
+    np.testing.assert_allclose(lagged_change([1.0, 4.0, 9.0, 16.0], 2), [0, 0, 4.0, 6.0])
+    lrs = [1e-4, 1e-3, 1e-2, 1e-1]
+    best, (low, high) = suggest_lr(lrs, [0.0, 1.0, 5.0, 5.5], n_skip_beginning=0, n_skip_end=0)
+    assert best == 1e-2 and low == pytest.approx(1e-2 / 10 ** 0.5) and high == pytest.approx(1e-2 * 10 ** 0.5)
+
+
+def test_plots_are_written(tmp_path) -> None:
+    path = plot_curve([1e-4, 1e-3, 1e-2], [0.0, 1.0, 0.5], str(tmp_path / "c.png"), "lr", "reward")
+    data = open(path, "rb").read()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 1000
+
+
+@pytest.mark.parametrize("backend", ["torch", "tf"])
+def test_lr_finder_python_api(backend, tmp_path) -> None:
+    from note_rl.lr_finder import LRFinder
+
+    agent = _dqn(backend)
+    if backend == "torch":
+        import torch
+
+        agent.optimizer = torch.optim.Adam(agent.param)
+    else:
+        import tensorflow as tf
+
+        agent.optimizer = tf.keras.optimizers.Adam()
+    before = [w.copy() for w in agent.q_weights()]
+    finder = LRFinder(agent)
+    out = finder.find(pool_network=False, N=60, window_size=3, start_lr=1e-4, end_lr=1, episodes=40, per="update",
+                      study_dir=str(tmp_path / "lr"), study_name="lr")
+    assert len(finder.lrs) == 61 and abs(finder.lrs[-1] - 1.0) < 1e-9
+    assert len(finder.normalized) == len(finder.episode_lrs) >= 1
+    assert 1e-4 <= out["suggested_lr"] <= 1.0 and out["interval"][0] < out["interval"][1]
+    for png in (finder.plot_reward(), finder.plot_reward_change()):
+        assert os.path.getsize(png) > 1000
+    for w0, w1 in zip(before, agent.q_weights()):
+        np.testing.assert_array_equal(w0, w1)  # the agent itself is untouched
+    (study,) = _journal(tmp_path / "lr")
+    trial = study.trials[0]
+    assert trial.state == optuna.trial.TrialState.COMPLETE and len(trial.intermediate_values) == len(finder.normalized)
+    assert study.user_attrs["lr_finder_0"]["suggested_lr"] == out["suggested_lr"]
+
+
+def _corridor_ppo(backend):
+    import tests.note_rl.envs  # noqa: F401 - registers Corridor-v0
+
+    agent = agents_module(backend).PPO(6, 32, 2, gamma=0.9, lam=0.9, n_steps=32, n_envs=4, n_epochs=4,
+                                       env="Corridor-v0", seed=0)
+    agent.set(policy=SoftmaxPolicy(), batch=64, seed=0)
+    return agent
+
+
+def test_opt_finder_picks_the_optimizer_that_learns(tmp_path) -> None:
+    import torch
+
+    from note_rl.opt_finder import OptFinder
+
+    agent = _corridor_ppo("torch")
+    params = agent.backend.flatten(agent.param)
+    good, bad = torch.optim.Adam(params, lr=3e-3), torch.optim.SGD(params, lr=1e-9)
+    finder = OptFinder(agent, [bad, good])
+    best = finder.find(pool_network=False, episodes=150, study_dir=str(tmp_path / "opt"), study_name="opt")
+    assert best is good and finder.best_index == 1
+    assert finder.mean_rewards[1] > finder.mean_rewards[0] + 0.2
+    digests = {row["initial_weights_sha256"] for row in finder.table}
+    assert len(digests) == 1  # both candidates started from identical weights
+    (study,) = _journal(tmp_path / "opt")
+    assert [t.params["candidate"] for t in study.trials] == [0, 1]
+
+
+def test_parallel_finder_runs_concurrently_and_picks_by_reward_and_loss(tmp_path) -> None:
+    import torch
+
+    import tests.note_rl.envs  # noqa: F401
+    from note_rl.parallel_finder import ParallelFinder
+
+    # rigged: CartPole pays ~10-40 per episode and has large TD errors, Corridor pays < 1 with tiny ones
+    agents = [_dqn("torch", "Corridor-v0"), _dqn("torch", "CartPole-v1")]
+    optimizers = [torch.optim.Adam(a.param, lr=1e-3) for a in agents]
+    finder = ParallelFinder(agents, optimizers)
+    logs = finder.find(pool_network=False, episodes=8, n_jobs=2, study_dir=str(tmp_path / "par"), study_name="par")
+    assert logs["best_index"] == 1 and logs["best_opt"] is optimizers[1]
+    assert logs["best_reward"] == pytest.approx(np.mean(logs["rewards"][1]))
+    (s0, e0), (s1, e1) = logs["times"][0], logs["times"][1]
+    assert s0 < e1 and s1 < e0  # the two trainings overlapped in time
+    by_loss = ParallelFinder(agents, optimizers).find(pool_network=False, episodes=8, n_jobs=2, metrics="loss",
+                                                      study_dir=str(tmp_path / "par_loss"), study_name="par_loss")
+    assert by_loss["best_index"] == 0 and by_loss["best_loss"] < 1e9
+
+
+TINY = ["agent.hidden_size=[16]", "agent.batch=16", "agent.train_freq=1", "agent.num_updates=1",
+        "agent.learning_starts=16", "buffer.pool_size=2000"]
+
+
+def test_finders_from_the_config(tmp_path) -> None:
+    run_app(["tuner=lr_finder", "tuner.N=100", "tuner.episodes=40", *TINY], cwd=str(tmp_path))
+    lr_dir = tmp_path / "studies" / "lr_finder_dqn_CartPole-v1"
+    result = json.loads((lr_dir / "lr_finder.json").read_text())
+    assert len(result["lrs"]) == 101 and abs(result["lrs"][-1] - 1.0) < 1e-9
+    override = (lr_dir / "lr_range.txt").read_text().strip()
+    assert override.startswith('search.values.optimizer.lr="tag(log, interval(')
+    for name in ("lr_reward.png", "lr_reward_change.png", "lr_loss.png"):
+        assert (lr_dir / name).stat().st_size > 1000
+    # the one-line chain: a study searching the suggested interval
+    run_app(["tuner=optuna", "tuner.n_trials=1", "search=none", override.replace("search.values", "+search.values"),
+             "budget.steps=200", *TINY], cwd=str(tmp_path))
+    (study,) = _journal(tmp_path / "studies" / "dqn_CartPole-v1")
+    low, high = json.loads((lr_dir / "lr_finder.json").read_text())["interval"]
+    assert low * 0.99 <= study.trials[0].params["optimizer.lr"] <= high * 1.01
+
+    run_app(["tuner=opt_finder", "tuner.optimizers=[adam,sgd]", "tuner.episodes=3", *TINY], cwd=str(tmp_path))
+    opt = json.loads((tmp_path / "studies" / "opt_finder_dqn_CartPole-v1" / "opt_finder.json").read_text())
+    assert [row["optimizer"] for row in opt["table"]] == ["adam", "sgd"] and opt["best_optimizer"] in ("adam", "sgd")
+
+    run_app(["tuner=parallel_finder", "tuner.episodes=3", "tuner.candidates=[['backend=torch'],['backend=tf']]", *TINY],
+            cwd=str(tmp_path))
+    par = json.loads((tmp_path / "studies" / "parallel_finder_CartPole-v1" / "parallel_finder.json").read_text())
+    assert par["best_index"] in (0, 1) and len(par["rewards"]) == 2
+    (study,) = _journal(tmp_path / "studies" / "parallel_finder_CartPole-v1")
+    assert sorted(t.params["label"] for t in study.trials) == ["backend=tf", "backend=torch"]

@@ -1,0 +1,65 @@
+"""What a finder's fresh process runs: train one agent (pickled by the Python API, or built from
+a config) under a recorder, save the recorded arrays, and summarise them for the driver."""
+
+from __future__ import annotations
+
+import os
+import time
+import pickle
+from typing import Any, Callable
+
+import numpy as np
+
+from .common import build_optimizers, weights_digest
+from .recorders import EpisodeRecorder, LRRangeTest
+
+__all__ = ["make_recorder", "run_pickled", "summarise"]
+
+
+def make_recorder(finder: dict[str, Any], report: Callable[[int, float], bool] | None) -> EpisodeRecorder:
+    """The recorder a finder spec asks for (``kind``: ``lr`` or ``episodes``)."""
+    if finder["kind"] == "lr":
+        return LRRangeTest(finder["start_lr"], finder["end_lr"], finder["N"], finder["window_size"],
+                           finder["per"], finder["metrics"], report)
+    return EpisodeRecorder(finder["metrics"], report)
+
+
+def summarise(recorder: EpisodeRecorder, run_dir: str, extra: dict[str, Any]) -> dict[str, Any]:
+    """Save ``finder.npz`` in ``run_dir`` and build the result payload."""
+    os.makedirs(run_dir, exist_ok=True)
+    arrays = recorder.arrays()
+    np.savez(os.path.join(run_dir, "finder.npz"), **arrays)
+    if isinstance(recorder, LRRangeTest):
+        series = recorder.normalized if recorder.metrics == "reward" else recorder.step_losses
+        if not series:
+            raise RuntimeError(f"the range test recorded no {recorder.metrics} before the lr reached end_lr "
+                               f"(N={recorder.N} {recorder.per}s); raise N or use per=episode")
+        value = max(series) if recorder.metrics == "reward" else min(series)
+    else:
+        value = recorder.mean()
+    attrs = dict(extra, rewards=recorder.rewards, losses=recorder.losses,
+                 started_at=recorder.started, ended_at=recorder.ended, metric=recorder.metrics)
+    return {"status": "complete", "value": value, "attrs": attrs}
+
+
+def run_pickled(spec: dict[str, Any], report: Callable[[int, float], bool]) -> dict[str, Any]:
+    """Train the pickled agent of a Python-API finder in this (fresh) process."""
+    from note_rl import NonFiniteLossError
+
+    agent = pickle.loads(spec["agent"])  # noqa: S301 - our own bytes, sent by the parent process
+    optimizers = build_optimizers(agent, spec["optimizers"])
+    recorder = make_recorder(spec["finder"], report)
+    digest = weights_digest(agent)
+    optimizer = optimizers if len(optimizers) > 1 else optimizers[0]
+    kwargs = dict(spec["train"], callbacks=[recorder], p=0)
+    try:
+        if agent.backend_name == "torch":
+            agent.train(optimizer, spec["episodes"], **kwargs)
+        else:
+            agent.train(None, optimizer, spec["episodes"], **kwargs)
+    except NonFiniteLossError:
+        if spec["finder"]["kind"] != "lr":
+            raise
+        recorder.ended = recorder.ended or time.time()  # diverged at a high lr: expected
+    return summarise(recorder, spec["run_dir"], {"initial_weights_sha256": digest,
+                                                 "env_steps": agent.step_counter})

@@ -1,0 +1,88 @@
+"""Helpers shared by the finders: optimizers that cross process boundaries, weight digests,
+studies for the Python API."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import time
+from typing import Any, Sequence
+
+import numpy as np
+import optuna
+
+from ..storage import describe, make_storage
+
+__all__ = ["optimizer_spec", "build_optimizers", "weights_digest", "describe_optimizer",
+           "python_api_study", "as_list"]
+
+
+def as_list(obj: Any) -> list[Any]:
+    return list(obj) if isinstance(obj, (list, tuple)) else [obj]
+
+
+def _jsonable(value: Any) -> Any:
+    try:
+        json.dumps(value)
+        return value
+    except TypeError:
+        try:
+            return float(np.asarray(value))
+        except (TypeError, ValueError):
+            return None
+
+
+def optimizer_spec(backend: str, opt: Any) -> dict[str, Any]:
+    """A picklable description that rebuilds ``opt`` (same class and hyperparameters, fresh state)."""
+    cls = f"{type(opt).__module__}:{type(opt).__qualname__}"
+    if backend == "torch":
+        defaults = {k: v for k, v in opt.defaults.items() if k != "params"}
+        defaults["lr"] = opt.param_groups[0]["lr"]
+        return {"cls": cls, "kwargs": {k: _jsonable(v) if not isinstance(v, tuple) else v for k, v in defaults.items()}}
+    config = {k: _jsonable(v) for k, v in opt.get_config().items()}
+    return {"cls": cls, "config": config}
+
+
+def build_optimizers(agent: Any, specs: Sequence[dict[str, Any]]) -> list[Any]:
+    """Optimizers from :func:`optimizer_spec` descriptions, bound to the agent's parameter groups."""
+    out = []
+    groups = agent.backend.groups(agent.param, len(specs))
+    for spec, group in zip(specs, groups):
+        module, _, name = spec["cls"].partition(":")
+        cls = getattr(importlib.import_module(module), name)
+        if "kwargs" in spec:
+            out.append(cls(group, **spec["kwargs"]))
+        else:
+            out.append(cls.from_config(spec["config"]))
+    return out
+
+
+def describe_optimizer(spec: dict[str, Any]) -> str:
+    name = spec["cls"].partition(":")[2]
+    lr = spec.get("kwargs", spec.get("config", {})).get("lr", spec.get("config", {}).get("learning_rate"))
+    return f"{name}(lr={lr:g})" if isinstance(lr, (int, float)) else name
+
+
+def weights_digest(agent: Any) -> str:
+    """SHA-256 of the agent's trainable weights (equal digests: identical starting points)."""
+    h = hashlib.sha256()
+    for w in agent.backend.get_weights(agent.backend.flatten(agent.param)):
+        h.update(np.ascontiguousarray(w).tobytes())
+    return h.hexdigest()
+
+
+def python_api_study(kind: str, storage: str | None, study_name: str | None, study_dir: str | None,
+                     direction: str) -> tuple[optuna.Study, str, str]:
+    """The study a Python-API finder records into: ``studies/<study_name>`` with a journal file by
+    default (the same storages as ``tuner=optuna``, so optuna-dashboard shows it)."""
+    name = study_name or f"{kind}_{time.strftime('%Y%m%d-%H%M%S')}"
+    folder = os.path.abspath(study_dir or os.path.join("studies", name))
+    os.makedirs(folder, exist_ok=True)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(study_name=name, storage=make_storage(storage, folder), load_if_exists=True,
+                                direction=direction, sampler=optuna.samplers.RandomSampler(),
+                                pruner=optuna.pruners.NopPruner())
+    study.set_user_attr("finder", kind)
+    return study, folder, describe(storage, folder)

@@ -1,0 +1,153 @@
+"""The finders from a config: ``note-tune tuner=lr_finder|opt_finder|parallel_finder ...``.
+
+Each candidate's config is composed from the command's overrides (plus ``optimizer=<name>`` for
+OptFinder, or the candidate's own overrides for ParallelFinder) and trained in a fresh process, one
+trial each, in a study of the same storages as ``tuner=optuna``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import optuna
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from ..schema import ConfigError, validate
+from ..storage import describe, make_storage
+from ..train import write_json
+from .lr import LRFinder
+from .parallel import summarise_candidates
+from .runner import Candidate, failure, run_candidates
+
+__all__ = ["FinderSettings", "run_finder"]
+
+Composer = Callable[[list[str]], DictConfig]
+
+
+@dataclass
+class FinderSettings:
+    name: str = "lr_finder"
+    study_name: str = "finder"
+    study_dir: str = "studies/finder"
+    storage: Optional[str] = None
+    episodes: int = 77
+    metrics: str = "reward"
+    trial_timeout: Optional[float] = None
+    n_jobs: Optional[int] = None
+    # lr_finder
+    N: int = 77
+    window_size: int = 7
+    start_lr: float = 1e-4
+    end_lr: float = 1.0
+    per: str = "update"
+    # opt_finder: optimizer config names; parallel_finder: one override list per candidate
+    optimizers: list[str] = field(default_factory=lambda: ["adam", "adamw", "adamax", "sgd", "rmsprop"])
+    candidates: list[list[str]] = field(default_factory=list)
+
+
+def _settings(node: Any) -> FinderSettings:
+    try:
+        plain = OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+        s: FinderSettings = OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(FinderSettings), plain))
+    except OmegaConfBaseException as exc:
+        key = getattr(exc, "full_key", None) or "tuner"
+        raise ConfigError(f"tuner.{key}: {str(getattr(exc, 'msg', exc)).splitlines()[0]}") from None
+    checks = [(s.metrics in ("reward", "loss"), f"tuner.metrics: {s.metrics!r} must be reward or loss"),
+              (s.episodes > 0, f"tuner.episodes: must be > 0, got {s.episodes}"),
+              (0 < s.start_lr < s.end_lr, f"tuner.start_lr/end_lr: need 0 < start_lr < end_lr, got {s.start_lr}, {s.end_lr}"),
+              (s.N > 0, f"tuner.N: must be > 0, got {s.N}"),
+              (s.per in ("update", "episode"), f"tuner.per: {s.per!r} must be update or episode"),
+              (s.name != "parallel_finder" or len(s.candidates) > 0, "tuner.candidates: parallel_finder needs at least one candidate")]
+    for ok, message in checks:
+        if not ok:
+            raise ConfigError(message)
+    return s
+
+
+def _spec(cfg: DictConfig, episodes: int, finder: dict[str, Any]) -> dict[str, Any]:
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    plain["tuner"] = {"name": "none"}
+    plain["logger"]["p"] = 0
+    plain["budget"] = dict(plain["budget"], episodes=episodes, steps=None)
+    return {"configs": [plain], "finder": finder, "report_every": 1, "aggregation": "mean"}
+
+
+def _candidate(compose: Composer, overrides: list[str], params: dict[str, Any], episodes: int,
+               finder: dict[str, Any], extra: list[str] = ()) -> Candidate:
+    keys = {o.split("=", 1)[0].lstrip("+~") for o in extra}
+    merged = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in keys] + list(extra)
+    cfg = validate(compose(merged), check_env=False)
+    return Candidate(params, _spec(cfg, episodes, finder), cfg.backend.name)
+
+
+def run_finder(cfg: DictConfig, compose: Composer, overrides: list[str]) -> dict[str, Any]:
+    """Run the finder ``cfg.tuner`` selects; writes ``<name>.json`` (and plots) in the study dir."""
+    s = _settings(cfg.tuner)
+    folder = os.path.abspath(s.study_dir)
+    os.makedirs(folder, exist_ok=True)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    direction = "maximize" if s.metrics == "reward" else "minimize"
+    study = optuna.create_study(study_name=s.study_name, storage=make_storage(s.storage, folder),
+                                load_if_exists=True, direction=direction, sampler=optuna.samplers.RandomSampler())
+    study.set_user_attr("finder", s.name)
+    print(f"{s.name} study {s.study_name!r} in {folder} (storage {describe(s.storage, folder)})", flush=True)
+    runner = {"lr_finder": _lr, "opt_finder": _opt, "parallel_finder": _parallel}[s.name]
+    out = runner(s, study, folder, compose, overrides)
+    write_json(os.path.join(folder, f"{s.name}.json"), out)
+    return out
+
+
+def _lr(s: FinderSettings, study: Any, folder: str, compose: Composer, overrides: list[str]) -> dict[str, Any]:
+    finder = {"kind": "lr", "start_lr": s.start_lr, "end_lr": s.end_lr, "N": s.N, "window_size": s.window_size,
+              "per": s.per, "metrics": s.metrics}
+    trial = run_candidates(study, folder, [_candidate(compose, overrides, {}, s.episodes, finder)],
+                           trial_timeout=s.trial_timeout, user_attrs={"finder": finder})[0]
+    if failure(trial):
+        raise RuntimeError(f"LR range test failed: {failure(trial)}")
+    lr = LRFinder(agent=None)
+    lr.study_dir = folder
+    suggestion = lr.load(trial.user_attrs["run_dir"], s.metrics, study, trial.number)
+    plots = [lr.plot_reward(), lr.plot_reward_change(y_lim=None)] if lr.normalized else []
+    if lr.step_losses:
+        plots.append(lr.plot_loss())
+    with open(os.path.join(folder, "lr_range.txt"), "w") as f:
+        f.write(suggestion["search_override"] + "\n")
+    print(f"suggested lr {suggestion['suggested_lr']:.3g}, interval {suggestion['interval']}\n"
+          f"search it next: note-tune tuner=optuna '{suggestion['search_override']}'", flush=True)
+    return dict(suggestion, trial=trial.number, plots=plots, lrs=lr.lrs, episode_lrs=lr.episode_lrs,
+                normalized_rewards=lr.normalized, losses=lr.step_losses)
+
+
+def _opt(s: FinderSettings, study: Any, folder: str, compose: Composer, overrides: list[str]) -> dict[str, Any]:
+    finder = {"kind": "episodes", "metrics": s.metrics}
+    candidates = [_candidate(compose, overrides, {"optimizer": name}, s.episodes, finder, [f"optimizer={name}"])
+                  for name in s.optimizers]
+    trials = run_candidates(study, folder, candidates, s.n_jobs or 1, s.trial_timeout, {"finder": finder})
+    logs = summarise_candidates(trials, s.metrics)
+    table = [{"optimizer": name, "mean_reward": _mean(t.user_attrs.get("rewards")),
+              "mean_loss": _mean([v for v in t.user_attrs.get("losses", []) if v is not None]),
+              "failed": failure(t)} for name, t in zip(s.optimizers, trials)]
+    best = s.optimizers[logs["best_index"]]
+    print(f"best optimizer: {best}", flush=True)
+    return {"best_optimizer": best, "best_index": logs["best_index"], "best_reward": logs["best_reward"],
+            "best_loss": logs["best_loss"], "table": table}
+
+
+def _parallel(s: FinderSettings, study: Any, folder: str, compose: Composer, overrides: list[str]) -> dict[str, Any]:
+    finder = {"kind": "episodes", "metrics": s.metrics}
+    candidates = [_candidate(compose, overrides, {"candidate": i, "label": " ".join(extra)}, s.episodes,
+                             finder, list(extra)) for i, extra in enumerate(s.candidates)]
+    jobs = s.n_jobs or min(len(candidates), os.cpu_count() or 1)
+    trials = run_candidates(study, folder, candidates, jobs, s.trial_timeout, {"finder": finder})
+    logs = summarise_candidates(trials, s.metrics)
+    logs["best_opt"] = s.candidates[logs["best_index"]]
+    print(f"best candidate: {logs['best_index']} {logs['best_opt']}", flush=True)
+    return logs
+
+
+def _mean(values: Any) -> float | None:
+    values = [v for v in (values or []) if v is not None]
+    return float(sum(values) / len(values)) if values else None

@@ -1,0 +1,202 @@
+"""LRFinder: Note_rl's learning-rate range test, rebuilt as an Optuna study.
+
+``LRFinder(agent).find(...)`` trains a copy of the agent in a fresh process while the learning
+rate grows by ``factor = (end_lr / start_lr) ** (1 / N)`` per update (or per episode).  The
+normalised reward (or the loss) of each episode is reported as the trial's intermediate values, so
+optuna-dashboard draws the curve; the arrays go to ``finder.npz`` in the trial's run dir.  The
+suggested learning rate is where the reward rises fastest (the loss falls fastest, with
+``metrics="loss"``), and the suggested search interval spans half a decade on each side of it.
+The agent itself is not modified (Note_rl restored weights and lr after its in-process test).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from typing import Any, Sequence
+
+import numpy as np
+
+from .common import as_list, optimizer_spec, python_api_study
+from .runner import Candidate, failure, run_candidates
+
+__all__ = ["LRFinder", "lagged_change", "suggest_lr", "lr_search_override", "plot_curve"]
+
+
+def lagged_change(values: Sequence[float], sma: int = 1) -> np.ndarray:
+    """Note_rl's "rate of change": ``d_i = (v_i - v_{i - sma}) / sma`` (0 for the first ``sma``)."""
+    v = np.asarray(values, dtype=np.float64)
+    d = np.zeros(len(v))
+    if len(v) > sma:
+        d[sma:] = (v[sma:] - v[:-sma]) / sma
+    return d
+
+
+def _trim(n: int, skip_begin: int, skip_end: int) -> slice:
+    if n - skip_begin - skip_end < 2:  # too few points to skip any
+        return slice(0, n)
+    return slice(skip_begin, n - skip_end)
+
+
+def suggest_lr(lrs: Sequence[float], values: Sequence[float], sma: int = 1, n_skip_beginning: int = 10,
+               n_skip_end: int = 5, rising: bool = True) -> tuple[float, tuple[float, float]]:
+    """Learning rate where ``values`` change fastest in the good direction (rising reward or
+    falling loss), and an interval of half a decade on each side (within the tested range)."""
+    lrs = np.asarray(lrs, dtype=np.float64)[: len(values)]
+    change = lagged_change(values, sma)[: len(lrs)]
+    window = _trim(len(lrs), n_skip_beginning, n_skip_end)
+    part = change[window] if rising else -change[window]
+    best = float(lrs[window][int(np.nanargmax(part))])
+    low, high = max(best / 10 ** 0.5, float(lrs.min())), min(best * 10 ** 0.5, float(lrs.max()))
+    return best, (low, high)
+
+
+def lr_search_override(interval: tuple[float, float]) -> str:
+    """The command-line override that makes a ``tuner=optuna`` study search this lr interval."""
+    return f'search.values.optimizer.lr="tag(log, interval({interval[0]:.3g}, {interval[1]:.3g}))"'
+
+
+def plot_curve(x: Sequence[float], y: Sequence[float], path: str, xlabel: str, ylabel: str,
+               n_skip_beginning: int = 0, n_skip_end: int = 0, x_scale: str = "log",
+               y_lim: tuple[float, float] | None = None, mark: float | None = None) -> str:
+    """Write one curve to a PNG (and show it when there is a display); returns the path."""
+    from note_rl.core.plots import _pyplot, has_display
+
+    plt = _pyplot()
+    n = min(len(x), len(y))
+    window = _trim(n, n_skip_beginning, n_skip_end)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(np.asarray(x[:n])[window], np.asarray(y[:n])[window])
+    ax.set_xscale(x_scale)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if y_lim is not None:
+        ax.set_ylim(*y_lim)
+    if mark is not None:
+        ax.axvline(mark, color="tab:red", linestyle="--", label=f"suggested {mark:.3g}")
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    if has_display():
+        plt.show()
+    plt.close(fig)
+    return path
+
+
+class LRFinder:
+    """Learning-rate range test for a Note_rl agent (Keras or PyTorch).
+
+    :param agent: the agent; ``agent.optimizer`` must be set (one optimizer or a list - all of
+        them follow the schedule, unlike Note_rl which only changed the last one)
+    """
+
+    def __init__(self, agent: Any) -> None:
+        self.agent = agent
+        self.lrs: list[float] = []
+        self.rewards: list[float] = []
+        self.normalized: list[float] = []
+        self.losses: list[float] = []
+        self.episode_lrs: list[float] = []
+        self.step_losses: list[float] = []
+        self.metrics = "reward"
+        self.suggestion: dict[str, Any] = {}
+        self.study_dir = ""
+
+    def find(self, train_loss: Any = None, pool_network: bool = False, processes: int | None = None,
+             processes_her: int | None = None, processes_pr: int | None = None, strategy: Any = None,
+             random: bool = True, num_updates: int | None = None, N: int = 77, window_size: int = 7,
+             start_lr: float = 1e-4, end_lr: float = 1.0, episodes: int = 77, metrics: str = "reward",
+             per: str = "update", jit_compile: bool = True, storage: str | None = None,
+             study_name: str | None = None, study_dir: str | None = None,
+             trial_timeout: float | None = None) -> dict[str, Any]:
+        """Run the range test (arguments as Note_rl's; ``processes_her`` / ``processes_pr`` are
+        accepted and unused: sampling is O(log n) in one process).  Returns the suggestion."""
+        if strategy is not None:
+            raise NotImplementedError("LRFinder(strategy=...): TF distribution strategies are not implemented")
+        study, folder, _ = python_api_study("lr_finder", storage, study_name, study_dir, "maximize"
+                                            if metrics == "reward" else "minimize")
+        finder = {"kind": "lr", "start_lr": start_lr, "end_lr": end_lr, "N": N, "window_size": window_size,
+                  "per": per, "metrics": metrics}
+        spec = agent_spec(self.agent, episodes, finder, dict(pool_network=pool_network, processes=processes,
+                                                             random=random, jit_compile=jit_compile), num_updates)
+        trial = run_candidates(study, folder, [Candidate({}, spec, self.agent.backend_name)],
+                               trial_timeout=trial_timeout, user_attrs={"finder": finder})[0]
+        reason = failure(trial)
+        if reason:
+            raise RuntimeError(f"LR range test failed: {reason}")
+        self.study_dir = folder
+        return self.load(trial.user_attrs["run_dir"], metrics, study, trial.number)
+
+    def load(self, run_dir: str, metrics: str, study: Any = None, number: int | None = None) -> dict[str, Any]:
+        """Read a finished test's arrays and compute the suggestion (also stored in the study)."""
+        with np.load(os.path.join(run_dir, "finder.npz")) as data:
+            self.lrs = data["lrs"].tolist()
+            self.rewards = data["rewards"].tolist()
+            self.normalized = data["normalized"].tolist()
+            self.losses = data["losses"].tolist()
+            self.episode_lrs = data["episode_lrs"].tolist()
+            self.step_losses = data["step_losses"].tolist()
+        self.metrics = metrics
+        if metrics == "reward" or not self.step_losses:
+            best, interval = suggest_lr(self.episode_lrs, self.normalized, rising=True)
+        else:
+            best, interval = suggest_lr(self.lrs, self.step_losses, rising=False)
+        self.suggestion = {"suggested_lr": best, "interval": list(interval),
+                           "search_override": lr_search_override(interval)}
+        if study is not None and number is not None:
+            study.set_user_attr(f"lr_finder_{number}", self.suggestion)
+        return self.suggestion
+
+    # -- Note_rl's plots ---------------------------------------------------------------------
+    def _path(self, name: str, path: str | None) -> str:
+        return path or os.path.join(self.study_dir or ".", name)
+
+    def plot_reward(self, n_skip_beginning: int = 10, n_skip_end: int = 5, x_scale: str = "log",
+                    path: str | None = None) -> str:
+        """Normalised episode reward against the learning rate."""
+        return plot_curve(self.episode_lrs, self.normalized, self._path("lr_reward.png", path),
+                          "learning rate", "normalised reward", n_skip_beginning, n_skip_end, x_scale,
+                          mark=self.suggestion.get("suggested_lr"))
+
+    def plot_reward_change(self, sma: int = 1, n_skip_beginning: int = 10, n_skip_end: int = 5,
+                           y_lim: tuple[float, float] = (-0.01, 0.01), path: str | None = None) -> str:
+        """Rate of change of the normalised reward (``sma``-lagged difference) against the lr."""
+        return plot_curve(self.episode_lrs, lagged_change(self.normalized, sma),
+                          self._path("lr_reward_change.png", path), "learning rate", "reward change",
+                          n_skip_beginning, n_skip_end, "log", y_lim)
+
+    def plot_loss(self, n_skip_beginning: int = 10, n_skip_end: int = 5, x_scale: str = "log",
+                  path: str | None = None) -> str:
+        """Loss of each update against the learning rate."""
+        return plot_curve(self.lrs, self.step_losses, self._path("lr_loss.png", path), "learning rate",
+                          "loss", n_skip_beginning, n_skip_end, x_scale)
+
+    def plot_loss_change(self, sma: int = 1, n_skip_beginning: int = 10, n_skip_end: int = 5,
+                         y_lim: tuple[float, float] = (-0.01, 0.01), path: str | None = None) -> str:
+        return plot_curve(self.lrs, lagged_change(self.step_losses, sma), self._path("lr_loss_change.png", path),
+                          "learning rate", "loss change", n_skip_beginning, n_skip_end, "log", y_lim)
+
+    def get_best_lr(self, sma: int = 1, n_skip_beginning: int = 10, n_skip_end: int = 5) -> float:
+        """The suggested learning rate (fastest rise of the normalised reward)."""
+        return suggest_lr(self.episode_lrs, self.normalized, sma, n_skip_beginning, n_skip_end)[0]
+
+
+def agent_spec(agent: Any, episodes: int, finder: dict[str, Any], train: dict[str, Any],
+               num_updates: int | None = None, optimizers: Any = None) -> dict[str, Any]:
+    """The child spec of a Python-API finder: the pickled agent (without its optimizer, which is
+    rebuilt from its description in the child) plus what to run."""
+    opts = as_list(optimizers if optimizers is not None else agent.optimizer)
+    if not opts or opts[0] is None:
+        raise ValueError("set agent.optimizer (or pass optimizers) before running a finder")
+    saved = agent.optimizer, agent.callbacks
+    agent.optimizer, agent.callbacks = None, []
+    try:
+        if num_updates is not None:
+            agent.set(num_updates=num_updates)
+        blob = pickle.dumps(agent)
+    except Exception as exc:  # noqa: BLE001 - any pickling failure means the same to the user
+        raise ValueError(f"the finder runs the agent in a fresh process and could not pickle it: {exc}") from None
+    finally:
+        agent.optimizer, agent.callbacks = saved
+    return {"agent": blob, "optimizers": [optimizer_spec(agent.backend_name, o) for o in opts],
+            "episodes": episodes, "finder": finder, "train": train, "report_every": 1}

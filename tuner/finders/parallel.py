@@ -1,0 +1,78 @@
+"""ParallelFinder: several (agent, optimizer) candidates trained at the same time."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Sequence
+
+import numpy as np
+
+from .common import describe_optimizer, python_api_study
+from .lr import agent_spec
+from .runner import Candidate, failure, run_candidates
+
+__all__ = ["ParallelFinder"]
+
+
+class ParallelFinder:
+    """Train ``agents[i]`` with ``optimizers[i]`` for every ``i`` concurrently, one fresh process
+    (and one trial) each, at most ``n_jobs`` at once (default: the number of CPU cores).
+
+    After :meth:`find`, ``logs`` holds ``best_reward`` (or ``best_loss``) and ``best_opt`` as the
+    Note_rl README documents, plus ``best_index``, ``best_config`` (agent class and optimizer),
+    ``rewards`` / ``losses`` (per candidate, per episode) and ``times`` (start/end of each child).
+    """
+
+    def __init__(self, agents: Sequence[Any], optimizers: Sequence[Any]) -> None:
+        if len(agents) != len(optimizers):
+            raise ValueError(f"ParallelFinder needs one optimizer per agent, got {len(agents)} and {len(optimizers)}")
+        self.agents = list(agents)
+        self.optimizers = list(optimizers)
+        self.logs: dict[str, Any] = {"best_reward": -1e9, "best_loss": 1e9}
+        self.study_dir = ""
+
+    def find(self, train_loss: Any = None, pool_network: bool = True, processes: int | None = None,
+             processes_her: int | None = None, processes_pr: int | None = None, strategy: Any = None,
+             episodes: int = 1, metrics: str = "reward", jit_compile: bool = True, n_jobs: int | None = None,
+             storage: str | None = None, study_name: str | None = None, study_dir: str | None = None,
+             trial_timeout: float | None = None) -> dict[str, Any]:
+        """Run all candidates; returns :attr:`logs`."""
+        if strategy is not None:
+            raise NotImplementedError("ParallelFinder(strategy=...): TF distribution strategies are not implemented")
+        study, folder, _ = python_api_study("parallel_finder", storage, study_name, study_dir,
+                                            "maximize" if metrics == "reward" else "minimize")
+        finder = {"kind": "episodes", "metrics": metrics}
+        train = dict(pool_network=pool_network, processes=processes, jit_compile=jit_compile)
+        candidates = []
+        for i, (agent, opt) in enumerate(zip(self.agents, self.optimizers)):
+            spec = agent_spec(agent, episodes, finder, train, optimizers=[opt])
+            label = f"{type(agent).__name__}/{describe_optimizer(spec['optimizers'][0])}"
+            candidates.append(Candidate({"candidate": i, "label": label}, spec, agent.backend_name))
+        jobs = n_jobs or min(len(candidates), os.cpu_count() or 1)
+        trials = run_candidates(study, folder, candidates, jobs, trial_timeout, {"finder": finder})
+        self.study_dir = folder
+        self.logs = summarise_candidates(trials, metrics, self.optimizers)
+        return self.logs
+
+
+def summarise_candidates(trials: list[Any], metrics: str, optimizers: Sequence[Any] | None = None) -> dict[str, Any]:
+    """The ``logs`` dict from finished candidate trials (also used by the config path)."""
+    rewards = {i: t.user_attrs.get("rewards", []) for i, t in enumerate(trials)}
+    losses = {i: t.user_attrs.get("losses", []) for i, t in enumerate(trials)}
+    means = {}
+    for i, t in enumerate(trials):
+        values = rewards[i] if metrics == "reward" else [v for v in losses[i] if v is not None]
+        if failure(t) is None and values:
+            means[i] = float(np.mean(values))
+    logs: dict[str, Any] = {"best_reward": -1e9, "best_loss": 1e9, "rewards": rewards, "losses": losses,
+                            "times": {i: (t.user_attrs.get("started_at"), t.user_attrs.get("ended_at"))
+                                      for i, t in enumerate(trials)},
+                            "failed": {i: failure(t) for i, t in enumerate(trials) if failure(t)}}
+    if not means:
+        raise RuntimeError(f"every candidate failed: {logs['failed']}")
+    best = (max if metrics == "reward" else min)(means, key=means.get)
+    logs["best_reward" if metrics == "reward" else "best_loss"] = means[best]
+    logs["best_index"] = best
+    logs["best_config"] = dict(trials[best].params)
+    logs["best_opt"] = optimizers[best] if optimizers is not None else trials[best].params.get("label")
+    return logs

@@ -1,0 +1,142 @@
+"""Callbacks that run inside a finder's training process: per-episode records and the LR range test."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from note_rl.callbacks import Callback
+
+from .common import as_list
+
+__all__ = ["EpisodeRecorder", "LRRangeTest", "windowed_normalize"]
+
+# (step, value) -> True if the run should stop
+Report = Callable[[int, float], bool]
+
+
+def windowed_normalize(rewards: list[float], window_size: int) -> np.ndarray:
+    """``z_i = (r_i - mean(w_i)) / (std(w_i) + 1e-8)`` with ``w_i`` the last ``window_size``
+    rewards up to and including episode ``i`` (fewer at the start)."""
+    r = np.asarray(rewards, dtype=np.float64)
+    out = np.zeros(len(r))
+    for i in range(len(r)):
+        w = r[max(0, i - window_size + 1): i + 1]
+        out[i] = (r[i] - w.mean()) / (w.std() + 1e-8)
+    return out
+
+
+class EpisodeRecorder(Callback):
+    """Per-episode reward and loss, timestamps, and an intermediate report after every episode.
+
+    :param metrics: ``"reward"`` or ``"loss"`` - what is reported
+    :param report: relay to the driver (``None``: record only)
+    """
+
+    def __init__(self, metrics: str = "reward", report: Report | None = None) -> None:
+        if metrics not in ("reward", "loss"):
+            raise ValueError(f"metrics must be 'reward' or 'loss', got {metrics!r}")
+        self.metrics = metrics
+        self.report = report
+        self.rewards: list[float] = []
+        self.losses: list[float | None] = []
+        self.started = self.ended = 0.0
+
+    def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
+        self.started = time.time()
+
+    def on_train_end(self, logs: dict[str, Any] | None = None) -> None:
+        self.ended = time.time()
+
+    def on_episode_end(self, episode: int, logs: dict[str, Any] | None = None) -> None:
+        logs = logs or {}
+        self.rewards.append(float(logs["reward"]))
+        self.losses.append(None if logs.get("loss") is None else float(logs["loss"]))
+        value = self.report_value()
+        if self.report is not None and value is not None and self.report(episode, value):
+            self.model.stop_training = True
+
+    def report_value(self) -> float | None:
+        return self.rewards[-1] if self.metrics == "reward" else self.losses[-1]
+
+    def mean(self) -> float | None:
+        """Mean reward (or mean loss over the episodes that trained) - the OptFinder metric."""
+        values = self.rewards if self.metrics == "reward" else [v for v in self.losses if v is not None]
+        return float(np.mean(values)) if values else None
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {"rewards": np.asarray(self.rewards, dtype=np.float64),
+                "losses": np.asarray([np.nan if v is None else v for v in self.losses], dtype=np.float64),
+                "times": np.asarray([self.started, self.ended])}
+
+
+class LRRangeTest(EpisodeRecorder):
+    """Exponential learning-rate range test (Smith 2017, https://arxiv.org/abs/1506.01186).
+
+    The learning rate of every optimizer starts at ``start_lr`` and is multiplied by
+    ``factor = (end_lr / start_lr) ** (1 / N)`` after each update (``per="update"``) or episode
+    (``per="episode"``), so it reaches ``end_lr`` after ``N`` steps, where the test stops.  Episode
+    rewards are normalised over a sliding window of ``window_size`` episodes; the normalised reward
+    (or, with ``metrics="loss"``, the episode's loss) is reported after every episode.
+    """
+
+    def __init__(self, start_lr: float, end_lr: float, N: int, window_size: int = 7, per: str = "update",
+                 metrics: str = "reward", report: Report | None = None) -> None:
+        super().__init__(metrics, report)
+        if not (0 < start_lr < end_lr) or N < 1 or window_size < 1 or per not in ("update", "episode"):
+            raise ValueError("LR range test needs 0 < start_lr < end_lr, N >= 1, window_size >= 1, "
+                             f"per in (update, episode); got {start_lr}, {end_lr}, {N}, {window_size}, {per!r}")
+        self.start_lr, self.end_lr, self.N = float(start_lr), float(end_lr), int(N)
+        self.window_size, self.per = int(window_size), per
+        self.factor = (self.end_lr / self.start_lr) ** (1.0 / self.N)
+        self.k = 0
+        self.lrs: list[float] = []           # the lr of each step (update or episode), then the final one
+        self.step_losses: list[float] = []   # per update
+        self.episode_lrs: list[float] = []   # the lr in force when each episode ended
+        self.normalized: list[float] = []
+
+    @property
+    def lr(self) -> float:
+        # a power, not a running product: after N steps the lr is end_lr to rounding error
+        return self.start_lr * self.factor ** self.k
+
+    def _apply(self) -> None:
+        for opt in as_list(self.model.optimizer):
+            self.model.backend.set_hparam(opt, "lr", self.lr)
+
+    def _advance(self) -> None:
+        self.lrs.append(self.lr)
+        self.k += 1
+        if self.k >= self.N:
+            self.lrs.append(self.lr)  # end_lr: the range is covered
+            self.model.stop_training = True
+        self._apply()
+
+    def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
+        super().on_train_begin(logs)
+        self._apply()
+
+    def on_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        if self.per == "update" and self.k < self.N:
+            self.step_losses.append(float((logs or {})["loss"]))
+            self._advance()
+
+    def on_episode_end(self, episode: int, logs: dict[str, Any] | None = None) -> None:
+        self.episode_lrs.append(self.lr)
+        self.rewards.append(float((logs or {})["reward"]))
+        self.losses.append(None if (logs or {}).get("loss") is None else float(logs["loss"]))
+        self.normalized.append(float(windowed_normalize(self.rewards, self.window_size)[-1]))
+        value = self.normalized[-1] if self.metrics == "reward" else self.losses[-1]
+        if self.report is not None and value is not None and self.report(episode, value):
+            self.model.stop_training = True
+        if self.per == "episode" and self.k < self.N:
+            self._advance()
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        out = super().arrays()
+        out.update(lrs=np.asarray(self.lrs), step_losses=np.asarray(self.step_losses),
+                   episode_lrs=np.asarray(self.episode_lrs), normalized=np.asarray(self.normalized),
+                   factor=np.asarray(self.factor))
+        return out

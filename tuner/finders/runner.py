@@ -1,0 +1,61 @@
+"""Run a finder's candidates as trials of one Optuna study, each in a fresh process."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from ..launcher import TrialProcess, context_for
+from ..supervisor import Supervisor
+
+__all__ = ["Candidate", "run_candidates", "failure"]
+
+
+class Candidate:
+    """One training to run: its trial parameters and the child's spec (without run_dir / trial)."""
+
+    def __init__(self, params: dict[str, Any], spec: dict[str, Any], backend: str) -> None:
+        self.params = params
+        self.spec = spec
+        self.backend = backend
+
+
+def run_candidates(study: optuna.Study, study_dir: str, candidates: list[Candidate], n_jobs: int = 1,
+                   trial_timeout: float | None = None, user_attrs: dict[str, Any] | None = None) -> list[FrozenTrial]:
+    """Each candidate becomes one trial with exactly its ``params`` (enqueued), run at most
+    ``n_jobs`` at a time; returns the finished trials in candidate order."""
+    sup = Supervisor(study, trial_timeout, quiet=True)
+    choices: dict[str, list[Any]] = {}
+    for cand in candidates:  # one distribution per parameter, shared by all trials of the study
+        for key, value in cand.params.items():
+            if value not in choices.setdefault(key, []):
+                choices[key].append(value)
+    dists = {k: optuna.distributions.CategoricalDistribution(v) for k, v in choices.items()}
+    pending = list(candidates)
+    numbers: list[int] = []
+    while pending or len(sup):
+        while pending and len(sup) < max(1, n_jobs):
+            cand = pending.pop(0)
+            study.enqueue_trial(cand.params, skip_if_exists=False)
+            trial = study.ask(dists)
+            for key, value in (user_attrs or {}).items():
+                trial.set_user_attr(key, value)
+            run_dir = os.path.join(study_dir, "trials", f"{trial.number:04d}")
+            trial.set_user_attr("run_dir", run_dir)
+            spec = dict(cand.spec, trial=trial.number, run_dir=run_dir,
+                        log_path=os.path.join(run_dir, "trial.log"))
+            sup.launch(trial, TrialProcess(spec, context_for(cand.backend)))
+            numbers.append(trial.number)
+        sup.wait()
+    by_number = {t.number: t for t in study.get_trials(deepcopy=False)}
+    return [by_number[n] for n in numbers]
+
+
+def failure(trial: FrozenTrial) -> str | None:
+    """The failure reason of a trial that did not complete (``None`` when it completed)."""
+    if trial.state == TrialState.COMPLETE:
+        return None
+    return trial.user_attrs.get("fail_reason", trial.state.name)
