@@ -32,7 +32,7 @@ __all__ = ["Adjuster", "ESSAdjuster", "GNSAdjuster", "WindowAdjuster", "minibatc
            "DEFAULT_EVERY", "SIGNALS"]
 
 #: default cadence in gradient steps (see BENCHMARKS_adjusters.md for the overhead)
-DEFAULT_EVERY = {"ess": 20, "gns": 200}
+DEFAULT_EVERY = {"ess": 10, "gns": 100}
 SIGNALS = {"b_simple": 1.0, "variance": 1e-3}  # GNS signal -> default target
 
 

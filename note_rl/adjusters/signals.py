@@ -32,6 +32,12 @@ __all__ = ["ess_from_weights", "EMA", "NoiseAccumulator", "NoiseEstimate", "grad
            "noise_from_gradients"]
 
 
+def _sq_norm(x: np.ndarray) -> float:
+    # not np.dot: OpenBLAS's threads fight the framework's threads inside a training process,
+    # which made one dot product of a 67k-vector cost ~10 ms instead of ~0.1 ms
+    return float(np.square(x).sum())
+
+
 def ess_from_weights(weights: Any) -> float:
     """Kish's effective sample size ``1 / sum(p ** 2)``, ``p = w / sum(w)`` (0 for no weight)."""
     w = np.asarray(weights, dtype=np.float64).reshape(-1)
@@ -39,7 +45,7 @@ def ess_from_weights(weights: Any) -> float:
     if total <= 0.0:
         return 0.0
     p = w / total
-    return float(1.0 / np.dot(p, p))
+    return float(1.0 / _sq_norm(p))
 
 
 class EMA:
@@ -97,7 +103,7 @@ class NoiseAccumulator:
     def add(self, grad: np.ndarray) -> None:
         g = np.asarray(grad, dtype=np.float64).reshape(-1)
         self.total = g.copy() if self.total is None else self.total + g
-        self.sq_norms += float(np.dot(g, g))
+        self.sq_norms += _sq_norm(g)
         self.count += 1
 
     def estimate(self, batch: int, ddof: int = 1) -> NoiseEstimate:
@@ -107,7 +113,7 @@ class NoiseAccumulator:
             raise ValueError(f"gradient noise needs at least 2 gradients, got {k}")
         mean = self.total / k
         small = self.sq_norms / k               # mean |g_i|^2: E = |G|^2 + tr(S) / B
-        big = float(np.dot(mean, mean))         # |mean g|^2:   E = |G|^2 + tr(S) / (k B)
+        big = _sq_norm(mean)                    # |mean g|^2:   E = |G|^2 + tr(S) / (k B)
         spread = max(small - big, 0.0)          # = mean_i |g_i - mean|^2 (exact identity)
         dim = int(mean.size)
         b_small, b_big = float(batch), float(k * batch)

@@ -3,7 +3,7 @@
 ::
 
     kind: ess              # none | ess | gns
-    every: 20              # run every this many gradient steps (default: 20 ess, 200 gns)
+    every: 10              # run every this many gradient steps (default: 10 ess, 100 gns)
     smooth_alpha: 0.2      # EMA factor of the signal
     target_ess: null       # ess: target ESS (null: only the batch rule, batch follows the ESS)
     # gns only: target_noise (default 1.0 for b_simple, 1e-3 for variance), num_samples (8),
