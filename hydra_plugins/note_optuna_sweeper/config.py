@@ -1,0 +1,39 @@
+"""Config schema of the sweeper, registered as ``hydra/sweeper=optuna``."""
+
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from hydra.core.config_store import ConfigStore
+
+
+@dataclass
+class NoteOptunaSweeperConf:
+    """Settings under ``hydra.sweeper``.
+
+    Unlike the published hydra-optuna-sweeper: trials prune on intermediate rewards, a finished
+    trial frees its slot at once (no blocking batches), and each trial runs in a fresh process.
+    """
+
+    _target_: str = "hydra_plugins.note_optuna_sweeper.sweeper.NoteOptunaSweeper"
+    sampler: str = "tpe"          # tpe, random, cmaes, gp, grid, qmc
+    sampler_seed: Optional[int] = None
+    n_startup_trials: int = 5
+    pruner: str = "median"        # median, percentile, successive_halving, hyperband, threshold, none
+    n_warmup_steps: int = 2
+    percentile: float = 25.0
+    threshold_lower: Optional[float] = None
+    direction: str = "maximize"
+    storage: Optional[str] = None  # null: a journal file in the sweep dir
+    study_name: Optional[str] = None
+    n_trials: int = 20             # finished (complete + pruned) trials of the study
+    n_jobs: int = 1                # trial processes at once
+    max_failures: Optional[int] = None
+    report_every: int = 5          # episodes between intermediate reports
+    trial_timeout: Optional[float] = None
+    preload: bool = True
+    # search space as in hydra-optuna-sweeper: {key: sweep expression}; command-line sweeps add to it
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+ConfigStore.instance().store(group="hydra/sweeper", name="optuna", node=NoteOptunaSweeperConf, provider="note_rl")

@@ -1,0 +1,166 @@
+"""The sweeper: ask Optuna, compose each trial's job config, run it in a fresh process.
+
+Command-line sweep overrides (``key=interval(...)``, ``choice(...)``, ``range(...)``,
+``tag(log, ...)``) and ``hydra.sweeper.params`` form the search space (see :mod:`tuner.search`);
+plain overrides are fixed for every trial.  Trials run through the same machinery as
+``tuner=optuna`` (:class:`tuner.supervisor.Supervisor`): non-blocking - up to ``n_jobs`` run at
+once and each finished trial frees its slot immediately - and prunable.  The objective is the
+job's ``result.json`` value (mean return of the last ``objective.last_k`` episodes).  At the end
+``optimization_results.yaml`` (best params and value) is written in the sweep dir.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.plugins.sweeper import Sweeper
+from hydra.types import HydraContext, TaskFunction
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from .config import NoteOptunaSweeperConf
+
+if TYPE_CHECKING:  # Hydra imports every plugin module at start-up: keep this one light
+    import optuna
+
+    from tuner.search import Param
+    from tuner.supervisor import Supervisor
+
+__all__ = ["NoteOptunaSweeper"]
+
+
+class NoteOptunaSweeper(Sweeper):
+    """Hydra ``Sweeper`` running an Optuna study (see the module docstring)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.conf: NoteOptunaSweeperConf = OmegaConf.to_object(
+            OmegaConf.merge(OmegaConf.structured(NoteOptunaSweeperConf), kwargs))
+        self.config: DictConfig | None = None
+        self.hydra_context: HydraContext | None = None
+
+    def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
+        self.hydra_context = hydra_context
+        self.config = config
+
+    # -- search space ------------------------------------------------------------------------
+    def _space(self, arguments: list[str]) -> tuple[list["Param"], list[str]]:
+        from tuner.search import parse_space
+
+        parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
+        values: dict[str, Any] = {}
+        fixed: list[str] = []
+        for override in parser.parse_overrides(arguments):
+            if override.is_sweep_override():
+                values[override.get_key_element()] = override.input_line.split("=", 1)[1]
+            else:
+                fixed.append(override.input_line)
+        for key, expr in self.conf.params.items():
+            values.setdefault(key, expr)
+        return parse_space({"values": _nest(values)}), fixed
+
+    # -- the sweep ---------------------------------------------------------------------------
+    def sweep(self, arguments: list[str]) -> dict[str, Any]:
+        import optuna
+
+        from tuner.settings import TunerSettings, make_pruner, make_sampler
+        from tuner.storage import StudyLock, make_storage
+        from tuner.supervisor import Supervisor
+
+        sweep_dir = os.path.abspath(self.config.hydra.sweep.dir)
+        os.makedirs(sweep_dir, exist_ok=True)
+        space, fixed = self._space(arguments)
+        name = self.conf.study_name or os.path.basename(sweep_dir)
+        settings = TunerSettings(sampler=self.conf.sampler, sampler_seed=self.conf.sampler_seed,
+                                 n_startup_trials=self.conf.n_startup_trials, pruner=self.conf.pruner,
+                                 n_warmup_steps=self.conf.n_warmup_steps, percentile=self.conf.percentile,
+                                 threshold_lower=self.conf.threshold_lower)
+        lock = StudyLock(self.conf.storage, sweep_dir, name)
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        with lock:
+            study = optuna.create_study(study_name=name, storage=make_storage(self.conf.storage, sweep_dir),
+                                        sampler=make_sampler(settings, space), pruner=make_pruner(settings),
+                                        direction=self.conf.direction, load_if_exists=True)
+        sup = Supervisor(study, self.conf.trial_timeout)
+        max_failures = self.conf.max_failures if self.conf.max_failures is not None else self.conf.n_trials
+        full = False
+        while True:
+            while not full and len(sup) < self.conf.n_jobs and sup.failures < max_failures:
+                with lock:
+                    trial = self._ask(study, space, sup)
+                if trial is None:
+                    full = True
+                else:
+                    self._launch(trial, space, fixed, sweep_dir, sup)
+            if not len(sup):
+                break
+            sup.wait()
+        return self._write_results(study, sweep_dir)
+
+    def _ask(self, study: "optuna.Study", space: list["Param"], sup: "Supervisor") -> "optuna.Trial | None":
+        from optuna.trial import TrialState
+
+        from tuner.search import distributions
+
+        if sup.grid_exhausted:
+            return None
+        trials = study.get_trials(deepcopy=False)
+        done = sum(t.state in (TrialState.COMPLETE, TrialState.PRUNED) for t in trials)
+        running = sum(t.state == TrialState.RUNNING for t in trials)
+        if done + running >= self.conf.n_trials:
+            return None
+        return study.ask(distributions(space))
+
+    def _launch(self, trial: "optuna.Trial", space: list["Param"], fixed: list[str], sweep_dir: str,
+                sup: "Supervisor") -> None:
+        from tuner.launcher import TrialProcess, context_for
+        from tuner.schema import validate
+        from tuner.search import to_overrides
+
+        overrides = fixed + to_overrides(trial.params, space)
+        run_dir = os.path.join(sweep_dir, str(trial.number))
+        trial.set_user_attr("overrides", overrides)
+        trial.set_user_attr("run_dir", run_dir)
+        try:
+            job = self.hydra_context.config_loader.load_sweep_config(self.config, overrides)
+            with open_dict(job):
+                del job["hydra"]
+            cfg = validate(job, check_env=True)
+        except Exception as exc:  # noqa: BLE001 - any composition or validation failure fails the trial
+            sup.tell_fail(trial, f"config error: {str(exc).splitlines()[0]}")
+            return
+        os.makedirs(run_dir, exist_ok=True)
+        OmegaConf.save(cfg, os.path.join(run_dir, "config.yaml"))
+        plain = OmegaConf.to_container(cfg, resolve=True)
+        plain["logger"]["p"] = 0
+        spec = {"trial": trial.number, "configs": [plain], "run_dir": run_dir,
+                "report_every": self.conf.report_every, "aggregation": "mean",
+                "log_path": os.path.join(run_dir, "trial.log")}
+        sup.launch(trial, TrialProcess(spec, context_for(plain["backend"]["name"], self.conf.preload)))
+
+    def _write_results(self, study: "optuna.Study", sweep_dir: str) -> dict[str, Any]:
+        import optuna
+
+        try:
+            best = study.best_trial
+            results = {"name": "optuna", "best_params": dict(best.params), "best_value": best.value}
+        except ValueError:
+            results = {"name": "optuna", "best_params": None, "best_value": None}
+        counts = {s.name.lower(): sum(t.state == s for t in study.trials) for s in optuna.trial.TrialState}
+        results["counts"] = {k: v for k, v in counts.items() if v}
+        OmegaConf.save(OmegaConf.create(results), os.path.join(sweep_dir, "optimization_results.yaml"))
+        print(f"best {results['best_value']} {results['best_params']} -> {sweep_dir}/optimization_results.yaml")
+        return results
+
+
+def _nest(flat: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in flat.items():
+        node = out
+        parts = key.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    return out
+
+
