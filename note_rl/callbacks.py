@@ -10,7 +10,14 @@ A callback stops training by setting ``agent.stop_training = True`` (the agent i
 ``on_episode_end`` logs always hold ``reward`` (the episode return) and ``loss`` (mean loss of the
 episode's gradient steps, ``None`` before training starts), plus ``mean_reward`` (mean of the last
 ``trial_count`` returns, or of all returns so far), ``env_steps`` and ``total_episode``.
-``on_adjust(logs)`` receives the signal and every hyperparameter an adjuster changed.
+``on_adjust(logs)`` receives, at every adjuster run, the signal and every hyperparameter the
+adjuster manages, after the update: ``ess``, ``ess_ema`` (and ``ess/<p>`` per pool segment) or
+``noise``, ``noise_ema``, ``tr_sigma``, ``grad_sq``, ``b_simple``, ``noise_ratio``; then ``batch``,
+``alpha``, ``lr``, ``eps``, ``freq``, ``tau``, ``gamma``, ``store``, ``weight_decay``, ``beta1``,
+``beta2``, ``clip``, ``beta`` (``lr/<i>``, ``eps/<i>`` for lists of optimizers / policies); window
+runs report ``window``, ``window_ess``, ``window_ess_ema`` (``/<p>`` per segment).  Every report also
+holds ``batch_counter`` and ``env_steps``; the latest values reach ``on_episode_end`` logs as
+``adjust/<key>``.  See :mod:`note_rl.adjusters`.
 """
 
 from __future__ import annotations

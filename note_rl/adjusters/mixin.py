@@ -13,9 +13,11 @@ Two ways to use adjusters:
       def window_size_func(self, p=None):
           return self.adjust_window_size(p)
 
-  The loop calls ``adjust_func()`` after every ``update_param()`` and, with ``PR=True``, after every
-  gradient step once the buffer holds ``num_updates * batch`` items (Note_rl's ``pool_size_``);
-  ``window_size_func`` decides the post-``update_param()`` trim of each buffer segment.
+  The loop calls ``adjust_func()`` after each ``update_param()`` of the ``update_steps`` /
+  ``update_batches`` cadence and, with ``PR=True``, also after every gradient step once the buffer
+  holds ``num_updates * batch`` items (Note_rl's ``pool_size_``; both points, as in Note_rl).
+  ``window_size_func(p)`` (pool) / ``window_size_func()`` decides how many of the oldest items of
+  each buffer segment to drop after every ``update_param()`` with ``PR=True``.
 
 Every run reports to the callbacks' ``on_adjust(logs)``.  Unlike Note_rl, the EMAs and the rules'
 state persist between calls (and in checkpoints), and every listed hyperparameter really changes.

@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 
+from note_rl import LambdaCallback
 from note_rl.adjusters import (EMA, ESSAdjuster, GNSAdjuster, REGISTRY, AdjusterError, Rule,
                                WindowAdjuster, ess_from_weights, gradient_variance, make_adjuster,
                                noise_from_gradients)
@@ -356,3 +357,44 @@ def test_importing_the_adjusters_imports_no_framework() -> None:
             "print(','.join(m for m in ('torch', 'tensorflow', 'keras') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+# -- Note_rl's method names on the base class (framework-free parts) ------------------------------
+def _rl_with_buffer(priorities):
+    from note_rl.core.base import RLBase
+
+    agent = RLBase()
+    agent.set(PR=True, batch=4, alpha=1.0)
+    agent.buffer = agent.make_buffer()
+    n = len(priorities)
+    agent.buffer.add_batch(np.zeros((n, 2)), np.zeros(n), np.zeros((n, 2)), np.zeros(n), np.zeros(n))
+    agent.buffer.update_priorities(np.arange(n), np.asarray(priorities, dtype=float))
+    return agent
+
+
+def test_note_rl_methods_keep_their_ema_between_calls() -> None:
+    agent = _rl_with_buffer([1.0] * 8)
+    reports = []
+    agent.callbacks = [LambdaCallback(on_adjust=reports.append)]
+    assert agent.compute_ess_from_weights([1, 1, 2]) == pytest.approx(8 / 3)
+    assert agent.compute_ess() == pytest.approx(8.0, rel=1e-6)
+    params = {"scale": 1.0, "min": None, "max": None, "align": None}
+    logs = agent.adjust(batch_params=params)           # ESS mode, batch = ESS (8) -> multiple of 4
+    assert logs["ess_ema"] == pytest.approx(8.0, rel=1e-6) and agent.batch == 8
+    agent.buffer.update_priorities(np.arange(8), np.array([7.0] + [1.0] * 7))
+    logs = agent.adjust(batch_params=params)           # p = (1/2, 1/14 x 7): ESS 1 / (1/4 + 7/196) = 3.5
+    assert logs["ess"] == pytest.approx(3.5, rel=1e-6)
+    assert logs["ess_ema"] == pytest.approx(0.2 * 3.5 + 0.8 * 8, rel=1e-6)   # 7.1, remembered
+    assert agent.batch == 4                            # 7 -> floor to align 4; min 2 -> 4
+    assert len(reports) == 2 and reports[-1] == logs   # outside train(): agent.callbacks
+    assert agent.adjust_window_size() == 8 - 3        # EMA 3.5 (a fresh per-segment EMA): keep 3
+
+
+def test_note_rl_dispatcher_checks_its_arguments() -> None:
+    agent = _rl_with_buffer([1.0] * 8)
+    with pytest.raises(ValueError, match="noise mode"):
+        agent.adjust(target_noise=1e-3, num_samples=4, store_params={"scale": 1.0})
+    with pytest.raises(ValueError, match="need a target"):
+        agent.adjust_batch_size(lr_params={"rate": 1e-4})
+    with pytest.raises(ValueError, match="signal"):
+        agent.adabatch(4, signal="b_simpel")

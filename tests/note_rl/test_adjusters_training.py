@@ -202,3 +202,18 @@ def test_dqn_gns_example(declarative) -> None:
     agent = _example("dqn_gns").main("torch", episodes=40, declarative=declarative, callbacks=[cb])
     assert reports and "noise_ema" in reports[-1]
     assert agent.batch == reports[-1]["batch"] and agent.batch % 32 == 0
+
+
+def test_adjusters_refuse_rollout_training_and_missing_buffers_before_training() -> None:
+    from note_rl.adjusters import AdjusterError
+
+    ppo = agents_module("torch").PPO(4, 8, 2, n_steps=8, n_envs=2, seed=0)
+    ppo.set(batch=8)
+    ppo.adjuster = {"kind": "gns"}
+    with pytest.raises(AdjusterError, match="replay"):
+        ppo.train(make_optimizer("torch", ppo.param), None, steps=16, p=0)
+    dqn = _dqn("torch")                                  # uniform buffer: no ESS
+    dqn.adjuster = {"kind": "ess"}
+    with pytest.raises(AdjusterError, match="PR=True"):
+        dqn.train(make_optimizer("torch", dqn.param), 1, p=0)
+    assert dqn.batch_counter == 0 and dqn._trainer is None
