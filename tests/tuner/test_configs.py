@@ -22,6 +22,8 @@ def test_every_option_composes_and_validates(group, option) -> None:
     overrides = [f"{group}={option}"]
     if group == "buffer" and option == "prioritized":
         overrides.append("agent.n_steps=null")  # prioritized PPO trains from the replay buffer
+    if group == "adjuster" and option == "ess":
+        overrides.append("buffer=prioritized")  # the ESS is a property of replay priorities
     cfg = validate(compose_cfg(overrides))
     assert OmegaConf.select(cfg, group) is not None
     parse_space(cfg.search, cfg)
@@ -47,6 +49,15 @@ def test_every_optimizer_builds(backend, name) -> None:
     assert agent.backend.get_hparam(build_optimizer(cfg, agent), "lr") == pytest.approx(0.005)
 
 
+@pytest.mark.parametrize("kind", ["ess", "gns"])
+def test_adjuster_configs_build_their_adjuster(kind) -> None:
+    from note_rl.adjusters import make_adjuster
+
+    cfg = validate(compose_cfg([f"adjuster={kind}", "buffer=prioritized"]))
+    adjuster = make_adjuster(OmegaConf.to_container(cfg.adjuster))
+    assert adjuster.kind == kind and adjuster.every == cfg.adjuster.every
+
+
 def test_agent_lr_is_used_when_optimizer_lr_is_null() -> None:
     cfg = OmegaConf.to_container(validate(compose_cfg([])), resolve=True)
     agent = build_agent(cfg)
@@ -64,10 +75,12 @@ def test_agent_lr_is_used_when_optimizer_lr_is_null() -> None:
     ("agent.loss=l1", "agent.loss"),
     ("search.values.optimizer.lr='interval(0.1, 0.01)'", "search.optimizer.lr"),
     ("+search.values.agent.nope='choice(1,2)'", "search.values.agent.nope"),
+    ("adjuster=ess", "adjuster.kind"),
+    ("adjuster=gns|+adjuster.evry=3", "adjuster"),
 ])
 def test_bad_values_name_the_key(override, key) -> None:
     with pytest.raises(ConfigError) as info:
-        validate(compose_cfg([override]))
+        validate(compose_cfg(override.split("|")))
     message = str(info.value)
     assert message.startswith(key) and "\n" not in message
 
