@@ -107,8 +107,20 @@ class OptimizerConf:
 
 @dataclass
 class LoggerConf:
+    """``console`` / ``none`` use ``name`` and ``p``; ``wandb`` also reads the fields below."""
+
     name: str = "console"
     p: int = 10
+    project: str = "note-rl-tuner"
+    entity: Optional[str] = None
+    mode: str = "offline"  # offline (default: no internet here), online, disabled
+    log_every: int = 1  # episodes between two history rows
+    tags: list[str] = field(default_factory=list)
+    dir: Optional[str] = None  # null: the run dir (a trial's dir in a study)
+    log_model: bool = True  # the best checkpoint as a "model" artifact
+    log_gif: bool = False  # the animated agent (GIF) as an artifact
+    gif_max_steps: int = 500
+    init_timeout: float = 90.0
 
 
 @dataclass
@@ -159,11 +171,13 @@ CHOICES = {
     "strategy.start_method": ("spawn", "forkserver"),
     "optimizer.name": ("adam", "adamw", "adamax", "sgd", "rmsprop"),
     "logger.name": ("none", "console", "wandb"),
+    "logger.mode": ("offline", "online", "disabled"),
 }
 POSITIVE = ("agent.batch", "agent.train_freq", "agent.num_updates", "agent.update_steps",
             "agent.num_steps", "agent.n_steps", "agent.n_envs", "agent.n_epochs", "buffer.pool_size",
             "strategy.processes", "strategy.num_store", "budget.steps", "budget.episodes",
-            "budget.max_updates", "objective.last_k", "optimizer.lr", "agent.lr", "agent.clip")
+            "budget.max_updates", "objective.last_k", "optimizer.lr", "agent.lr", "agent.clip",
+            "logger.log_every", "logger.gif_max_steps", "logger.init_timeout")
 UNIT = {"agent.gamma": (0.0, 1.0, False), "agent.tau": (0.0, 1.0, False),
         "agent.lam": (0.0, 1.0, True), "buffer.lambda_": (0.0, 1.0, True),
         "optimizer.beta1": (0.0, 1.0, True), "optimizer.beta2": (0.0, 1.0, True),

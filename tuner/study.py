@@ -32,6 +32,7 @@ from .search import distributions, parse_space, to_overrides
 from .settings import TunerSettings, make_pruner, make_sampler
 from .storage import StudyLock, describe, make_storage
 from .supervisor import Supervisor
+from .wandb_logger import trial_meta
 
 __all__ = ["Driver", "HEARTBEAT_GRACE_S"]
 
@@ -151,7 +152,8 @@ class Driver:
             configs.append(c)
         return {"trial": trial.number, "configs": configs, "run_dir": run_dir,
                 "report_every": self.s.report_every, "aggregation": self.s.aggregation,
-                "log_path": os.path.join(run_dir, "trial.log")}
+                "log_path": os.path.join(run_dir, "trial.log"),
+                "wandb": trial_meta(self.s.study_name, trial.number, trial.params)}
 
     # -- liveness ----------------------------------------------------------------------------
     def fail_zombies(self) -> list[int]:

@@ -70,7 +70,8 @@ class _Hooks:
 
 
 def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | None = None,
-                 report_every: int = 5, callbacks: list[Any] | None = None) -> dict[str, Any]:
+                 report_every: int = 5, callbacks: list[Any] | None = None,
+                 meta: dict[str, Any] | None = None) -> dict[str, Any]:
     """Train the agent ``cfg`` describes; returns (and writes to ``run_dir/result.json``) the
     final and best mean return over ``objective.last_k`` episodes, env steps and wall time."""
     from note_rl import LambdaCallback
@@ -85,6 +86,10 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
                         on_episode_end=hooks.on_episode_end)
     kwargs = train_kwargs(cfg)
     kwargs["callbacks"] = [cb, *(callbacks or [])]
+    if cfg["logger"]["name"] == "wandb":  # wandb is imported only here; `meta` names the run
+        from .wandb_logger import WandbCallback
+
+        kwargs["callbacks"].append(WandbCallback(cfg, run_dir, meta, pruned=lambda: hooks.pruned))
     episodes = cfg["budget"]["episodes"]
     started = time.perf_counter()
     if cfg["backend"]["name"] == "torch":
@@ -105,6 +110,7 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
         "env_steps_per_s": agent.step_counter / wall if wall > 0 else None,
         "seed": cfg["seed"],
         "returns": returns,
+        "losses": [None if v is None else float(v) for v in agent.loss_list],
         "config": cfg,
     }
     if final is not None and not math.isfinite(final):

@@ -38,7 +38,7 @@ def _run(conn: Any, spec: dict[str, Any]) -> dict[str, Any]:
             return conn.recv() == "prune"
 
         run_dir = spec["run_dir"] if len(spec["configs"]) == 1 else os.path.join(spec["run_dir"], f"seed_{cfg['seed']}")
-        res = run_training(cfg, run_dir, reporter, spec["report_every"])
+        res = run_training(cfg, run_dir, reporter, spec["report_every"], meta=_seed_meta(spec, cfg, i))
         finals.append(res["final_mean_return"])
         seeds.append({k: res[k] for k in ("seed", "final_mean_return", "best_mean_return", "env_steps",
                                           "gradient_steps", "wall_time_s")})
@@ -53,6 +53,14 @@ def _run(conn: Any, spec: dict[str, Any]) -> dict[str, Any]:
     if len(spec["configs"]) > 1:
         write_json(os.path.join(spec["run_dir"], "result.json"), summary)
     return summary
+
+
+def _seed_meta(spec: dict[str, Any], cfg: dict[str, Any], i: int) -> dict[str, Any] | None:
+    """The wandb identity of seed ``i`` of the trial (one wandb run per training run)."""
+    meta = spec.get("wandb")
+    if meta is None or len(spec["configs"]) == 1:
+        return meta
+    return {**meta, "name": f"{meta['name']} seed={cfg['seed']}", "seed_index": i}
 
 
 def main(conn: Any, spec: dict[str, Any]) -> None:
