@@ -43,7 +43,7 @@ class Trainer:
         self.start_steps = agent.step_counter
         self.last_loss: float | None = None
         self.callbacks = CallbackList(list(agent.callbacks) + list(settings.callbacks or []), agent)
-        self.progress = Progress(settings.p, episodes)
+        self.progress = Progress(settings.p, episodes, steps=settings.steps, start_steps=self.start_steps)
         self.adjust_logs: dict[str, float] = {}  # latest adjuster values, added to episode logs
 
     # -- budget ------------------------------------------------------------------------------
