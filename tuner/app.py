@@ -2,7 +2,9 @@
 
 * ``tuner=none`` (default): one training run; ``result.json`` goes to the Hydra run dir.  In a
   ``-m`` multirun every job trains in its own fresh process.
-* ``tuner=optuna``: an Optuna study (:mod:`tuner.study`).
+* ``tuner=optuna``: an Optuna study (:mod:`tuner.study`), followed by its report (:mod:`tuner.report`).
+* ``note-tune report ...`` / ``note-tune dashboard ...``: commands on an existing study storage
+  (:mod:`tuner.subcommands`), dispatched before Hydra parses the command line.
 
 A bad config value stops before any training with one line naming the key and exit status 2.
 """
@@ -53,22 +55,44 @@ def _run_study(cfg: DictConfig) -> dict[str, Any]:
     from .outputs import summary_table, write_outputs
     from .settings import tuner_settings
     from .study import Driver
+    from .study_progress import StudyProgress
 
     settings = tuner_settings(cfg.tuner)
     hc = HydraConfig.get()
     overrides = list(hc.overrides.task)
     driver = Driver(cfg, settings, lambda extra: compose(hc.job.config_name, overrides=extra), overrides)
     print(f"study {settings.study_name!r} in {driver.study_dir} (storage {driver.storage_desc})", flush=True)
+    progress = StudyProgress(driver.study, settings.n_trials, quiet=cfg.logger.name == "none")
     try:
-        driver.run()
+        driver.run(on_change=progress.update)
     finally:
+        progress.close()
         summary = write_outputs(driver.study, driver.study_dir, driver.storage_desc)
+        _report(driver, cfg)
         print(summary_table(driver.study))
         print(f"complete {summary['n_complete']}  pruned {summary['n_pruned']}  failed {summary['n_failed']}"
               f"  best {summary['best_value']} {summary['best_params']}")
         if summary["rerun_command"]:
             print(f"re-run the best configuration: {summary['rerun_command']}")
     return summary
+
+
+def _report(driver: Any, cfg: DictConfig) -> None:
+    """The end-of-study report (PNGs, report.md) and, with logger=wandb, the study's wandb run."""
+    from .report import log_study_run, write_report
+
+    try:
+        report = write_report(driver.study, driver.study_dir, driver.storage_desc)
+    except Exception as exc:  # noqa: BLE001 - a plotting problem must not hide the study's results
+        print(f"warning: study report not written: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return
+    print(f"report: {report['markdown']} ({len(report['images'])} plots)")
+    if cfg.logger.name == "wandb":
+        plain = OmegaConf.to_container(cfg, resolve=True)
+        path = log_study_run(driver.study, report, plain["logger"], driver.study_dir, plain)
+        if path:
+            print(f"wandb: runs under {driver.study_dir} (upload later: "
+                  f"wandb sync {driver.study_dir}/wandb/offline-run-* {driver.study_dir}/trials/*/wandb/offline-run-*)")
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
@@ -88,5 +112,9 @@ def _app(cfg: DictConfig) -> Any:
 
 def main() -> None:
     """Console entry point (``note-tune``)."""
+    if len(sys.argv) > 1 and sys.argv[1] in ("report", "dashboard"):
+        from .subcommands import main as subcommand
+
+        raise SystemExit(subcommand(sys.argv[1], sys.argv[2:]))
     register()
     _app()

@@ -73,6 +73,10 @@ def main(conn: Any, spec: dict[str, Any]) -> None:
         os.dup2(stream.fileno(), 1)
         os.dup2(stream.fileno(), 2)
         sys.stdout = sys.stderr = stream
+    if spec.get("wandb"):  # every run this trial process trains (finder runs too) is the trial's
+        from .wandb_logger import set_process_meta
+
+        set_process_meta(spec["wandb"])
     try:
         conn.send(("result", _run(conn, spec)))
     except BaseException as exc:  # noqa: BLE001 - everything is reported to the driver

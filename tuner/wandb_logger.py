@@ -36,13 +36,16 @@ import numpy as np
 
 from note_rl import Callback
 
-__all__ = ["WandbSession", "WandbCallback", "trial_meta", "run_name", "JOB_TYPES", "warn_once"]
+__all__ = ["WandbSession", "WandbCallback", "trial_meta", "run_name", "set_process_meta", "JOB_TYPES", "warn_once"]
 
 # counters the adjusters add to their logs; the row has env_steps already
 _COUNTERS = ("env_steps", "batch_counter")
 JOB_TYPES = ("train", "trial", "lr_finder", "opt_finder", "parallel_finder", "study")
 MODES = ("offline", "online", "disabled")
 
+# the identity of a trial process (set by tuner.trial_worker from the driver's spec): the default
+# `meta` of every run this process trains, so that finder trials need no extra plumbing
+_process_meta: dict[str, Any] | None = None
 # set once wandb failed to start in this process: later runs skip it instead of failing again
 _disabled_reason: str | None = None
 _warned = False
@@ -78,9 +81,18 @@ def run_name(study_name: str, number: int, params: dict[str, Any], limit: int = 
 
 
 def trial_meta(study_name: str, number: int, params: dict[str, Any], job_type: str = "trial") -> dict[str, Any]:
-    """``meta`` of one trial's wandb run (group = study name)."""
-    return {"job_type": job_type, "group": study_name, "name": run_name(study_name, number, params),
+    """``meta`` of one trial's wandb run (group = study name); an LR finder's x-axis is the lr."""
+    meta = {"job_type": job_type, "group": study_name, "name": run_name(study_name, number, params),
             "params": dict(params), "trial": number, "study_name": study_name, "tags": [job_type]}
+    if job_type == "lr_finder":
+        meta["x_axis"] = "lr"
+    return meta
+
+
+def set_process_meta(meta: dict[str, Any] | None) -> None:
+    """Make ``meta`` the default identity of the runs this process trains (trial processes)."""
+    global _process_meta
+    _process_meta = dict(meta) if meta else None
 
 
 def _first_line(exc: BaseException) -> str:
@@ -205,7 +217,7 @@ class WandbCallback(Callback):
     def __init__(self, cfg: dict[str, Any], run_dir: str | None, meta: dict[str, Any] | None = None,
                  pruned: Callable[[], bool] | None = None) -> None:
         self.cfg, self.opts = cfg, cfg["logger"]
-        self.meta = dict(meta or {})
+        self.meta = dict(meta if meta is not None else (_process_meta or {}))
         self.meta["tags"] = [*(self.meta.get("tags") or []), cfg["agent"]["name"], cfg["backend"]["name"],
                              cfg["env"]["id"]]
         self.run_dir = run_dir

@@ -10,6 +10,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from ..launcher import TrialProcess, context_for
 from ..supervisor import Supervisor
+from ..wandb_logger import JOB_TYPES, trial_meta
 
 __all__ = ["Candidate", "run_candidates", "failure"]
 
@@ -35,6 +36,8 @@ def run_candidates(study: optuna.Study, study_dir: str, candidates: list[Candida
                 choices[key].append(value)
     dists = {k: optuna.distributions.CategoricalDistribution(v) for k, v in choices.items()}
     pending = list(candidates)
+    job_type = study.user_attrs.get("finder")  # lr_finder, opt_finder, parallel_finder: the wandb job_type
+    job_type = job_type if job_type in JOB_TYPES else "trial"
     numbers: list[int] = []
     while pending or len(sup):
         while pending and len(sup) < max(1, n_jobs):
@@ -46,7 +49,8 @@ def run_candidates(study: optuna.Study, study_dir: str, candidates: list[Candida
             run_dir = os.path.join(study_dir, "trials", f"{trial.number:04d}")
             trial.set_user_attr("run_dir", run_dir)
             spec = dict(cand.spec, trial=trial.number, run_dir=run_dir,
-                        log_path=os.path.join(run_dir, "trial.log"))
+                        log_path=os.path.join(run_dir, "trial.log"),
+                        wandb=trial_meta(study.study_name, trial.number, cand.params, job_type))
             sup.launch(trial, TrialProcess(spec, context_for(cand.backend)))
             numbers.append(trial.number)
         sup.wait()

@@ -1,0 +1,99 @@
+"""optuna-dashboard on a study the tuner made, checked in a real headless Chromium (Debian's
+chromium + chromium-driver, driven by selenium; no browser is downloaded)."""
+
+import json
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import threading
+import urllib.request
+
+import pytest
+
+from tests.tuner.conftest import REPO, TINY, run_app
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+# without the networking flags Chromium's background connections are refused by the closed network
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--disable-background-networking",
+         "--no-first-run", "--disable-component-update", "--disable-sync", "--window-size=1400,1000"]
+
+
+def _first_line(proc: subprocess.Popen, timeout: float) -> str:
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: lines.put(proc.stdout.readline()), daemon=True).start()
+    try:
+        return lines.get(timeout=timeout)
+    except queue.Empty:
+        raise AssertionError("the dashboard printed no URL") from None
+
+
+@pytest.fixture
+def dashboard(tmp_path):
+    """A real dashboard process (port 0: a free port) on a two-trial study made by the tuner."""
+    run_app(["tuner=optuna", "tuner.study_name=dash_study", "tuner.n_trials=2", *TINY], cwd=str(tmp_path))
+    journal = tmp_path / "studies" / "dash_study" / "journal.log"
+    env = dict(os.environ, PYTHONPATH=REPO)
+    proc = subprocess.Popen([sys.executable, "-m", "tuner", "dashboard", f"storage={journal}", "port=0"],
+                            cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = _first_line(proc, timeout=60)
+        assert line.startswith("optuna-dashboard: http://127.0.0.1:"), line + proc.stderr.read()
+        yield line.split()[1]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+@pytest.fixture
+def browser(tmp_path):
+    if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
+        pytest.skip("Debian's chromium and chromium-driver are not installed (apt-get install chromium chromium-driver)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in FLAGS + [f"--user-data-dir={tmp_path / 'chromium-profile'}"]:
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _wait_for_text(driver, *texts: str, timeout: float = 60) -> str:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, timeout).until(
+        lambda d: all(t in d.find_element(By.TAG_NAME, "body").text for t in texts))
+    return driver.find_element(By.TAG_NAME, "body").text
+
+
+def test_dashboard_shows_the_study_and_its_trials(dashboard, browser, tmp_path) -> None:
+    url = dashboard
+    assert url.startswith("http://127.0.0.1:") and url.endswith("/dashboard/")
+    studies = json.loads(urllib.request.urlopen(url.replace("/dashboard/", "/api/studies"), timeout=30).read())
+    (summary,) = studies["study_summaries"]
+    assert summary["study_name"] == "dash_study"
+    browser.get(url)
+    _wait_for_text(browser, "dash_study")
+    browser.save_screenshot(str(tmp_path / "dashboard_home.png"))
+    browser.get(f"{url}studies/{summary['study_id']}/trials")
+    text = _wait_for_text(browser, "dash_study", "Trial 0", "Trial 1")
+    assert "2 Trials" in text and "Complete" in text
+    shot = tmp_path / "dashboard_trials.png"
+    assert browser.save_screenshot(str(shot))
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_dashboard_on_a_missing_journal_fails_with_one_line(tmp_path) -> None:
+    out = run_app(["dashboard", "storage=missing/journal.log"], cwd=str(tmp_path), check=False)
+    assert out.returncode == 2
+    assert out.stderr.strip() == f"error: storage: no Optuna journal file {tmp_path}/missing/journal.log"
+    out = run_app(["dashboard", "study_dir=.", "port=http"], cwd=str(tmp_path), check=False)
+    assert out.returncode == 2 and out.stderr.strip().startswith("error: port: 'http' is not a port number")

@@ -1,0 +1,104 @@
+"""The study report: PNGs and report.md at the end of a study and on demand, and bad input."""
+
+import json
+import os
+
+import numpy as np
+import optuna
+import pytest
+from PIL import Image
+
+from tests.tuner.conftest import TINY, run_app
+from tests.tuner.wandb_read import offline_runs, read_run
+
+SEARCH = ["search=none", "+search.values.agent.gamma='interval(0.9, 0.99)'",
+          "+search.values.optimizer.lr='tag(log, interval(1e-4, 1e-2))'"]
+ALWAYS = ("optimization_history", "param_importances", "parallel_coordinate", "intermediate_values",
+          "best_trial_curves")
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    """A three-trial study made by the tuner (logger=none: no wandb here)."""
+    cwd = tmp_path_factory.mktemp("report_study")
+    out = run_app(["tuner=optuna", "tuner.study_name=rep", "tuner.n_trials=3", "tuner.sampler=random",
+                   "tuner.sampler_seed=1", "tuner.report_every=2", *SEARCH, *TINY], cwd=str(cwd))
+    return cwd, cwd / "studies" / "rep", out
+
+
+def _valid_png(path) -> None:
+    with Image.open(path) as img:
+        assert img.format == "PNG" and img.size[0] >= 400 and img.size[1] >= 300
+        img.verify()
+
+
+def test_end_of_study_report_has_plots_and_best_params(study) -> None:
+    _, study_dir, out = study
+    report = study_dir / "report"
+    for name in ALWAYS:
+        _valid_png(report / f"{name}.png")
+    assert not (report / "lr_finder.png").exists()  # not an LR-finder study
+    text = (report / "report.md").read_text()
+    summary = json.loads((study_dir / "study.json").read_text())
+    assert f"best value: {summary['best_value']:.6g} (trial {summary['best_trial']})" in text
+    for key, value in summary["best_params"].items():
+        assert f"| `{key}` | {value!r} |" in text
+    assert "complete 3, pruned 0, failed 0" in text
+    assert f"--config-dir {study_dir} --config-name best_config" in text
+    assert f"report: {report / 'report.md'} (5 plots)" in out.stdout
+    assert "[study] 3/3 finished" not in out.stdout  # logger=none keeps the study quiet
+
+
+def test_report_on_demand_with_a_wandb_study_run(study) -> None:
+    cwd, study_dir, _ = study
+    out = run_app(["report", f"storage={study_dir / 'journal.log'}", "study_name=rep", "out=again",
+                   "wandb=offline", "project=unit"], cwd=str(cwd))
+    folder = cwd / "again"
+    for name in ALWAYS:
+        _valid_png(folder / f"{name}.png")
+    assert "`optimizer.lr`" in (folder / "report.md").read_text() and "report of study 'rep'" in out.stdout
+    (path,) = offline_runs(str(folder))
+    run = read_run(path)
+    assert run["run"]["job_type"] == "study" and run["run"]["project"] == "unit" and run["run"]["run_group"] == "rep"
+    assert run["summary"]["n_complete"] == 3 and run["history"][0]["trials.nrows"] == 3
+
+
+@pytest.mark.parametrize("args, message", [
+    (["study_name=missing"], "error: study_name: no study 'missing' in {journal} (studies there: rep)"),
+    (["storage=nowhere.log", "study_name=rep"], "error: storage: no Optuna journal file {cwd}/nowhere.log"),
+    (["storage=sqlite:///nowhere.db", "study_name=rep"], "error: storage: no SQLite file nowhere.db"),
+    (["study_name=rep", "colour=blue"], "error: report: unknown argument 'colour=blue'"),
+    (["study_name=rep", "wandb=maybe"], "error: wandb: 'maybe' is not one of offline, online, disabled, none"),
+])
+def test_report_bad_input_is_one_line_and_exit_2(study, args, message) -> None:
+    cwd, study_dir, _ = study
+    if not any(a.startswith("storage=") for a in args):
+        args = [f"storage={study_dir / 'journal.log'}", *args]
+    out = run_app(["report", *args], cwd=str(cwd), check=False)
+    expected = message.format(journal=study_dir / "journal.log", cwd=cwd)
+    assert out.returncode == 2 and out.stderr.strip().splitlines()[-1].startswith(expected), out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_lr_finder_curves_are_drawn_when_trials_saved_them(tmp_path) -> None:
+    from tuner.report import write_report
+
+    study = optuna.create_study(direction="maximize")
+    lrs = np.geomspace(1e-5, 1e-1, 40)
+    for number in range(2):
+        run_dir = tmp_path / "trials" / str(number)
+        run_dir.mkdir(parents=True)
+        np.savez(run_dir / "finder.npz", lrs=lrs, step_losses=np.linspace(1, 3, 40) + number,
+                 episode_lrs=lrs[::4], normalized=np.linspace(0, 1, 10))
+        (run_dir / "result.json").write_text(json.dumps({"returns": [10.0, 20.0, 30.0], "losses": [None, 1.0, 0.5]}))
+        trial = study.ask()
+        trial.suggest_float("lr", 1e-5, 1e-1, log=True)
+        trial.set_user_attr("run_dir", str(run_dir))
+        study.tell(trial, 1.0 + number)
+    report = write_report(study, str(tmp_path), "in-memory")
+    _valid_png(report["images"]["lr_finder"])
+    _valid_png(report["images"]["best_trial_curves"])
+    assert os.path.basename(report["images"]["lr_finder"]) == "lr_finder.png"
+    assert "intermediate_values" in report["skipped"]  # no reports: skipped with its reason
+    text = open(report["markdown"]).read()
+    assert "not drawn (no intermediate values reported)" in text and "| `lr` |" in text

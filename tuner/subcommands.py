@@ -1,0 +1,136 @@
+"""``note-tune report ...`` and ``note-tune dashboard ...``: commands on an existing study storage.
+
+Both take ``key=value`` arguments (like Hydra overrides, but parsed before Hydra runs)::
+
+    note-tune report    study_name=NAME [storage=...] [study_dir=DIR] [out=DIR] [wandb=offline] [project=P]
+    note-tune dashboard [storage=...] [study_dir=DIR] [port=8080]
+
+``storage`` is a journal file path, ``sqlite:///path.db`` or ``postgresql://...``; without it,
+``study_dir`` (or ``studies/<study_name>``) locates the default journal ``<study_dir>/journal.log``.
+Bad input prints one line naming the argument or file and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+__all__ = ["main", "ArgError", "parse_args", "open_storage"]
+
+ALLOWED = {
+    "report": ("study_name", "storage", "study_dir", "out", "wandb", "project", "entity"),
+    "dashboard": ("storage", "study_dir", "study_name", "port"),
+}
+
+
+class ArgError(ValueError):
+    """A bad argument of a subcommand (message names it)."""
+
+
+def parse_args(command: str, args: list[str]) -> dict[str, str]:
+    """``key=value`` strings into a dict; unknown or malformed arguments raise :class:`ArgError`."""
+    out: dict[str, str] = {}
+    allowed = ALLOWED[command]
+    for arg in args:
+        key, sep, value = arg.partition("=")
+        if not sep or key not in allowed:
+            raise ArgError(f"{command}: unknown argument {arg!r} (expected {', '.join(k + '=' for k in allowed)})")
+        out[key] = value
+    return out
+
+
+def _journal_file(args: dict[str, str]) -> str | None:
+    storage = args.get("storage")
+    if storage and "://" in storage:
+        return None
+    if storage:
+        return os.path.abspath(storage)
+    folder = args.get("study_dir") or (os.path.join("studies", args["study_name"]) if args.get("study_name") else None)
+    if folder is None:
+        raise ArgError("storage: give storage=<journal file | sqlite:///... | postgresql://...> or study_dir=<dir>")
+    return os.path.abspath(os.path.join(folder, "journal.log"))
+
+
+def open_storage(args: dict[str, str]) -> tuple[Any, str]:
+    """The Optuna storage the arguments name, which must already exist; and its description."""
+    import optuna
+
+    journal = _journal_file(args)
+    if journal is not None:
+        if not os.path.isfile(journal):
+            key = "storage" if args.get("storage") else "study_dir"
+            raise ArgError(f"{key}: no Optuna journal file {journal}")
+        from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+        return JournalStorage(JournalFileBackend(journal)), journal
+    url = args["storage"]
+    if url.startswith("sqlite:///") and not os.path.isfile(url[len("sqlite:///"):]):
+        raise ArgError(f"storage: no SQLite file {url[len('sqlite:///'):]}")
+    from .storage import _normalise_url, describe
+
+    try:
+        return optuna.storages.RDBStorage(_normalise_url(url), skip_table_creation=True), describe(url, ".")
+    except Exception as exc:  # noqa: BLE001 - connection refused, bad URL, missing driver...
+        raise ArgError(f"storage: cannot open {describe(url, '.')}: {str(exc).splitlines()[0]}") from None
+
+
+def _load_study(storage: Any, desc: str, name: str | None) -> Any:
+    import optuna
+
+    names = [s.study_name for s in optuna.get_all_study_summaries(storage, include_best_trial=False)]
+    if not name:
+        raise ArgError(f"study_name: missing (studies in {desc}: {', '.join(names) or 'none'})")
+    if name not in names:
+        raise ArgError(f"study_name: no study {name!r} in {desc} (studies there: {', '.join(names) or 'none'})")
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    return optuna.load_study(study_name=name, storage=storage)
+
+
+def report(args: dict[str, str]) -> int:
+    """Write the report of an existing study (and log it to wandb unless ``wandb=none``)."""
+    from .report import log_study_run, write_report
+
+    storage, desc = open_storage(args)
+    study = _load_study(storage, desc, args.get("study_name"))
+    study_dir = os.path.abspath(args.get("study_dir") or _default_dir(args, desc, study.study_name))
+    mode = args.get("wandb", "offline")
+    if mode not in ("offline", "online", "disabled", "none"):
+        raise ArgError(f"wandb: {mode!r} is not one of offline, online, disabled, none")
+    out = write_report(study, study_dir, desc, args.get("out"))
+    print(f"report of study {study.study_name!r}: {out['markdown']} ({len(out['images'])} plots)")
+    if mode != "none":
+        opts = {"mode": mode, "project": args.get("project") or "note-rl-tuner", "entity": args.get("entity")}
+        path = log_study_run(study, out, opts, out["dir"])
+        if path:
+            print(f"wandb study run: {path}" + (f" (upload later: wandb sync {path})" if mode == "offline" else ""))
+    return 0
+
+
+def _default_dir(args: dict[str, str], desc: str, name: str) -> str:
+    journal = _journal_file(args) if not (args.get("storage") or "").count("://") else None
+    return os.path.dirname(journal) if journal else os.path.join("studies", name)
+
+
+def dashboard(args: dict[str, str]) -> int:
+    """Serve optuna-dashboard on the storage at 127.0.0.1 until interrupted."""
+    from .dashboard import serve
+
+    port_text = args.get("port", "8080")
+    if not port_text.isdigit() or int(port_text) > 65535:
+        raise ArgError(f"port: {port_text!r} is not a port number (0-65535; 0 picks a free one)")
+    storage, desc = open_storage(args)
+    if args.get("study_name"):
+        _load_study(storage, desc, args["study_name"])  # fail early on a name that is not there
+    serve(storage, desc, int(port_text))
+    return 0
+
+
+def main(command: str, argv: list[str]) -> int:
+    """Run ``command`` (``report`` or ``dashboard``) with ``key=value`` arguments."""
+    try:
+        args = parse_args(command, argv)
+        return report(args) if command == "report" else dashboard(args)
+    except ArgError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
