@@ -10,6 +10,7 @@ variable ``NOTE_RL_PROGRESS=bar|lines`` forces either form.  tqdm is imported on
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 from typing import Any, TextIO
@@ -70,7 +71,9 @@ class Progress:
 
         self.by_steps = bool(steps)
         total = steps if steps else episodes
-        return tqdm(total=total, unit="step" if self.by_steps else "ep", file=self._out(), dynamic_ncols=True,
+        # a terminal that reports no size (e.g. a bare pty) would get a zero-width, invisible bar
+        width = shutil.get_terminal_size((100, 24)).columns or 100
+        return tqdm(total=total, unit="step" if self.by_steps else "ep", file=self._out(), ncols=width,
                     mininterval=0.2, leave=True)
 
     def episode(self, episode: int, logs: dict[str, Any]) -> None:
