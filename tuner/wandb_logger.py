@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from note_rl import Callback
+from note_rl import Callback, NonFiniteLossError
 
 __all__ = ["WandbSession", "WandbCallback", "trial_meta", "run_name", "set_process_meta", "JOB_TYPES", "warn_once"]
 
@@ -321,6 +321,9 @@ class WandbCallback(Callback):
         wall = time.perf_counter() - self._started
         steps = int(agent.step_counter) if agent is not None else 0
         state, reason = "pruned" if self.pruned() else "complete", None
+        diverged = isinstance(exc, NonFiniteLossError)
+        if diverged and self.meta.get("job_type") == "lr_finder":
+            exc = None  # the LR range test ends where the loss diverges: that is its normal end
         if exc is not None:
             state, reason = "failed", _first_line(exc)
         elif final is not None and not math.isfinite(final):
@@ -330,6 +333,8 @@ class WandbCallback(Callback):
                "env_steps_per_s": steps / wall if wall > 0 else None}
         if reason:
             out["fail_reason"] = reason
+        if diverged:
+            out["diverged"] = True
         return {k: v for k, v in out.items() if v is not None}
 
     def _artifacts(self, summary: dict[str, Any]) -> None:
