@@ -116,11 +116,15 @@ class PrioritizedReplayBuffer(ReplayBuffer):
             raise ValueError(f"update_priorities: {len(td)} TD errors for {len(slots)} sampled items")
         self.TD[slots] = td
         self.max_TD = max(self.max_TD, float(td.max())) if len(td) else self.max_TD
-        if self.PPO and ratio is not None:
-            r = np.asarray(ratio, dtype=np.float64).reshape(-1)
-            self.ratio[slots] = r
-            self.max_ratio = max(self.max_ratio, float(r.max()))
-        self.tree.update(slots, self.priorities_of(self.score(slots)))
+        if self.PPO:
+            if ratio is not None:
+                r = np.asarray(ratio, dtype=np.float64).reshape(-1)
+                self.ratio[slots] = r
+                self.max_ratio = max(self.max_ratio, float(r.max()))
+            score = self.score(slots)
+        else:
+            score = td  # the score is |TD| itself: no need to read it back (duplicates: last wins either way)
+        self.tree.update(slots, self.priorities_of(score))
 
     def refresh(self) -> None:
         """Recompute every priority (after ``alpha`` or ``lambda_`` changed)."""
@@ -140,19 +144,25 @@ class PrioritizedReplayBuffer(ReplayBuffer):
 
     # -- sampling ----------------------------------------------------------------------------
     def sample_slots(self, batch: int) -> np.ndarray:
+        return self._sample(batch)[0]
+
+    def _sample(self, batch: int) -> tuple[np.ndarray, np.ndarray]:
+        """Slots drawn by priority and their priorities."""
         if len(self) == 0:
             raise ValueError("cannot sample from an empty replay buffer")
         slots = self.tree.sample(batch, self.rng)
-        empty = self.tree.get(slots) <= 0.0
+        prio = self.tree.get(slots)
+        empty = prio <= 0.0
         if empty.any():  # float rounding at a boundary can land on an empty slot
             slots[empty] = super().sample_slots(int(empty.sum()))
-        return slots
+            prio = self.tree.get(slots)
+        return slots, prio
 
     def sample(self, batch: int) -> Batch:
-        slots = self.sample_slots(batch)
+        slots, prio = self._sample(batch)
         weights = None
         if self.beta is not None:
-            p = self.tree.get(slots) / self.tree.total()
+            p = prio / self.tree.total()
             w = (len(self) * p) ** (-float(self.beta))
             weights = (w / w.max()).astype(np.float32)
         return self.get(slots, weights)

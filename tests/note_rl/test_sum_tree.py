@@ -39,3 +39,28 @@ def test_rebuild_matches_updates() -> None:
     a.update(np.arange(37), p)
     b.rebuild(p)
     np.testing.assert_allclose(a.tree, b.tree)
+
+
+def test_deep_tree_find_matches_prefix_sums() -> None:
+    # deeper than TOP_LEVELS, so find() uses both the wholesale top and the level-by-level descent
+    rng = np.random.default_rng(2)
+    n = 5000
+    p = rng.random(n) * (rng.random(n) < 0.7)  # about 30% empty items
+    tree = SumTree(n)
+    tree.update(np.arange(n), p)
+    assert tree.depth > tree.top
+    values = rng.random(4000) * p.sum()
+    expected = np.searchsorted(np.cumsum(p), values, side="right")
+    np.testing.assert_array_equal(tree.find(values), expected)
+    assert (p[tree.find(values)] > 0).all()
+
+
+def test_batch_and_single_updates_keep_every_node_the_sum_of_its_children() -> None:
+    rng = np.random.default_rng(3)
+    tree = SumTree(3000)
+    tree.update(np.arange(3000), rng.random(3000))
+    for _ in range(20):
+        tree.update(rng.integers(0, 3000, 64), rng.random(64))  # duplicates included
+        tree.update(int(rng.integers(0, 3000)), float(rng.random()))
+    inner = np.arange(1, tree.size)
+    np.testing.assert_allclose(tree.tree[inner], tree.tree[2 * inner] + tree.tree[2 * inner + 1])
