@@ -100,10 +100,27 @@ class ReplayBuffer:
     def add(self, state: Any, action: Any, next_state: Any, reward: float, done: float,
             segment: int = 0) -> np.ndarray:
         """Store one transition; returns the slot index written (as a length-1 array)."""
-        return self.add_batch(
-            np.asarray(state)[None], np.asarray(action)[None], np.asarray(next_state)[None],
-            np.asarray([reward]), np.asarray([done]), segment,
-        )
+        if not self.data or self.clearing_freq or self.sizes[segment] >= self.seg_capacity:
+            return self.add_batch(
+                np.asarray(state)[None], np.asarray(action)[None], np.asarray(next_state)[None],
+                np.asarray([reward]), np.asarray([done]), segment,
+            )
+        # the common case (room left, no clearing rule) without add_batch's chunking: this runs
+        # once per env step in single-process training
+        pos = int(self.pos[segment])
+        slot = segment * self.seg_capacity + pos
+        d = self.data
+        d["state"][slot] = state
+        d["action"][slot] = action
+        d["next_state"][slot] = next_state
+        d["reward"][slot] = reward
+        d["done"][slot] = done
+        slots = np.array([slot], dtype=np.int64)
+        self._on_write(slots)
+        self.pos[segment] = (pos + 1) % self.seg_capacity
+        self.sizes[segment] += 1
+        self.store_counter[segment] += 1
+        return slots
 
     def add_batch(self, state: np.ndarray, action: np.ndarray, next_state: np.ndarray,
                   reward: np.ndarray, done: np.ndarray, segment: int = 0) -> np.ndarray:

@@ -132,3 +132,23 @@ def test_gae_by_hand() -> None:
     expected = np.array([d0 + 0.45 * d1, d1, d2])
     np.testing.assert_allclose(adv, expected, rtol=1e-6)
     np.testing.assert_allclose(ret, expected + v, rtol=1e-6)
+
+
+def test_single_adds_store_exactly_what_add_batch_stores() -> None:
+    rng = np.random.default_rng(5)
+    n = 30
+    s, s2 = rng.normal(size=(n, 4)).astype(np.float32), rng.normal(size=(n, 4)).astype(np.float32)
+    a, r, d = rng.integers(0, 3, n), rng.normal(size=n), (rng.random(n) < 0.3).astype(float)
+    for cls in (ReplayBuffer, PrioritizedReplayBuffer):
+        one, batch = cls(20, n_segments=2), cls(20, n_segments=2)  # segments of 10: wraps and drops
+        for i in range(n):
+            slot = one.add(s[i], int(a[i]), s2[i], float(r[i]), float(d[i]), segment=i % 2)
+            assert slot.shape == (1,)
+        for seg in (0, 1):
+            batch.add_batch(s[seg::2], a[seg::2], s2[seg::2], r[seg::2], d[seg::2], segment=seg)
+        for name in one.data:
+            np.testing.assert_array_equal(one.data[name], batch.data[name])
+            assert one.data[name].dtype == batch.data[name].dtype
+        assert one.sizes.tolist() == batch.sizes.tolist() and one.pos.tolist() == batch.pos.tolist()
+        if cls is PrioritizedReplayBuffer:
+            np.testing.assert_allclose(one.tree.tree, batch.tree.tree)
