@@ -26,6 +26,44 @@ def _tensor(a: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(a))
 
 
+def _grad_resetter(optimizers: Sequence[Any], variables: Sequence[Any]) -> Callable[[], None]:
+    """``zero_grad(set_to_none=True)`` of every optimizer, done directly on the parameters when
+    the optimizers hold exactly ``variables`` (``Optimizer.zero_grad`` costs tens of microseconds
+    of Python per call, a noticeable share of a small network's step)."""
+    held = {id(p) for opt in optimizers for g in opt.param_groups for p in g["params"]}
+    direct = held == {id(v) for v in variables}
+
+    def reset() -> None:
+        if direct:
+            for v in variables:
+                v.grad = None
+        else:
+            for opt in optimizers:
+                opt.zero_grad(set_to_none=True)
+
+    return reset
+
+
+def _norm_clipper(variables: Sequence[Any], max_norm: float | None) -> Callable[[], None] | None:
+    """``clip_grad_norm_(variables, max_norm)`` with the same operations but without its per-call
+    grouping of tensors by device and dtype (when they all share one)."""
+    if max_norm is None:
+        return None
+    limit = float(max_norm)
+    uniform = len({(v.device, v.dtype) for v in variables}) == 1
+
+    def clip() -> None:
+        if not uniform:
+            torch.nn.utils.clip_grad_norm_(variables, limit, foreach=True)
+            return
+        grads = [v.grad for v in variables if v.grad is not None]
+        if grads:
+            total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads, 2.0)), 2.0)
+            torch._foreach_mul_(grads, torch.clamp(limit / (total + 1e-6), max=1.0))
+
+    return clip
+
+
 class TorchBackend(Backend):
     """Eager PyTorch; ``torch.compile`` of the loss when ``jit`` is requested."""
 
@@ -81,14 +119,15 @@ class TorchBackend(Backend):
                   clip_norm: float | None = None) -> StepFn:
         compute = torch.compile(loss_fn) if jit else loss_fn
         variables = [v for g in groups for v in g]
+        zero_grad = _grad_resetter(optimizers, variables)
+        clip = _norm_clipper(variables, clip_norm)
 
         def step(arrays: Sequence[np.ndarray]) -> StepResult:
-            for opt in optimizers:
-                opt.zero_grad(set_to_none=True)
+            zero_grad()
             loss = compute(*[_tensor(a) for a in arrays])
             loss.backward()
-            if clip_norm is not None:
-                torch.nn.utils.clip_grad_norm_(variables, clip_norm, foreach=True)
+            if clip is not None:
+                clip()
             for opt in optimizers:
                 opt.step()
             td, ratio = recorder.pop()
