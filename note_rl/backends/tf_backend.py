@@ -27,6 +27,35 @@ __all__ = ["TFBackend", "BACKEND"]
 _VARIABLE_HPARAMS = {"beta1": "beta_1", "beta2": "beta_2", "weight_decay": "weight_decay", "rho": "rho"}
 
 
+class _ByShape:
+    """A ``tf.function`` called through the concrete function of the exact argument shapes and
+    dtypes.
+
+    Why: calling a ``tf.function`` first matches its arguments against its traces, which costs
+    about half a millisecond per call on a small CPU - as much as a whole gradient step of a small
+    network.  Calling the concrete function skips that.  Tracing is unchanged (one trace per
+    distinct shape, as ``tf.function`` does until it relaxes shapes); after ``MAX_SHAPES`` distinct
+    shapes the ``tf.function`` itself is called, so varying shapes never trace without bound.
+    """
+
+    MAX_SHAPES = 8
+
+    def __init__(self, fn: Callable[..., Any], jit: bool) -> None:
+        self.function = tf.function(fn, jit_compile=jit, reduce_retracing=True)
+        self.concrete: dict[tuple[Any, ...], Any] = {}
+
+    def __call__(self, *arrays: Any) -> Any:
+        arrays = tuple(np.asarray(a) for a in arrays)
+        key = tuple((a.shape, a.dtype.str) for a in arrays)
+        fn = self.concrete.get(key)
+        if fn is None:
+            if len(self.concrete) >= self.MAX_SHAPES:
+                return self.function(*arrays)
+            specs = [tf.TensorSpec(a.shape, tf.as_dtype(a.dtype)) for a in arrays]
+            fn = self.concrete[key] = self.function.get_concrete_function(*specs)
+        return fn(*[tf.constant(a) for a in arrays])
+
+
 def _numpy(x: Any) -> np.ndarray | None:
     return None if x is None else np.asarray(x)
 
@@ -84,10 +113,10 @@ class TFBackend(Backend):
         module.set_weights(list(arrays))
 
     def make_act(self, fn: Callable[..., Any], jit: bool) -> Callable[[np.ndarray], np.ndarray]:
-        compiled = tf.function(fn, jit_compile=jit, reduce_retracing=True)
+        compiled = _ByShape(fn, jit)
 
         def act(s: np.ndarray) -> np.ndarray:
-            return np.asarray(compiled(tf.convert_to_tensor(np.asarray(s, dtype=np.float32))))
+            return np.asarray(compiled(np.asarray(s, dtype=np.float32)))
 
         return act
 
@@ -97,8 +126,7 @@ class TFBackend(Backend):
         flat = [v for g in groups for v in g]
         bounds = np.cumsum([0] + [len(g) for g in groups])
 
-        @tf.function(jit_compile=jit, reduce_retracing=True)
-        def compiled(*inputs: Any) -> Any:
+        def body(*inputs: Any) -> Any:
             with tf.GradientTape() as tape:
                 loss = loss_fn(*inputs)
             grads = tape.gradient(loss, flat)
@@ -110,6 +138,8 @@ class TFBackend(Backend):
                 opt.apply_gradients(pairs)
             td, ratio = recorder.pop()
             return loss, td, ratio
+
+        compiled = _ByShape(body, jit)
 
         def step(arrays: Sequence[np.ndarray]) -> StepResult:
             loss, td, ratio = compiled(*arrays)
