@@ -18,7 +18,10 @@ from . import trial_worker
 
 __all__ = ["TrialProcess", "context_for", "exit_reason"]
 
-_PRELOAD = ["tuner.trial_worker", "tuner.train", "note_rl.agents.torch", "gymnasium"]
+# everything a torch trial imports, so that a forked child finds it in sys.modules (tuner.app is
+# what the child re-imports as the parent's __main__)
+_PRELOAD = ["tuner.app", "tuner.trial_worker", "tuner.train", "tuner.build", "note_rl.agents.torch",
+            "note_rl.core.loop", "gymnasium", "gymnasium.envs.classic_control"]
 _forkserver_configured = False
 
 

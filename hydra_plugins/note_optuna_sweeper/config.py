@@ -32,6 +32,8 @@ class NoteOptunaSweeperConf:
     report_every: int = 5          # episodes between intermediate reports
     trial_timeout: Optional[float] = None
     preload: bool = True
+    # true: launch n_jobs trials, then wait for all of them (the published plugin's batches; for comparison)
+    blocking: bool = False
     # search space as in hydra-optuna-sweeper: {key: sweep expression}; command-line sweeps add to it
     params: dict[str, Any] = field(default_factory=dict)
 

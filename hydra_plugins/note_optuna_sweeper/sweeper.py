@@ -85,6 +85,8 @@ class NoteOptunaSweeper(Sweeper):
         max_failures = self.conf.max_failures if self.conf.max_failures is not None else self.conf.n_trials
         full = False
         while True:
+            while self.conf.blocking and len(sup):  # batch mode: the whole batch must finish first
+                sup.wait()
             while not full and len(sup) < self.conf.n_jobs and sup.failures < max_failures:
                 with lock:
                     trial = self._ask(study, space, sup)
