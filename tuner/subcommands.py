@@ -70,9 +70,19 @@ def open_storage(args: dict[str, str]) -> tuple[Any, str]:
     from .storage import _normalise_url, describe
 
     try:
-        return optuna.storages.RDBStorage(_normalise_url(url), skip_table_creation=True), describe(url, ".")
-    except Exception as exc:  # noqa: BLE001 - connection refused, bad URL, missing driver...
-        raise ArgError(f"storage: cannot open {describe(url, '.')}: {str(exc).splitlines()[0]}") from None
+        storage = optuna.storages.RDBStorage(_normalise_url(url), skip_table_creation=True)
+        storage.get_all_studies()  # connect now: a dead server is a bad argument, not a traceback later
+    except Exception as exc:  # noqa: BLE001 - connection refused, bad URL, missing driver or tables...
+        raise ArgError(f"storage: cannot open {describe(url, '.')}: {_root_cause(exc)}") from None
+    return storage, describe(url, ".")
+
+
+def _root_cause(exc: BaseException) -> str:
+    """The first line of the innermost error (Optuna wraps driver errors in a generic one)."""
+    while exc.__cause__ is not None or exc.__context__ is not None:
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _load_study(storage: Any, desc: str, name: str | None) -> Any:

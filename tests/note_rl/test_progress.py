@@ -31,6 +31,7 @@ def test_plain_lines_on_note_rl_cadence_when_not_a_terminal(monkeypatch) -> None
 
 def test_bar_over_the_step_budget_with_return_loss_and_rate(monkeypatch) -> None:
     monkeypatch.setenv("NOTE_RL_PROGRESS", "bar")
+    monkeypatch.setenv("COLUMNS", "200")  # the bar's width: room for the whole postfix
     out = io.StringIO()
     progress = Progress(p=10, episodes=None, steps=100, stream=out)
     _feed(progress)
@@ -43,6 +44,7 @@ def test_bar_over_the_step_budget_with_return_loss_and_rate(monkeypatch) -> None
 
 def test_episode_bar_shows_env_steps_per_second(monkeypatch) -> None:
     monkeypatch.setenv("NOTE_RL_PROGRESS", "bar")
+    monkeypatch.setenv("COLUMNS", "200")
     out = io.StringIO()
     _feed(Progress(p=10, episodes=10, steps=None, stream=out))
     assert "10/10" in out.getvalue() and "steps/s=" in out.getvalue()

@@ -13,6 +13,7 @@ import urllib.request
 import pytest
 
 from tests.tuner.conftest import REPO, TINY, run_app
+from tests.tuner.postgres import postgres_server, server_binaries
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -35,9 +36,7 @@ def dashboard(tmp_path):
     """A real dashboard process (port 0: a free port) on a two-trial study made by the tuner."""
     run_app(["tuner=optuna", "tuner.study_name=dash_study", "tuner.n_trials=2", *TINY], cwd=str(tmp_path))
     journal = tmp_path / "studies" / "dash_study" / "journal.log"
-    env = dict(os.environ, PYTHONPATH=REPO)
-    proc = subprocess.Popen([sys.executable, "-m", "tuner", "dashboard", f"storage={journal}", "port=0"],
-                            cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = _serve([f"storage={journal}", "port=0"], tmp_path)
     try:
         line = _first_line(proc, timeout=60)
         assert line.startswith("optuna-dashboard: http://127.0.0.1:"), line + proc.stderr.read()
@@ -97,3 +96,34 @@ def test_dashboard_on_a_missing_journal_fails_with_one_line(tmp_path) -> None:
     assert out.stderr.strip() == f"error: storage: no Optuna journal file {tmp_path}/missing/journal.log"
     out = run_app(["dashboard", "study_dir=.", "port=http"], cwd=str(tmp_path), check=False)
     assert out.returncode == 2 and out.stderr.strip().startswith("error: port: 'http' is not a port number")
+
+
+def _serve(args: list[str], cwd) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=REPO)
+    return subprocess.Popen([sys.executable, "-m", "tuner", "dashboard", *args], cwd=str(cwd), env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.skipif(server_binaries() is None, reason="Debian's postgresql package is not installed")
+def test_report_and_dashboard_on_a_postgresql_storage(tmp_path) -> None:
+    import optuna
+
+    with postgres_server() as url:
+        study = optuna.create_study(study_name="pg_study", storage=url, direction="maximize")
+        study.optimize(lambda t: t.suggest_float("x", 0.0, 1.0) + t.suggest_int("n", 1, 3), n_trials=4)
+        out = run_app(["report", f"storage={url}", "study_name=pg_study", "wandb=none"], cwd=str(tmp_path))
+        assert "report of study 'pg_study'" in out.stdout
+        assert "| `x` |" in (tmp_path / "studies" / "pg_study" / "report" / "report.md").read_text()
+        proc = _serve([f"storage={url}", "port=0"], tmp_path)
+        try:
+            line = _first_line(proc, timeout=60)
+            assert line.startswith("optuna-dashboard: http://127.0.0.1:")
+            api = line.split()[1].replace("/dashboard/", "/api/studies")
+            names = [s["study_name"] for s in json.loads(urllib.request.urlopen(api, timeout=30).read())["study_summaries"]]
+            assert names == ["pg_study"]
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
+    # nothing listens there any more: one line naming the storage, exit 2
+    out = run_app(["report", f"storage={url}", "study_name=pg_study"], cwd=str(tmp_path), check=False)
+    assert out.returncode == 2 and out.stderr.startswith("error: storage: cannot open postgresql")
