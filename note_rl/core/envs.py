@@ -2,13 +2,43 @@
 
 from __future__ import annotations
 
+import io
 import pickle
+import types
 from typing import Any, Callable
 
 import gymnasium as gym
 import numpy as np
 
-__all__ = ["is_discrete", "EnvFactory", "make_vec_env", "step_env"]
+__all__ = ["is_discrete", "EnvFactory", "make_vec_env", "step_env", "dumps_noting_main"]
+
+_MAIN_NAMES = ("__main__", "__mp_main__")
+
+
+class _MainProbe(pickle.Pickler):
+    """A pickler that notes whether anything it pickles lives in the ``__main__`` module."""
+
+    def __init__(self, file: io.BytesIO) -> None:
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self.uses_main = False
+
+    def reducer_override(self, obj: Any) -> Any:
+        by_reference = isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType))
+        module = getattr(obj, "__module__", None) if by_reference else type(obj).__module__
+        if module in _MAIN_NAMES:
+            self.uses_main = True
+        elif isinstance(obj, EnvFactory) and obj.uses_main:
+            self.uses_main = True  # its env was pickled on its own, with the same probe
+        return NotImplemented  # pickle as usual
+
+
+def dumps_noting_main(obj: Any) -> tuple[bytes, bool]:
+    """``pickle.dumps(obj)`` and whether unpickling it needs the ``__main__`` module (a class,
+    function or instance defined in the script that was run)."""
+    buffer = io.BytesIO()
+    probe = _MainProbe(buffer)
+    probe.dump(obj)
+    return buffer.getvalue(), probe.uses_main
 
 
 def is_discrete(env: Any) -> bool:
@@ -27,16 +57,20 @@ class EnvFactory:
 
     Registered envs are rebuilt from their ``EnvSpec`` (including ``gym.make`` wrappers); other
     envs are copied by pickling the instance, which is how they reach spawned worker processes.
+    ``uses_main`` tells whether rebuilding the env needs the ``__main__`` module.
     """
 
     def __init__(self, env: Any) -> None:
         spec = getattr(env, "spec", None)
+        self.uses_main = False
         if spec is not None and _is_plain_make(env):
             self.spec: Any = spec
             self.blob: bytes | None = None
+            entry = getattr(spec, "entry_point", None)
+            self.uses_main = isinstance(entry, str) and entry.split(":")[0] in _MAIN_NAMES
         else:
             self.spec = None
-            self.blob = pickle.dumps(env)
+            self.blob, self.uses_main = dumps_noting_main(env)
 
     def __call__(self) -> Any:
         if self.spec is not None:

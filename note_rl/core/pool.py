@@ -17,15 +17,17 @@ collect the next (data lags one phase; that is Note_rl's ``parallel_store_and_tr
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import multiprocessing as mp
-from typing import Any
+from multiprocessing import spawn as mp_spawn
+from typing import Any, Iterator
 
 import numpy as np
 
 from ..utils import scalar
 from .collect import TrainingCadence, train_on_rollout
-from .envs import EnvFactory, is_discrete
+from .envs import EnvFactory, dumps_noting_main, is_discrete
 from .pool_worker import worker_main
 from .settings import TrainSettings
 
@@ -43,14 +45,15 @@ class WorkerPool:
         ctx = mp.get_context(start_method)
         self.conns: list[Any] = []
         self.procs: list[Any] = []
-        for i, init in enumerate(inits):
-            parent, child = ctx.Pipe()
-            proc = ctx.Process(target=worker_main, args=(child, init), daemon=True,
-                               name=f"note_rl-pool-{i}")
-            proc.start()
-            child.close()
-            self.conns.append(parent)
-            self.procs.append(proc)
+        with contextlib.nullcontext() if _uses_main(inits) else _main_not_rerun():
+            for i, init in enumerate(inits):
+                parent, child = ctx.Pipe()
+                proc = ctx.Process(target=worker_main, args=(child, init), daemon=True,
+                                   name=f"note_rl-pool-{i}")
+                proc.start()
+                child.close()
+                self.conns.append(parent)
+                self.procs.append(proc)
         for i in range(len(inits)):
             self.recv(i)  # "ready" or the construction error
 
@@ -88,6 +91,37 @@ class WorkerPool:
                 proc.join(timeout=5)
         for conn in self.conns:
             conn.close()
+
+
+def _uses_main(inits: list[dict[str, Any]]) -> bool:
+    """Whether the workers need the parent's ``__main__`` to unpickle what they are sent."""
+    try:
+        return dumps_noting_main(inits)[1]
+    except Exception:  # noqa: BLE001 - starting the worker will raise the real pickling error
+        return True
+
+
+@contextlib.contextmanager
+def _main_not_rerun() -> Iterator[None]:
+    """Start ``spawn`` / ``forkserver`` children without re-running the parent's ``__main__``.
+
+    Why: a spawned child normally re-imports the script that was run (as ``__mp_main__``) so that
+    objects defined there can be unpickled.  Workers need nothing from it when nothing they are
+    sent comes from ``__main__`` (checked by :func:`_uses_main`), and a script that imports
+    TensorFlow or PyTorch at the top would cost each worker seconds of start-up and exit time."""
+    original = mp_spawn.get_preparation_data
+
+    def preparation_data(name: str) -> dict[str, Any]:
+        data = original(name)
+        data.pop("init_main_from_path", None)
+        data.pop("init_main_from_name", None)
+        return data
+
+    mp_spawn.get_preparation_data = preparation_data
+    try:
+        yield
+    finally:
+        mp_spawn.get_preparation_data = original
 
 
 def _pick(obj: Any, p: int) -> Any:
@@ -130,6 +164,7 @@ class PoolCollector:
         self.pool = WorkerPool(_worker_inits(agent, self.n, {"actor": actor}), settings.start_method)
         self.cadence = TrainingCadence(agent, learner)
         self.rng = np.random.default_rng(None if seed is None else seed + 13)
+        self.sent_weights: list[np.ndarray] | None = None  # what the workers' actors hold
 
     def _segment(self, p: int) -> int:
         agent, buffer = self.agent, self.agent.buffer
@@ -143,7 +178,8 @@ class PoolCollector:
     def run_unit(self) -> None:
         agent = self.agent
         if self.mode == "episodes":
-            payloads = [{"actor": agent.worker_actor().weights, "explore": _explore_state(agent, p),
+            weights = self._changed_weights()
+            payloads = [{"actor": weights, "explore": _explore_state(agent, p),
                          "step_counter": agent.step_counter, "num_store": self.settings.num_store}
                         for p in range(self.n)]
             for p, payload in enumerate(payloads):
@@ -162,6 +198,16 @@ class PoolCollector:
         self.trainer.end_episode(float(np.mean(returns)))
         if self.trainer.finished and not agent.stop_training:
             self.cadence.run_owed()  # the last phase's data still trains
+
+    def _changed_weights(self) -> list[np.ndarray] | None:
+        """The acting weights, or ``None`` when the workers already hold them (no gradient step
+        since the last phase): a 256x256 network is a quarter megabyte to pickle per worker."""
+        weights = self.agent.worker_actor().weights
+        sent = self.sent_weights
+        if sent is not None and len(sent) == len(weights) and all(map(np.array_equal, weights, sent)):
+            return None
+        self.sent_weights = [np.array(w) for w in weights]
+        return weights
 
     def _store(self, results: list[dict[str, Any]]) -> tuple[int, list[float]]:
         steps, returns = 0, []
