@@ -24,6 +24,7 @@ from .schema import ConfigError, register, validate
 
 __all__ = ["main"]
 
+FINDERS = ("lr_finder", "opt_finder", "parallel_finder")
 CONF_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conf")
 
 
@@ -77,6 +78,16 @@ def _run_study(cfg: DictConfig) -> dict[str, Any]:
     return summary
 
 
+def _run_finder(cfg: DictConfig) -> dict[str, Any]:
+    from hydra import compose
+
+    from .finders.config import run_finder
+
+    hc = HydraConfig.get()
+    overrides = [o for o in hc.overrides.task if not o.startswith("tuner")]
+    return run_finder(cfg, lambda extra: compose(hc.job.config_name, overrides=extra), overrides)
+
+
 def _report(driver: Any, cfg: DictConfig) -> None:
     """The end-of-study report (PNGs, report.md) and, with logger=wandb, the study's wandb run."""
     from .report import log_study_run, write_report
@@ -105,7 +116,9 @@ def _app(cfg: DictConfig) -> Any:
             return _run_plain(typed, hc.runtime.output_dir, isolated=hc.mode == RunMode.MULTIRUN)
         if mode == "optuna":
             return _run_study(typed)
-        _fail(f"tuner.name: {mode!r} is not one of none, optuna")
+        if mode in FINDERS:
+            return _run_finder(typed)
+        _fail(f"tuner.name: {mode!r} is not one of none, optuna, {', '.join(FINDERS)}")
     except ConfigError as exc:
         _fail(str(exc))
 
@@ -118,3 +131,23 @@ def main() -> None:
         raise SystemExit(subcommand(sys.argv[1], sys.argv[2:]))
     register()
     _app()
+
+
+def _finder_main(name: str) -> None:
+    sys.argv.insert(1, f"tuner={name}")
+    main()
+
+
+def lr_finder_main() -> None:
+    """``note-lr-finder``: ``note-tune tuner=lr_finder ...``."""
+    _finder_main("lr_finder")
+
+
+def opt_finder_main() -> None:
+    """``note-opt-finder``: ``note-tune tuner=opt_finder ...``."""
+    _finder_main("opt_finder")
+
+
+def parallel_finder_main() -> None:
+    """``note-parallel-finder``: ``note-tune tuner=parallel_finder ...``."""
+    _finder_main("parallel_finder")

@@ -229,6 +229,19 @@ def _check_ranges(cfg: DictConfig) -> None:
         raise ConfigError("buffer: prioritized replay needs agent.n_steps=null (Note_rl-style PPO)")
     if cfg.budget.steps is None and cfg.budget.episodes is None:
         raise ConfigError("budget: set budget.steps or budget.episodes")
+    _check_adjuster(cfg)
+
+
+def _check_adjuster(cfg: DictConfig) -> None:
+    from note_rl.adjusters import make_adjuster  # numpy only
+
+    spec = OmegaConf.to_container(cfg.adjuster, resolve=True)
+    try:
+        make_adjuster(spec)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"adjuster: {str(exc).splitlines()[0]}") from None
+    if spec.get("kind") == "ess" and cfg.buffer.name != "prioritized":
+        raise ConfigError("adjuster.kind: ess needs buffer=prioritized (the ESS of replay priorities)")
 
 
 def _check_env(cfg: DictConfig) -> None:

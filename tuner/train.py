@@ -71,10 +71,13 @@ class _Hooks:
 
 def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | None = None,
                  report_every: int = 5, callbacks: list[Any] | None = None,
-                 meta: dict[str, Any] | None = None) -> dict[str, Any]:
+                 meta: dict[str, Any] | None = None,
+                 safe_nan: bool = False) -> dict[str, Any]:
     """Train the agent ``cfg`` describes; returns (and writes to ``run_dir/result.json``) the
-    final and best mean return over ``objective.last_k`` episodes, env steps and wall time."""
-    from note_rl import LambdaCallback
+    final and best mean return over ``objective.last_k`` episodes, env steps and wall time.
+    ``safe_nan`` ends training quietly when the loss diverges (the LR range test expects it)."""
+    from note_rl import LambdaCallback, NonFiniteLossError
+    from .finders.common import weights_digest
 
     set_threads(cfg)
     agent = build_agent(cfg)
@@ -91,11 +94,16 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
 
         kwargs["callbacks"].append(WandbCallback(cfg, run_dir, meta, pruned=lambda: hooks.pruned))
     episodes = cfg["budget"]["episodes"]
+    digest = weights_digest(agent)
     started = time.perf_counter()
-    if cfg["backend"]["name"] == "torch":
-        agent.train(optimizer, episodes, **kwargs)
-    else:
-        agent.train(None, optimizer, episodes, **kwargs)
+    try:
+        if cfg["backend"]["name"] == "torch":
+            agent.train(optimizer, episodes, **kwargs)
+        else:
+            agent.train(None, optimizer, episodes, **kwargs)
+    except NonFiniteLossError:
+        if not safe_nan:
+            raise
     wall = time.perf_counter() - started
     returns = [float(r) for r in agent.reward_list]
     final = float(np.mean(returns[-last_k:])) if returns else None
@@ -109,6 +117,8 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
         "wall_time_s": wall,
         "env_steps_per_s": agent.step_counter / wall if wall > 0 else None,
         "seed": cfg["seed"],
+        "initial_weights_sha256": digest,
+        "mean_loss": _mean_loss(agent.loss_list),
         "returns": returns,
         "losses": [None if v is None else float(v) for v in agent.loss_list],
         "config": cfg,
@@ -118,6 +128,11 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
     if run_dir:
         write_json(os.path.join(run_dir, "result.json"), result)
     return result
+
+
+def _mean_loss(losses: list[float | None]) -> float | None:
+    values = [v for v in losses if v is not None]
+    return float(np.mean(values)) if values else None
 
 
 def _attach_adjuster(agent: Any, cfg: dict[str, Any]) -> None:

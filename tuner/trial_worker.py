@@ -28,15 +28,35 @@ def aggregate(values: list[float], how: str) -> float:
     return float(AGGREGATIONS[how](np.asarray(values, dtype=float)))
 
 
+def _reporter(conn: Any, offset: int = 0) -> Any:
+    def report(step: int, value: float) -> bool:
+        conn.send(("report", offset + step, value))
+        return conn.recv() == "prune"
+
+    return report
+
+
+def _run_finder(conn: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    from .finders.child import make_recorder, run_pickled, summarise
+    from .train import run_training
+
+    if "agent" in spec:  # Python API: a pickled agent
+        return run_pickled(spec, _reporter(conn))
+    recorder = make_recorder(spec["finder"], _reporter(conn))
+    result = run_training(spec["configs"][0], spec["run_dir"], callbacks=[recorder], safe_nan=spec["finder"]["kind"] == "lr")
+    return summarise(recorder, spec["run_dir"], {"initial_weights_sha256": result.get("initial_weights_sha256"),
+                                                 "env_steps": result["env_steps"]})
+
+
 def _run(conn: Any, spec: dict[str, Any]) -> dict[str, Any]:
     from .train import run_training, write_json
 
+    if "finder" in spec:
+        return _run_finder(conn, spec)
+
     finals, seeds, pruned = [], [], False
     for i, cfg in enumerate(spec["configs"]):
-        def reporter(step: int, value: float, _i: int = i) -> bool:
-            conn.send(("report", _i * SEED_STEP_OFFSET + step, value))
-            return conn.recv() == "prune"
-
+        reporter = _reporter(conn, i * SEED_STEP_OFFSET)
         run_dir = spec["run_dir"] if len(spec["configs"]) == 1 else os.path.join(spec["run_dir"], f"seed_{cfg['seed']}")
         res = run_training(cfg, run_dir, reporter, spec["report_every"], meta=_seed_meta(spec, cfg, i))
         finals.append(res["final_mean_return"])
