@@ -40,6 +40,7 @@ class TunerSettings:
     n_seeds: int = 1
     aggregation: str = "mean"
     trial_timeout: Optional[float] = None
+    trial_memory_mb: Optional[int] = None
     report_every: int = 5
     preload: bool = True
 
@@ -65,6 +66,7 @@ def tuner_settings(node: Any) -> TunerSettings:
         (s.report_every > 0, f"tuner.report_every: must be > 0, got {s.report_every}"),
         (s.max_total_trials is None or s.max_total_trials > 0, "tuner.max_total_trials: must be > 0"),
         (s.trial_timeout is None or s.trial_timeout > 0, "tuner.trial_timeout: must be > 0"),
+        (s.trial_memory_mb is None or s.trial_memory_mb > 0, "tuner.trial_memory_mb: must be > 0"),
         (s.pruner != "threshold" or s.threshold_lower is not None,
          "tuner.threshold_lower: the threshold pruner needs a lower bound"),
         (bool(s.study_name), "tuner.study_name: must not be empty"),

@@ -152,6 +152,7 @@ class Driver:
             configs.append(c)
         return {"trial": trial.number, "configs": configs, "run_dir": run_dir,
                 "report_every": self.s.report_every, "aggregation": self.s.aggregation,
+                "memory_mb": self.s.trial_memory_mb,
                 "log_path": os.path.join(run_dir, "trial.log"),
                 "wandb": trial_meta(self.s.study_name, trial.number, trial.params)}
 

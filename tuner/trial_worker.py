@@ -83,6 +83,17 @@ def _seed_meta(spec: dict[str, Any], cfg: dict[str, Any], i: int) -> dict[str, A
     return {**meta, "name": f"{meta['name']} seed={cfg['seed']}", "seed_index": i}
 
 
+def _limit_memory(extra_mb: int) -> None:
+    """Cap this process's address space at its current size plus ``extra_mb``: a trial that needs
+    more gets a MemoryError (reported, trial FAIL) instead of pushing the machine into the OOM killer."""
+    import resource
+
+    with open("/proc/self/statm") as f:
+        current = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    limit = current + extra_mb * 2**20
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
 def main(conn: Any, spec: dict[str, Any]) -> None:
     """Process entry point."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -97,6 +108,8 @@ def main(conn: Any, spec: dict[str, Any]) -> None:
         from .wandb_logger import set_process_meta
 
         set_process_meta(spec["wandb"])
+    if spec.get("memory_mb"):
+        _limit_memory(int(spec["memory_mb"]))
     try:
         conn.send(("result", _run(conn, spec)))
     except BaseException as exc:  # noqa: BLE001 - everything is reported to the driver

@@ -135,9 +135,12 @@ class NoteOptunaSweeper(Sweeper):
         OmegaConf.save(cfg, os.path.join(run_dir, "config.yaml"))
         plain = OmegaConf.to_container(cfg, resolve=True)
         plain["logger"]["p"] = 0
+        from tuner.wandb_logger import trial_meta  # wandb itself is imported only by logging runs
+
         spec = {"trial": trial.number, "configs": [plain], "run_dir": run_dir,
                 "report_every": self.conf.report_every, "aggregation": "mean",
-                "log_path": os.path.join(run_dir, "trial.log")}
+                "log_path": os.path.join(run_dir, "trial.log"),
+                "wandb": trial_meta(trial.study.study_name, trial.number, trial.params)}
         sup.launch(trial, TrialProcess(spec, context_for(plain["backend"]["name"], self.conf.preload)))
 
     def _write_results(self, study: "optuna.Study", sweep_dir: str) -> dict[str, Any]:

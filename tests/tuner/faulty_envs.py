@@ -7,6 +7,7 @@ import signal
 import time
 
 import gymnasium as gym
+import numpy as np
 from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 
 
@@ -42,6 +43,13 @@ class Hang(_Faulty):
         time.sleep(3600)
 
 
+class Hog(_Faulty):
+    """Asks for 4 GiB at once (a trial that would run the machine out of memory)."""
+
+    def fault(self) -> None:
+        self.hog = np.ones(2**29)
+
+
 class NaNReward(CartPoleEnv):
     def step(self, action):
         obs, _, terminated, truncated, info = super().step(action)
@@ -57,7 +65,7 @@ class Slow(CartPoleEnv):
 
 
 for name, cls in (("Crash", Crash), ("Segfault", Segfault), ("Hang", Hang), ("NaNReward", NaNReward),
-                  ("Slow", Slow)):
+                  ("Slow", Slow), ("Hog", Hog)):
     if f"{name}-v0" not in gym.registry:
         gym.register(f"{name}-v0", entry_point=f"tests.tuner.faulty_envs:{cls.__name__}", max_episode_steps=500)
 

@@ -121,6 +121,18 @@ def test_opt_finder_picks_the_optimizer_that_learns(tmp_path) -> None:
     assert [t.params["candidate"] for t in study.trials] == [0, 1]
 
 
+def test_opt_finder_keras_agent(tmp_path) -> None:
+    import keras
+
+    from note_rl.opt_finder import OptFinder
+
+    agent = _corridor_ppo("tf")
+    finder = OptFinder(agent, [keras.optimizers.SGD(1e-9), keras.optimizers.Adam(3e-3)])
+    best = finder.find(pool_network=False, episodes=150, study_dir=str(tmp_path / "optk"), study_name="optk")
+    assert finder.best_index == 1 and best is finder.optimizers[1]
+    assert len({row["initial_weights_sha256"] for row in finder.table}) == 1
+
+
 def test_parallel_finder_runs_concurrently_and_picks_by_reward_and_loss(tmp_path) -> None:
     import torch
 
@@ -160,6 +172,11 @@ def test_finders_from_the_config(tmp_path) -> None:
     (study,) = _journal(tmp_path / "studies" / "dqn_CartPole-v1")
     low, high = json.loads((lr_dir / "lr_finder.json").read_text())["interval"]
     assert low * 0.99 <= study.trials[0].params["optimizer.lr"] <= high * 1.01
+
+    run_app(["tuner=lr_finder", "backend=tf", "tuner.study_name=lr_tf", "tuner.N=60", "tuner.episodes=30", *TINY],
+            cwd=str(tmp_path))
+    lr_tf = json.loads((tmp_path / "studies" / "lr_tf" / "lr_finder.json").read_text())
+    assert len(lr_tf["lrs"]) == 61 and abs(lr_tf["lrs"][-1] - 1.0) < 1e-9
 
     run_app(["tuner=opt_finder", "tuner.optimizers=[adam,sgd]", "tuner.episodes=3", *TINY], cwd=str(tmp_path))
     opt = json.loads((tmp_path / "studies" / "opt_finder_dqn_CartPole-v1" / "opt_finder.json").read_text())

@@ -19,14 +19,14 @@ def _load(study_dir, name):
 
 
 def test_outcomes_complete_and_each_failure_mode(tmp_path) -> None:
-    envs = "choice(CartPole-v1, Crash-v0, Segfault-v0, Hang-v0, NaNReward-v0)"
+    envs = "choice(CartPole-v1, Crash-v0, Segfault-v0, Hang-v0, NaNReward-v0, Hog-v0)"
     out = run_app(["tuner=optuna", "tuner.study_name=outcomes", "search=none", f"+search.values.env.id='{envs}'",
-                   FAULTY, "tuner.sampler=grid", "tuner.n_trials=5", "tuner.max_total_trials=5",
-                   "tuner.max_failures=10", "tuner.trial_timeout=40", "tuner.pruner=none", *TINY],
-                  cwd=str(tmp_path))
+                   FAULTY, "tuner.sampler=grid", "tuner.n_trials=6", "tuner.max_total_trials=6",
+                   "tuner.max_failures=10", "tuner.trial_timeout=40", "tuner.trial_memory_mb=1024",
+                   "tuner.pruner=none", *TINY], cwd=str(tmp_path))
     study = _load(tmp_path / "studies" / "outcomes", "outcomes")
     by_env = {t.params["env.id"]: t for t in study.trials}
-    assert sorted(by_env) == ["CartPole-v1", "Crash-v0", "Hang-v0", "NaNReward-v0", "Segfault-v0"]
+    assert sorted(by_env) == ["CartPole-v1", "Crash-v0", "Hang-v0", "Hog-v0", "NaNReward-v0", "Segfault-v0"]
     assert by_env["CartPole-v1"].state == TrialState.COMPLETE and by_env["CartPole-v1"].value > 0
     reasons = {env: t.user_attrs.get("fail_reason", "") for env, t in by_env.items()}
     assert all(by_env[e].state == TrialState.FAIL for e in reasons if e != "CartPole-v1")
@@ -34,8 +34,9 @@ def test_outcomes_complete_and_each_failure_mode(tmp_path) -> None:
     assert "SIGSEGV" in reasons["Segfault-v0"]
     assert reasons["Hang-v0"].startswith("timeout")
     assert "non-finite" in reasons["NaNReward-v0"] or "nan" in reasons["NaNReward-v0"].lower()
+    assert reasons["Hog-v0"].startswith("MemoryError")  # trial_memory_mb stopped it, the study went on
     summary = json.loads((tmp_path / "studies" / "outcomes" / "study.json").read_text())
-    assert (summary["n_complete"], summary["n_failed"], summary["n_pruned"]) == (1, 4, 0)
+    assert (summary["n_complete"], summary["n_failed"], summary["n_pruned"]) == (1, 5, 0)
     assert summary["best_params"] == {"env.id": "CartPole-v1"}
     best_run = by_env["CartPole-v1"].user_attrs["run_dir"]
     result = json.loads(open(os.path.join(best_run, "result.json")).read())
@@ -64,3 +65,13 @@ def test_pruned_trial_stops_mid_training_and_best_config_reruns(tmp_path) -> Non
     assert len(rerun) == 1
     cfg = json.loads(rerun[0].read_text())["config"]
     assert cfg["agent"]["gamma"] == best["best_params"]["agent.gamma"]
+
+
+def test_sqlite_storage_is_accepted(tmp_path) -> None:
+    url = f"sqlite:///{tmp_path / 'tuning.db'}"
+    run_app(["tuner=optuna", "tuner.study_name=lite", f"tuner.storage='{url}'", "tuner.n_trials=2",
+             "tuner.pruner=none", "search=none", "+search.values.agent.gamma='choice(0.9, 0.99)'", *TINY],
+            cwd=str(tmp_path))
+    study = optuna.load_study(study_name="lite", storage=url)
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 2
+    assert json.loads((tmp_path / "studies" / "lite" / "study.json").read_text())["storage"] == url
