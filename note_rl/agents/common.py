@@ -10,7 +10,7 @@ import numpy as np
 
 from ..utils import log_softmax
 
-__all__ = ["hidden_sizes", "make_env", "init_mlp", "MLPActor", "LiveActor"]
+__all__ = ["hidden_sizes", "make_env", "init_mlp", "MLPActor", "LiveActor", "SeededInit"]
 
 
 ACTIVATIONS = ("relu", "tanh")
@@ -59,6 +59,33 @@ def _orthogonal(rows: int, cols: int, rng: np.random.Generator) -> np.ndarray:
     q, r = np.linalg.qr(a)
     q *= np.sign(np.diag(r))  # make the decomposition unique (Saxe et al. 2013)
     return q if rows >= cols else q.T
+
+
+class SeededInit:
+    """``set(seed=s)`` on a built-in agent re-draws its starting weights from ``s``.
+
+    The agents draw their initial weights with numpy (:func:`init_mlp`), not with the framework's
+    generator, so seeding the framework alone would not make them reproducible.  As long as the
+    agent has taken no gradient step (``batch_counter == 0``) and no weights were loaded into it
+    (``restore`` / ``restore_param``), ``apply_seed(s)`` assigns every network (target and old-policy
+    copies included) the weights the constructor would have drawn with ``seed=s``, in place, so an
+    optimizer built on ``self.param`` beforehand keeps working.  Later calls only reseed the rest.
+    """
+
+    def initial_weights(self, seed: int | None) -> tuple[list[np.ndarray], ...]:  # pragma: no cover
+        """Starting weights of each network group drawn from ``seed``."""
+        raise NotImplementedError
+
+    def load_initial_weights(self, *weights: list[np.ndarray]) -> None:  # pragma: no cover
+        """Assign the arrays of :meth:`initial_weights` to the networks (per backend)."""
+        raise NotImplementedError
+
+    def apply_seed(self, seed: int) -> None:
+        super().apply_seed(seed)  # type: ignore[misc]
+        self._rng = None  # the rollout sampler restarts from the new seed
+        if self.batch_counter == 0 and not getattr(self, "_weights_loaded", False):
+            self.load_initial_weights(*self.initial_weights(seed))
+            self._actor = self._critic_actor = None  # numpy copies re-read the new weights
 
 
 class MLPActor:

@@ -7,19 +7,22 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .common import ACTIVATIONS, LiveActor, MLPActor, hidden_sizes, init_mlp, make_env
+from .common import ACTIVATIONS, LiveActor, MLPActor, SeededInit, hidden_sizes, init_mlp, make_env
 
 __all__ = ["DQNMixin"]
 
 
-class DQNMixin:
+class DQNMixin(SeededInit):
     """Shared by ``note_rl.agents.torch.DQN`` and ``note_rl.agents.keras.DQN``.
 
     The loss is ``mean(w * l(Q(s, a) - y))`` with ``y = r + gamma**n * Q_target(s', argmax_a'
     Q(s', a')) * (1 - done)`` (double DQN; ``double=False`` uses ``max Q_target``), ``l`` the
     squared error or the Huber loss, ``w`` importance weights (1 without ``beta``) and ``n`` the
-    ``num_steps`` of n-step returns.  ``update_param()`` moves the target network towards the
-    online one by ``tau`` (1.0 = hard copy, Note_rl's behaviour).
+    ``num_steps`` of n-step returns (every stored non-terminal item spans exactly ``n`` steps:
+    windows cut short by a time limit are not stored, see :mod:`note_rl.buffers.nstep`).
+    ``update_param()`` moves the target network towards the online one by ``tau`` (1.0 = hard
+    copy, Note_rl's behaviour).  ``set(seed=s)`` before the
+    first gradient step re-draws both networks from ``s`` (see :class:`SeededInit`).
     """
 
     def _setup_dqn(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
@@ -41,8 +44,13 @@ class DQNMixin:
         self.loss_type = loss
         self.double = bool(double)
         self.env = make_env(env)
-        return init_mlp([self.state_dim, *self.hidden, self.action_dim], np.random.default_rng(seed),
-                        1.0 if ortho_init else None)
+        self.ortho_init = bool(ortho_init)
+        return self.initial_weights(seed)[0]
+
+    def initial_weights(self, seed: int | None) -> tuple[list[np.ndarray]]:
+        """``(q_weights,)`` drawn from ``seed``; the target network starts as a copy."""
+        sizes = [self.state_dim, *self.hidden, self.action_dim]
+        return (init_mlp(sizes, np.random.default_rng(seed), 1.0 if self.ortho_init else None),)
 
     def q_weights(self) -> list[np.ndarray]:  # pragma: no cover - implemented per backend
         raise NotImplementedError

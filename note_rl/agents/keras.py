@@ -71,6 +71,10 @@ class DQN(DQNMixin, RL):
     def q_weights(self) -> list[np.ndarray]:
         return _numpy_weights(self.q_net)
 
+    def load_initial_weights(self, q: list[np.ndarray]) -> None:
+        for net in (self.q_net, self.target_q_net):
+            net.set_weights(q)  # assigns the existing variables: self.param stays valid
+
     def action(self, s: tf.Tensor) -> tf.Tensor:
         return self.q_net(s)
 
@@ -120,6 +124,10 @@ class PPO(PPOMixin, RL):
     def actor_weights(self, old: bool = False) -> list[np.ndarray]:
         return _numpy_weights(self.actor_old if old else self.actor)
 
+    def load_initial_weights(self, actor: list[np.ndarray], critic: list[np.ndarray]) -> None:
+        for net, weights in ((self.actor, actor), (self.actor_old, actor), (self.critic, critic)):
+            net.set_weights(weights)
+
     def critic_weights(self) -> list[np.ndarray]:
         return _numpy_weights(self.critic)
 
@@ -144,7 +152,7 @@ class PPO(PPOMixin, RL):
         logp_old = tf.stop_gradient(_pick(tf.nn.log_softmax(self.actor_old(s), axis=-1), a))
         v_next = tf.stop_gradient(self.critic(next_s)[:, 0])
         v = self.critic(s)[:, 0]
-        td = r + self.gamma * v_next * (1.0 - d) - v
+        td = r + self.gamma ** float(self.num_steps or 1) * v_next * (1.0 - d) - v  # n-step bootstrap
         policy_loss, ratio = self._surrogate(logp, logp_old, tf.stop_gradient(td))
         if self.PR:
             self.prioritized_replay.update(tf.stop_gradient(td), tf.stop_gradient(ratio))

@@ -3,9 +3,10 @@
 Two ways to train, chosen by ``n_steps``:
 
 * ``n_steps=None`` (Note_rl style): transitions go to the replay buffer, the advantage is the
-  one-step TD error ``r + gamma * V(s') * (1 - d) - V(s)``, the ratio is taken against
-  ``actor_old`` (synchronised by ``update_param()``, i.e. every ``update_steps`` / ``update_batches``),
-  which also acts.  Works with ``PR=True`` (score from TD and ratio) and ``pool_network=True``.
+  TD error ``r + gamma**n * V(s') * (1 - d) - V(s)`` (``n = num_steps``, 1 without n-step
+  returns), the ratio is taken against ``actor_old`` (synchronised by ``update_param()``, i.e.
+  every ``update_steps`` / ``update_batches``), which also acts.  Works with ``PR=True`` (score
+  from TD and ratio) and ``pool_network=True``.
 * ``n_steps=k``: on-policy rollouts of ``k`` steps in ``n_envs`` vectorised envs, GAE(``lam``),
   ``n_epochs`` passes of mini-batches of ``batch``, advantages normalised per mini-batch, value loss
   weighted by ``vf_coef``, optional gradient-norm clip ``max_grad_norm`` and linear decay of the
@@ -22,13 +23,14 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..utils import log_softmax
-from .common import ACTIVATIONS, LiveActor, MLPActor, hidden_sizes, init_mlp, make_env
+from .common import ACTIVATIONS, LiveActor, MLPActor, SeededInit, hidden_sizes, init_mlp, make_env
 
 __all__ = ["PPOMixin"]
 
 
-class PPOMixin:
-    """Shared by ``note_rl.agents.torch.PPO`` and ``note_rl.agents.keras.PPO``."""
+class PPOMixin(SeededInit):
+    """Shared by ``note_rl.agents.torch.PPO`` and ``note_rl.agents.keras.PPO``.  ``set(seed=s)``
+    before the first gradient step re-draws the networks from ``s`` (see :class:`SeededInit`)."""
 
     def _setup_ppo(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
                    clip: float, entropy_coef: float, gamma: float, lam: float,
@@ -63,10 +65,16 @@ class PPOMixin:
         self.env = make_env(env)
         self.PPO = self.n_steps is None  # replay mode scores PR items by TD and ratio
         self._initial_lrs: list[float] | None = None
+        self.ortho_init = bool(ortho_init)
+        return self.initial_weights(seed)
+
+    def initial_weights(self, seed: int | None) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """``(actor, critic)`` weights drawn from ``seed``; ``actor_old`` starts as the actor."""
         rng = np.random.default_rng(seed)
+        ortho = self.ortho_init
         # SB3's ortho_init gains: 0.01 for the policy head, 1 for the value head
-        actor = init_mlp([self.state_dim, *self.hidden, self.action_dim], rng, 0.01 if ortho_init else None)
-        critic = init_mlp([self.state_dim, *self.hidden, 1], rng, 1.0 if ortho_init else None)
+        actor = init_mlp([self.state_dim, *self.hidden, self.action_dim], rng, 0.01 if ortho else None)
+        critic = init_mlp([self.state_dim, *self.hidden, 1], rng, 1.0 if ortho else None)
         return actor, critic
 
     # per backend: numpy copies of the networks' weights

@@ -71,7 +71,8 @@ class DQN(DQNMixin, RL_pytorch):
     :param loss: ``"mse"`` or ``"huber"``
     :param double: double-DQN target (else max over the target network)
     :param env: env instance or gymnasium id (default ``CartPole-v1``)
-    :param seed: seeds the initial weights and, through ``set(seed=...)``, everything else
+    :param seed: same as ``set(seed=seed)`` right after construction: the initial weights and
+        everything else (without it, ``set(seed=...)`` before training re-draws the weights)
     """
 
     def __init__(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
@@ -90,6 +91,10 @@ class DQN(DQNMixin, RL_pytorch):
 
     def q_weights(self) -> list[np.ndarray]:
         return self.q_net.numpy_weights()
+
+    def load_initial_weights(self, q: list[np.ndarray]) -> None:
+        for net in (self.q_net, self.target_q_net):
+            self.backend.set_weights(list(net.parameters()), q)
 
     def action(self, s: torch.Tensor) -> torch.Tensor:
         return self.q_net(s)
@@ -132,7 +137,8 @@ class PPO(PPOMixin, RL_pytorch):
     :param max_grad_norm: clip the global gradient norm (``None``: no clipping)
     :param linear_decay: decay lr and clip linearly to 0 over ``train(steps=...)``
     :param env: env instance or gymnasium id (default ``CartPole-v1``)
-    :param seed: seeds the initial weights and, through ``set(seed=...)``, everything else
+    :param seed: same as ``set(seed=seed)`` right after construction: the initial weights and
+        everything else (without it, ``set(seed=...)`` before training re-draws the weights)
     """
 
     def __init__(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
@@ -157,6 +163,10 @@ class PPO(PPOMixin, RL_pytorch):
 
     def actor_weights(self, old: bool = False) -> list[np.ndarray]:
         return (self.actor_old if old else self.actor).numpy_weights()
+
+    def load_initial_weights(self, actor: list[np.ndarray], critic: list[np.ndarray]) -> None:
+        for net, weights in ((self.actor, actor), (self.actor_old, actor), (self.critic, critic)):
+            self.backend.set_weights(list(net.parameters()), weights)
 
     def critic_weights(self) -> list[np.ndarray]:
         return self.critic.numpy_weights()
@@ -185,7 +195,7 @@ class PPO(PPOMixin, RL_pytorch):
             logp_old = torch.log_softmax(self.actor_old(s), dim=-1).gather(1, a).squeeze(1)
             v_next = self.critic(next_s)[:, 0]
         v = self.critic(s)[:, 0]
-        td = r + self.gamma * v_next * (1.0 - d) - v
+        td = r + self.gamma ** (self.num_steps or 1) * v_next * (1.0 - d) - v  # n-step bootstrap
         policy_loss, ratio = self._surrogate(logp, logp_old, td.detach())
         if self.PR:
             self.prioritized_replay.update(td.detach(), ratio.detach())

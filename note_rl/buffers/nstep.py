@@ -2,10 +2,19 @@
 
 An :class:`NStepAccumulator` turns the one-step stream of one environment into transitions
 ``(s_t, a_t, s_{t+k}, R, d)`` with ``R = sum_{i<k} gamma**i * r_{t+i}`` and ``k = n`` while the episode
-runs.  When the episode ends every pending start state is flushed with the shorter remainder
-(``k < n``) and the terminal flag, so no reward is lost and nothing crosses an episode boundary.
+runs.  When the episode *terminates*, every pending start state is flushed with the shorter
+remainder (``k < n``) and ``d = 1``, so no reward is lost and nothing crosses an episode boundary.
 Note_rl's own n-step bookkeeping kept the first ``next_state`` and ``done`` of each window; this
 one stores the state reached after the ``k`` steps.
+
+When the episode is *truncated* (time limit), the pending windows with ``k < n`` are dropped.
+Why: such a transition must bootstrap with ``gamma**k * Q(s_{t+k})``, but the five stored fields
+(and the custom-agent loss ``__call__(s, a, next_s, r, d)``) cannot say ``k``; the built-in DQN
+target uses ``gamma**num_steps`` for every non-terminal item.  Dropping them keeps every stored
+transition exact (``k = n`` when ``d = 0``; no bootstrap when ``d = 1``) in single-process and pool
+collection alike, at the cost of the last ``n - 1`` start states of a truncated episode.  (Keeping
+them would need a sixth "steps" field carried through the buffer, the pool workers and the
+learner into the loss.)
 """
 
 from __future__ import annotations
@@ -46,7 +55,9 @@ class NStepAccumulator:
             s, a, _ = self.window[0]
             out.append((s, a, next_state, self._discounted(), float(terminated)))
             self.window.popleft()
-        if episode_end:
+        if episode_end and not terminated:
+            self.window.clear()  # truncated: k < n windows cannot bootstrap with gamma**n (see above)
+        elif episode_end:
             while self.window:
                 s, a, _ = self.window[0]
                 out.append((s, a, next_state, self._discounted(), float(terminated)))

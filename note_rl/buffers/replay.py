@@ -127,6 +127,8 @@ class ReplayBuffer:
         """Store ``len(state)`` transitions in ``segment``; returns the slot indices written."""
         arrays = {"state": state, "action": action, "next_state": next_state,
                   "reward": reward, "done": done}
+        if len(state) == 0:  # e.g. an n-step episode truncated before its first full window
+            return np.empty(0, dtype=np.int64)
         if not self.data:
             self._allocate(arrays)
         n = len(state)

@@ -73,7 +73,8 @@ class RLBase(AdjusterMixin):
         self.callbacks: list[Any] = []
         self.stop_training = False
         self.jit_compile = True
-        self.episode_seed: int | None = None
+        self.episode_seed: int | None = None  # seed of the next env reset, see reset_seed()
+        self._weights_loaded = False  # restore()/restore_param(): set(seed) keeps these weights
         self._pending_optimizer_state: Any = None
         self._init_adjusters()
 
@@ -112,6 +113,11 @@ class RLBase(AdjusterMixin):
             agent's own ``alpha`` (e.g. an entropy coefficient, as Note_rl's PPO examples had)
         :param beta: importance-sampling exponent; ``None`` (default) gives no IS weights
         :param seed: seeds the framework, policies, noise, sampling and the first env reset
+            (later episodes continue the env's generator).  A built-in agent that has not
+            trained yet also re-draws its starting weights from it.  A custom subclass builds its
+            networks itself: the framework generator (``torch.manual_seed`` /
+            ``keras.utils.set_random_seed``) is seeded here, so networks built *after*
+            ``set(seed=...)`` are reproducible; networks built before keep their weights
         :param train_freq: environment steps between training rounds (default 1)
         :param learning_starts: transitions stored before training starts (default ``batch``)
         :param HER, MARL, IRL: accepted for compatibility; not implemented yet
@@ -133,7 +139,8 @@ class RLBase(AdjusterMixin):
             self._seed_exploration(self.seed)  # a policy given after the seed is seeded too
 
     def apply_seed(self, seed: int) -> None:
-        """Seed the framework, policies, noise, the replay sampler and the next env reset."""
+        """Seed the framework, policies, noise, the replay sampler and the next env reset
+        (built-in agents extend it to re-draw untrained weights, see ``agents.common.SeededInit``)."""
         self.seed = seed
         self.backend.seed(seed)
         self._seed_exploration(seed)
@@ -194,11 +201,20 @@ class RLBase(AdjusterMixin):
             return int(np.argmax(output))
         return output
 
+    def reset_seed(self) -> int | None:
+        """Seed for the next env reset: the ``set(seed=...)`` value the first time after seeding,
+        then ``None`` so that later episodes continue the env's own generator.  (Note_rl reset
+        every episode with ``self.seed``, so all episodes started from the same state.)  Every
+        reset in the training loop and in :meth:`env_` takes its seed from here."""
+        seed, self.episode_seed = self.episode_seed, None
+        return seed
+
     def env_(self, a: Any = None, initial: bool | None = None, p: int | None = None) -> Any:
-        """Note_rl helper: reset (``initial=True``) or step the (``p``-th) env."""
+        """Note_rl helper: reset (``initial=True``; seeded as :meth:`reset_seed` says) or step
+        the (``p``-th) env; a step returns ``(next_state, reward, terminated or truncated)``."""
         env = _pick(self.env, p)
         if initial:
-            return env.reset(seed=self.seed)[0]
+            return env.reset(seed=self.reset_seed())[0]
         next_state, reward, terminated, truncated, _ = env.step(a)
         return next_state, reward, terminated or truncated
 
@@ -246,13 +262,16 @@ class RLBase(AdjusterMixin):
         """Load a :meth:`save` file; the optimizer state goes into ``optimizer`` (or
         ``self.optimizer``, or the first optimizer passed to ``train``)."""
         checkpoint.restore_agent(self, path, optimizer)
+        self._weights_loaded = True
 
     def save_param(self, path: str | None = None) -> str:
         """Weights only."""
         return checkpoint.save_agent(self, path or self.path, full=False)
 
     def restore_param(self, path: str) -> None:
+        """Load the weights of a :meth:`save` or :meth:`save_param` file."""
         checkpoint.restore_params(self, path)
+        self._weights_loaded = True
 
     # -- plots (see plots.py) ----------------------------------------------------------------
     def visualize_reward(self, path: str | None = None) -> str | None:
@@ -271,7 +290,9 @@ class RLBase(AdjusterMixin):
 
     def animate_agent(self, max_steps: int, mode: str = "rgb_array", save_path: str | None = None,
                       fps: int | None = None, writer: str | None = None) -> str:
-        return plots.animate_agent(self, max_steps, save_path, fps)
+        """Record one greedy episode to ``save_path`` (``.gif``, or ``.mp4`` with ffmpeg); see
+        :func:`note_rl.core.plots.animate_agent`."""
+        return plots.animate_agent(self, max_steps, save_path, fps, mode=mode, writer=writer)
 
 
 def _param_refs(agent: Any) -> Any:

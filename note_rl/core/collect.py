@@ -88,8 +88,7 @@ class EpisodeCollector:
 
     def _reset(self) -> np.ndarray:
         agent = self.agent
-        state, _ = self.env.reset(seed=agent.episode_seed)
-        agent.episode_seed = None  # only the first episode is reset with the seed
+        state, _ = self.env.reset(seed=agent.reset_seed())  # only the first reset after set(seed)
         for noise in (agent.noise if isinstance(agent.noise, (list, tuple)) else [agent.noise]):
             if noise is not None:
                 noise.reset_states()
@@ -140,8 +139,7 @@ class RolloutCollector:
         self.trainer = trainer
         env = agent.env[0] if isinstance(agent.env, (list, tuple)) else agent.env
         self.runner = RolloutRunner(make_vec_env(EnvFactory(env), agent.n_envs), agent.rollout_act,
-                                    agent.rollout_values, seed=agent.episode_seed)
-        agent.episode_seed = None
+                                    agent.rollout_values, seed=agent.reset_seed())
         self.rng = np.random.default_rng(None if agent.seed is None else agent.seed + 11)
 
     def run_unit(self) -> None:

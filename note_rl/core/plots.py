@@ -1,8 +1,10 @@
-"""Training curves and agent replays (matplotlib; PNG/GIF files when there is no display)."""
+"""Training curves and agent replays (matplotlib; PNG files when there is no display; replays
+as GIF, or MP4 when ffmpeg is installed)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 from typing import Any, Sequence
 
 import numpy as np
@@ -78,12 +80,41 @@ def _discrete(env: Any) -> bool:
     return isinstance(env.action_space, gym.spaces.Discrete)
 
 
-def animate_agent(agent: Any, max_steps: int, save_path: str | None = None, fps: int | None = None) -> str:
-    """Record one greedy episode from ``rgb_array`` frames into a GIF (``save_path``, default
-    ``agent.gif``); returns the file path."""
-    import gymnasium as gym
-    from PIL import Image
+ANIMATION_MODES = ("rgb_array",)
+_WRITERS = {".gif": "pillow", ".mp4": "ffmpeg"}
 
+
+def _animation_target(save_path: str | None, mode: str, writer: str | None) -> tuple[str, str]:
+    """Check the arguments before the episode runs; returns ``(path, writer)``."""
+    if mode not in ANIMATION_MODES:
+        raise ValueError(f"animate_agent(mode={mode!r}): only 'rgb_array' is supported "
+                         "(frames are recorded from env.render())")
+    path = save_path or "agent.gif"
+    ext = os.path.splitext(path)[1].lower()
+    if ext not in _WRITERS:
+        raise ValueError(f"animate_agent(save_path={path!r}): use a .gif or .mp4 file")
+    if writer is not None and writer != _WRITERS[ext]:
+        raise ValueError(f"animate_agent(writer={writer!r}): {ext} files are written with "
+                         f"writer={_WRITERS[ext]!r} (or writer=None)")
+    if ext == ".mp4" and shutil.which("ffmpeg") is None:
+        raise RuntimeError(f"animate_agent: writing {path} needs ffmpeg on PATH (not found); "
+                           "install ffmpeg or save a .gif")
+    return path, _WRITERS[ext]
+
+
+def animate_agent(agent: Any, max_steps: int, save_path: str | None = None, fps: int | None = None,
+                  mode: str = "rgb_array", writer: str | None = None) -> str:
+    """Record one greedy episode from ``rgb_array`` frames and return the file path.
+
+    :param save_path: ``.gif`` (Pillow; default ``agent.gif``) or ``.mp4`` (matplotlib's
+        ``FFMpegWriter``; needs ``ffmpeg`` on ``PATH``, checked before the episode runs)
+    :param fps: frames per second (default: the env's ``render_fps``, else 30)
+    :param mode: render mode; only ``"rgb_array"`` (Note_rl's default) can be recorded
+    :param writer: ``None`` (chosen from the extension), ``"pillow"`` (GIF) or ``"ffmpeg"`` (MP4)
+    """
+    import gymnasium as gym
+
+    path, writer = _animation_target(save_path, mode, writer)
     base = agent.env[0] if isinstance(agent.env, (list, tuple)) else agent.env
     if getattr(base, "render_mode", None) == "rgb_array":
         env = base
@@ -96,18 +127,46 @@ def animate_agent(agent: Any, max_steps: int, save_path: str | None = None, fps:
     total = 0.0
     steps = 0
     for steps in range(1, max_steps + 1):
-        frames.append(Image.fromarray(env.render()))
+        frames.append(np.asarray(env.render()))
         output = agent.act_output(np.asarray(state, dtype=np.float32)[None])[0]
         action = int(np.argmax(output)) if _discrete(env) else output
         state, reward, terminated, truncated, _ = env.step(action)
         total += float(reward)
         if terminated or truncated:
             break
-    frames.append(Image.fromarray(env.render()))
-    path = save_path or "agent.gif"
-    duration = int(1000 / (fps or env.metadata.get("render_fps", 30)))
-    frames[0].save(path, save_all=True, append_images=frames[1:], duration=duration, loop=0)
+    frames.append(np.asarray(env.render()))
+    fps = fps or env.metadata.get("render_fps") or 30
+    if writer == "pillow":
+        _write_gif(frames, path, fps)
+    else:
+        _write_mp4(frames, path, fps)
     print(f"steps:{steps}   reward:{total}")
     if env is not base:
         env.close()
     return path
+
+
+def _write_gif(frames: list[np.ndarray], path: str, fps: int) -> None:
+    from PIL import Image
+
+    images = [Image.fromarray(f) for f in frames]
+    images[0].save(path, save_all=True, append_images=images[1:], duration=int(1000 / fps), loop=0)
+
+
+def _write_mp4(frames: list[np.ndarray], path: str, fps: int) -> None:
+    from matplotlib.animation import FFMpegWriter
+
+    plt = _pyplot()
+    height, width = frames[0].shape[:2]
+    fig = plt.figure(figsize=(width / 100, height / 100), dpi=100)
+    ax = fig.add_axes((0.0, 0.0, 1.0, 1.0))
+    ax.axis("off")
+    image = ax.imshow(frames[0])
+    movie = FFMpegWriter(fps=fps)
+    try:
+        with movie.saving(fig, path, dpi=100):
+            for frame in frames:
+                image.set_data(frame)
+                movie.grab_frame()
+    finally:
+        plt.close(fig)

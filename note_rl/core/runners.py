@@ -65,10 +65,18 @@ class EpisodeRunner:
             if end:
                 break
             state = next_state
-        return _stack(rows), total, steps
+        return _stack(rows, self.env), total, steps
 
 
-def _stack(rows: list[tuple[Any, ...]]) -> dict[str, np.ndarray]:
+def _stack(rows: list[tuple[Any, ...]], env: Any) -> dict[str, np.ndarray]:
+    if not rows:
+        # n-step returns store nothing for an episode truncated in fewer than n steps; the arrays
+        # still need the field shapes, so that a worker can concatenate them with its other episodes
+        obs = env.observation_space
+        act = env.action_space
+        return {"state": np.zeros((0, *obs.shape), np.float32), "action": np.zeros((0, *act.shape), act.dtype),
+                "next_state": np.zeros((0, *obs.shape), np.float32), "reward": np.zeros(0, np.float32),
+                "done": np.zeros(0, np.float32)}
     s, a, s2, r, d = zip(*rows)
     return {"state": np.asarray(s, dtype=np.float32), "action": np.asarray(a),
             "next_state": np.asarray(s2, dtype=np.float32), "reward": np.asarray(r, dtype=np.float32),

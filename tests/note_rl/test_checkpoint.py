@@ -15,7 +15,7 @@ from tests.conftest import agents_module, make_optimizer, train
 def _agent(backend, init_seed):
     agent = agents_module(backend).DQN(4, 32, 2, seed=init_seed)
     agent.set(policy=EpsGreedyQPolicy(0.2), pool_size=500, batch=16, update_steps=25, PR=True,
-              learning_starts=20, seed=0)
+              learning_starts=20, seed=init_seed)  # set(seed) re-draws untrained weights
     return agent
 
 

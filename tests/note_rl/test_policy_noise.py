@@ -101,3 +101,36 @@ def test_ornstein_uhlenbeck_stationary_variance() -> None:
     nxt = ou.sample()
     ou.set_state(state)
     np.testing.assert_array_equal(ou.sample(), nxt)
+
+
+def test_boltzmann_gumbel_unequal_values() -> None:
+    q = np.array([0.0, 1.0])
+    # with fresh counts (step_counter=0 resets them to 1) beta = C, and argmax(q + C * Gumbel) is
+    # the Gumbel-max trick: P(a) = softmax(q / C)_a, i.e. P(1) = 1 / (1 + exp(-1 / C))
+    for C in (1.0, 2.0):
+        p = policy.BoltzmannGumbelQPolicy(C=C, seed=0)
+        acts = np.array([p.select_action(q, step_counter=0) for _ in range(20000)])
+        assert np.mean(acts == 1) == pytest.approx(1 / (1 + np.exp(-1 / C)), abs=0.01)
+    # counts kept across steps: beta = C / sqrt(N_a) shrinks, so the better action wins even more
+    p = policy.BoltzmannGumbelQPolicy(C=1.0, seed=0)
+    acts = np.array([p.select_action(q, step_counter=i) for i in range(2000)])
+    assert np.mean(acts == 1) > 0.9
+    np.testing.assert_array_equal(p.action_counts, np.bincount(acts, minlength=2) + 1)
+
+
+def test_ornstein_uhlenbeck_annealing_through_sample() -> None:
+    # theta = 0, dt = 1: each sample adds current_sigma * z, so the increments reveal the sigma used
+    ou = noise.OrnsteinUhlenbeckProcess(theta=0.0, mu=0.0, sigma=1.0, dt=1.0, sigma_min=0.2,
+                                        n_steps_annealing=100, seed=3)
+    z = np.random.default_rng(3)
+    x = z.normal(0.0, 1.0, 1)  # the starting point drawn by reset_states() at sigma = 1
+    np.testing.assert_allclose(ou.x_prev, x)
+    for k in range(150):
+        sigma = max(0.2, 1.0 - 0.8 * k / 100)  # 1 -> 0.2 linearly over 100 samples, then 0.2
+        x = x + sigma * z.normal(size=1)
+        np.testing.assert_allclose(ou.sample(), x, rtol=1e-12)
+    assert ou.n_steps == 150 and ou.current_sigma == pytest.approx(0.2)
+    half = noise.OrnsteinUhlenbeckProcess(theta=0.15, sigma=1.0, sigma_min=0.2, n_steps_annealing=100, seed=0)
+    for _ in range(50):
+        half.sample()
+    assert half.current_sigma == pytest.approx(0.6)

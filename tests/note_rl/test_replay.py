@@ -152,3 +152,15 @@ def test_single_adds_store_exactly_what_add_batch_stores() -> None:
         assert one.sizes.tolist() == batch.sizes.tolist() and one.pos.tolist() == batch.pos.tolist()
         if cls is PrioritizedReplayBuffer:
             np.testing.assert_allclose(one.tree.tree, batch.tree.tree)
+
+
+def test_nstep_truncated_episode_stores_only_full_windows() -> None:
+    acc = NStepAccumulator(3, gamma=0.5)
+    out = []
+    for t, r in enumerate([1.0, 2.0, 4.0, 8.0]):  # time limit after the 4th step: truncated
+        out += acc.push(f"s{t}", t, r, f"s{t + 1}", terminated=False, episode_end=(t == 3))
+    # s0 -> 1 + .5*2 + .25*4 = 3 (ends in s3) ; s1 -> 2 + .5*4 + .25*8 = 6 (ends in s4); both not
+    # done, so both bootstrap with gamma**3.  The remainders s2 (k=2) and s3 (k=1) would need
+    # gamma**2 and gamma**1 and are not stored.
+    assert out == [("s0", 0, "s3", 3.0, 0.0), ("s1", 1, "s4", 6.0, 0.0)]
+    assert not acc.window  # nothing leaks into the next episode
