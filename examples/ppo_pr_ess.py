@@ -2,8 +2,9 @@
 
 After every ``update_param()`` the loop asks ``window_size_func(p)`` how many of the oldest items
 to drop: ``adjust_window_size`` keeps about EMA(ESS) items of each buffer segment.  ``adjust_func``
-runs after gradient steps and, with no ``target_ess``, sets the batch to the ESS rounded down to a
-multiple of the initial batch (never below it).  Both backends::
+runs after gradient steps (and, in pool mode, once per collection phase) and, with no
+``target_ess``, sets the batch to the ESS rounded down to a multiple of the initial batch (never
+below it, never above the buffer length).  Both backends::
 
     python examples/ppo_pr_ess.py --backend torch --episodes 200
     python examples/ppo_pr_ess.py --backend tf --episodes 200 --pool 2
@@ -46,11 +47,13 @@ def optimizers(backend: str, agent: Any) -> list[Any]:
 
 
 def main(backend: str = "torch", episodes: int = 200, seed: int = 0, pool: int = 0,
-         update_steps: int = 500, callbacks: list[Any] | None = None) -> Any:
+         update_steps: int = 500, batch: int = 64, callbacks: list[Any] | None = None) -> Any:
+    """Train the agent and return it; ``batch`` is the initial batch (and, by default, the
+    alignment of every later batch)."""
     from note_rl.policy import SoftmaxPolicy
 
     agent = make_agent(backend, seed)
-    agent.set(policy=SoftmaxPolicy(), pool_size=10000, batch=64, update_steps=update_steps, PR=True,
+    agent.set(policy=SoftmaxPolicy(), pool_size=10000, batch=batch, update_steps=update_steps, PR=True,
               seed=seed)
     opts = optimizers(backend, agent)
     kwargs = dict(pool_network=pool > 0, processes=pool or None, window_size=agent.window_size_func,
@@ -68,6 +71,7 @@ if __name__ == "__main__":
     parser.add_argument("--episodes", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--pool", type=int, default=0, help="worker processes (0: single process)")
+    parser.add_argument("--batch", type=int, default=64, help="initial batch (and its alignment)")
     args = parser.parse_args()
-    trained = main(args.backend, args.episodes, args.seed, args.pool)
+    trained = main(args.backend, args.episodes, args.seed, args.pool, batch=args.batch)
     print(f"batch {trained.batch}, buffer {len(trained.buffer)}, last returns {trained.reward_list[-5:]}")

@@ -1,8 +1,9 @@
 """The adjusters: a signal, a target and one :class:`~note_rl.adjusters.rule.Rule` per hyperparameter.
 
 * :class:`ESSAdjuster` (``kind="ess"``): signal = EMA of the effective sample size of the
-  prioritized-replay weights (whole buffer; per-segment values are reported in pool mode), rules in
-  ESS mode, target ``target_ess`` (``None``: only the batch rule runs and the batch follows the ESS).
+  prioritized-replay weights of the whole buffer (per-segment values are reported in pool mode;
+  see the class for why), rules in ESS mode, target ``target_ess`` (``None``: only the batch rule
+  runs and the batch follows the ESS).
 * :class:`GNSAdjuster` (``kind="gns"``): ``num_samples`` mini-batch gradients of the current batch
   size give both Note_rl's gradient variance and McCandlish et al.'s ``B_simple``; rules in noise
   mode.  ``signal="b_simple"`` (default) uses ``E = B_simple / batch``, the noise-to-signal ratio
@@ -190,6 +191,15 @@ class Adjuster:
 
 class ESSAdjuster(Adjuster):
     """ESS mode (Note_rl's ``adjust_batch_size``); see the module docstring.
+
+    Which ESS: the rules use the ESS of the whole buffer, in pool mode too (all segments' weights
+    together), as Note_rl's ``adjust_batch_size`` does (its ``compute_ess`` reads the merged
+    priority arrays).  That is the distribution the gradient steps draw from: a batch is sampled
+    from all segments in proportion to these weights, and the batch, lr, alpha, eps... are single
+    values of the one learner, so they follow the one signal that describes their data.  A
+    segment's ESS only describes one worker's share; it decides that segment's trim in the window
+    rule (:class:`WindowAdjuster`, Note_rl's ``adjust_window_size(p)``) and is reported here as
+    ``ess/<p>`` for monitoring, without entering the EMA or the rules.
 
     :param target_ess: target ESS ``T``; ``None`` lets the batch follow the ESS itself
     """

@@ -15,7 +15,10 @@ Two ways to use adjusters:
 
   The loop calls ``adjust_func()`` after each ``update_param()`` of the ``update_steps`` /
   ``update_batches`` cadence and, with ``PR=True``, also after every gradient step once the buffer
-  holds ``num_updates * batch`` items (Note_rl's ``pool_size_``; both points, as in Note_rl).
+  holds ``num_updates * batch`` items (Note_rl's ``pool_size_``; both points, as in Note_rl).  In
+  pool mode it is also called once per collection phase, after the workers' data is stored and
+  before that phase's training, once the buffer holds ``pool_size_`` items (Note_rl's
+  ``prepare()``).
   ``window_size_func(p)`` (pool) / ``window_size_func()`` decides how many of the oldest items of
   each buffer segment to drop after every ``update_param()`` with ``PR=True``.
 

@@ -16,7 +16,14 @@ scale, bounds, smoothing, alignment) and its state.  With ``d = +1`` or ``-1``:
   ``round(E * scale)`` without a target), clipped to ``[min, max]`` and rounded down to a multiple
   of ``align``, but never below the smallest multiple of ``align`` that is ``>= min`` (Note_rl could
   reach 0).  Defaults: ``min = max(1, batch // 2)`` and ``align = batch`` at the first call (kept in
-  the state, the user's dict is not modified), ``max`` = current buffer length.
+  the state, the user's dict is not modified), ``max`` = current buffer length (at least 1).
+
+  The result always lies in ``[min, max]``: a ``min``/``max``/``align`` triple with no multiple of
+  ``align`` inside ``[min, max]`` is rejected by :func:`check_params`.  Only defaults can still
+  conflict (e.g. batch 64 on a buffer of 20 items: default ``min`` 32 and ``align`` 64 against
+  ``max`` 20); then a default yields to the other bound (the buffer-length ``max`` to an explicit
+  ``min``, a default ``min`` to any ``max``), and if no multiple of ``align`` lies in the range the
+  batch is left unaligned rather than outside its bounds (Note_rl returned 64 for that buffer).
 """
 
 from __future__ import annotations
@@ -57,12 +64,34 @@ def check_params(name: str, kind: str, params: Mapping[str, Any]) -> dict[str, A
         params["scale"] = 1.0 if params.get("scale") is None else params["scale"]
         if params["scale"] <= 0:
             raise ValueError(f"{name}_params['scale'] must be > 0")
-    if kind == BATCH and params.get("align") is not None and params["align"] < 1:
-        raise ValueError(f"{name}_params['align'] must be >= 1")
     lo, hi = params.get("min"), params.get("max")
     if lo is not None and hi is not None and lo > hi:
         raise ValueError(f"{name}_params: min {lo} > max {hi}")
+    if kind == BATCH:
+        _check_batch(name, params)
     return params
+
+
+def _check_batch(name: str, params: Mapping[str, Any]) -> None:
+    """Reject batch bounds no batch can satisfy (checked once, not discovered mid-training)."""
+    for key in ("min", "max"):
+        if params.get(key) is not None and params[key] < 1:
+            raise ValueError(f"{name}_params[{key!r}] must be >= 1, got {params[key]:g}")
+    align = params.get("align")
+    if align is None:
+        return
+    if align < 1 or align != int(align):
+        raise ValueError(f"{name}_params['align'] must be an integer >= 1, got {align:g}")
+    hi = params.get("max")
+    if hi is None:
+        return  # the default max is the buffer length, known only while training
+    lo = math.ceil(params["min"]) if params.get("min") is not None else 1
+    if int(align) * math.ceil(lo / align) > hi:
+        raise ValueError(f"{name}_params: no multiple of align={int(align)} in [{lo:g}, {hi:g}]")
+
+
+def _fmt(x: float | None) -> str:
+    return "None" if x is None else f"{x:g}"
 
 
 class Rule:
@@ -84,12 +113,28 @@ class Rule:
             raise ValueError("direction must be +1 or -1")
         self.name, self.kind, self.direction = name, kind, direction
         self.domain, self.integer = domain, integer
-        self.params = check_params(name, kind, params)
+        self.params = self._checked(params)
         self.state: dict[str, Any] = {}
 
     def configure(self, params: Mapping[str, Any]) -> None:
         """Replace the parameters, keeping the state."""
-        self.params = check_params(self.name, self.kind, params)
+        self.params = self._checked(params)
+
+    def _checked(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """:func:`check_params`, plus: some value of the hyperparameter's range (an integer for
+        integer hyperparameters) lies in ``[min, max]``, so clipping never has to break a bound."""
+        checked = check_params(self.name, self.kind, params)
+        lo, hi = checked.get("min"), checked.get("max")
+        lo_d = self.domain[0] if lo is None else max(lo, self.domain[0])
+        hi_d = self.domain[1] if hi is None else min(hi, self.domain[1])
+        if self.integer:
+            lo_d = max(math.ceil(lo_d), 1) if math.isfinite(lo_d) else 1
+            hi_d = math.floor(hi_d) if math.isfinite(hi_d) else hi_d
+        if lo_d > hi_d:
+            kind = "integer" if self.integer else "value"
+            raise ValueError(f"{self.name}_params: no {kind} in [{_fmt(lo)}, {_fmt(hi)}] within the "
+                             f"range of {self.name} [{_fmt(self.domain[0])}, {_fmt(self.domain[1])}]")
+        return checked
 
     # -- the update --------------------------------------------------------------------------
     def step(self, values: Sequence[float], signal: float, target: float | None,
@@ -128,8 +173,9 @@ class Rule:
             return [float(v) for v in values]  # no usable signal: keep the value
         lo, hi = self.bounds()
         if self.integer:
-            lo = max(lo, 1.0)
-            hi = max(lo, hi)
+            # integral bounds: round() of a value inside them cannot leave them
+            lo = float(max(math.ceil(lo), 1)) if math.isfinite(lo) else 1.0
+            hi = max(lo, float(math.floor(hi)) if math.isfinite(hi) else hi)
         cont = self._continuous(values)
         new = [min(max(c * self.params["scale"] * ratio ** self.direction, lo), hi) for c in cont]
         self.state["value"] = new
@@ -151,20 +197,36 @@ class Rule:
             if target == 0:
                 raise ValueError("batch: the target must not be 0")
             b = round(batch * signal / target * scale)
-        lo = self.params.get("min")
-        if lo is None:
-            lo = self.state.setdefault("min", max(1, batch // 2))
+        lo, hi, align = self._batch_bounds(batch, upper)
+        b = min(max(b, lo), hi)
+        first = align * math.ceil(lo / align)  # smallest multiple of align >= min
+        if first > hi:
+            # only defaults can get here (check_params rejects such explicit triples): the
+            # bounds matter more than the alignment, which is a speed nicety
+            return int(b)
+        # floor(b / align) * align <= b <= hi, and first >= lo: the result stays in [lo, hi]
+        return int(max(align * (b // align), first))
+
+    def _batch_bounds(self, batch: int, upper: float | None) -> tuple[int, float, int]:
+        """Integer ``(min, max, align)`` of the batch rule with ``min <= max`` (see the module
+        docstring for which default yields when the defaults conflict)."""
+        user_lo, user_hi = self.params.get("min"), self.params.get("max")
+        lo = user_lo if user_lo is not None else self.state.setdefault("min", max(1, batch // 2))
         align = self.params.get("align")
         if align is None:
             align = self.state.setdefault("align", batch)
-        hi = self.params.get("max")
-        if hi is None:
-            hi = upper if upper is not None else math.inf
-        lo, align = max(1, int(lo)), max(1, int(align))
-        lo_aligned = align * math.ceil(lo / align)
-        hi_aligned = max(lo_aligned, align * math.floor(hi / align)) if math.isfinite(hi) else math.inf
-        b = min(max(b, lo), hi)
-        return int(min(max(align * math.floor(b / align), lo_aligned), hi_aligned))
+        if user_hi is not None:
+            hi: float = user_hi
+        elif upper is not None:
+            # Note_rl's max(1, len(buffer)); an explicit min is a promise the buffer length does not break
+            hi = max(1, upper, user_lo if user_lo is not None else 1)
+        else:
+            hi = math.inf
+        lo = max(1, math.ceil(lo))
+        if math.isfinite(hi):
+            hi = max(1, math.floor(hi))
+            lo = min(lo, hi)  # a default min (batch // 2) yields to the max
+        return lo, hi, max(1, int(align))
 
     # -- checkpoints -------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

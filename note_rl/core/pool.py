@@ -132,8 +132,7 @@ def _worker_inits(agent: Any, n: int, extra: dict[str, Any]) -> list[dict[str, A
     envs = agent.env if isinstance(agent.env, (list, tuple)) else [agent.env] * n
     if len(envs) < n:
         raise ValueError(f"pool_network with processes={n} needs {n} envs in self.env, got {len(envs)}")
-    seed = agent.episode_seed
-    agent.episode_seed = None
+    seed = agent.reset_seed()
     gamma = getattr(agent, "gamma", None)
     inits = []
     for p in range(n):
@@ -193,6 +192,10 @@ class PoolCollector:
         before = agent.step_counter
         agent.step_counter += steps
         self.cadence.account(steps, before)
+        # Note_rl's prepare(): adjust_func() once per collection phase, after the merge and before
+        # the phase's training, once the pool holds pool_size_ = num_updates * batch items
+        if len(agent.buffer) >= (agent.num_updates or 1) * agent.batch:
+            self.cadence.run_adjust_hook()
         if not self.settings.parallel_store_and_training:
             self.cadence.run_owed()
         self.trainer.end_episode(float(np.mean(returns)))

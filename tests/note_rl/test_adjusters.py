@@ -161,6 +161,63 @@ def test_batch_never_reaches_zero_or_leaves_its_bounds() -> None:
         assert 16 <= b <= 512 and b % 16 == 0
 
 
+@pytest.mark.parametrize("params, message", [
+    ({"min": 40, "max": 50, "align": 32}, "batch_params: no multiple of align=32 in [40, 50]"),
+    ({"max": 20, "align": 32}, "batch_params: no multiple of align=32 in [1, 20]"),
+    ({"min": 0}, "batch_params['min'] must be >= 1, got 0"),
+    ({"align": 2.5}, "batch_params['align'] must be an integer >= 1, got 2.5"),
+])
+def test_impossible_batch_params_are_rejected_when_checked(params, message) -> None:
+    for build in (lambda: _batch_rule(**params),
+                  lambda: make_adjuster({"kind": "ess", "batch_params": params}),
+                  lambda: _rl_with_buffer([1.0] * 8).adjust(batch_params=params)):
+        with pytest.raises(ValueError) as err:
+            build()
+        assert str(err.value) == message
+    # the nearest possible triples are accepted: 32 in [32, 50], 64 in [40, 64]
+    _batch_rule(min=32, max=50, align=32)
+    _batch_rule(min=40, max=64, align=32)
+
+
+@pytest.mark.parametrize("params, batch, signal, target, upper, expected", [
+    # Note_rl and the old rule: 64 for a buffer of 20 items; the default max is the buffer length,
+    # the default min (64 // 2 = 32) yields to it, and no multiple of align=64 fits: unaligned 20
+    ({}, 64, 150, 100, 20, 20),                   # 96 -> 20
+    ({}, 64, 300, None, 20, 20),
+    ({}, 64, 10, None, 20, 20),                   # 10 -> min(32, 20) = 20
+    ({"align": 8}, 64, 150, 100, 20, 20),         # no multiple of 8 in [20, 20]
+    ({"align": 8}, 64, 150, 100, 45, 40),         # 96 -> 45 -> 40 (32 and 40 fit in [32, 45])
+    ({}, 64, 300, None, 100, 64),                 # 300 -> 100 -> 64 (a multiple fits: aligned)
+    # explicit min/max, default align 64 (nothing aligned fits): clipped, never 64
+    ({"min": 40, "max": 50}, 64, 150, 100, 1000, 50),   # 96 -> 50 (the old rule gave 64)
+    ({"min": 40, "max": 50}, 64, 10, 100, 1000, 40),    # 6 -> 40
+    # an explicit min is kept when the buffer is shorter: [40, max(30, 40)] -> 40
+    ({"min": 40, "align": 8}, 64, 10, 100, 30, 40),
+    ({"min": 1, "align": 1}, 8, 300, None, 0, 1),       # empty buffer: max(1, 0) = 1
+])
+def test_batch_stays_within_its_bounds_when_defaults_conflict(params, batch, signal, target, upper,
+                                                             expected) -> None:
+    assert _batch_rule(**params).step([batch], signal, target, upper) == [expected]
+
+
+def test_every_batch_lies_in_its_effective_bounds() -> None:
+    """Sweep: lo <= b <= hi, with hi = max (or the buffer length, raised to an explicit min) and
+    lo = min (default batch // 2) lowered to hi; aligned whenever a multiple of align fits."""
+    cases = [{}, {"align": 16}, {"min": 20}, {"max": 100}, {"min": 20, "max": 100},
+             {"min": 20, "max": 100, "align": 20}, {"min": 33, "max": 40, "align": 7}, {"align": 1}]
+    for params in cases:
+        for batch in (8, 64, 100):
+            for upper in (0, 5, 20, 64, 300):
+                for signal, target in ((1e-6, 1.0), (0.5, 1.0), (3.0, 1.0), (1e6, 1.0), (17, None), (1e5, None)):
+                    (b,) = _batch_rule(**params).step([batch], signal, target, upper)
+                    hi = params.get("max", max(1, upper, params.get("min", 1)))
+                    lo = min(params.get("min", max(1, batch // 2)), hi)
+                    align = params.get("align", batch)
+                    assert lo <= b <= hi, (params, batch, upper, signal, target, b)
+                    if -(-lo // align) * align <= hi:
+                        assert b % align == 0, (params, batch, upper, signal, target, b)
+
+
 def test_rate_rule_by_hand() -> None:
     up = Rule("lr", "rate", 1, {"rate": 1e-3, "min": 1e-5, "max": 1e-2})
     # E/T = 2: goal 1e-3 + 1e-3 = 2e-3, smoothed 0.2*1e-3 + 0.8*2e-3
@@ -181,9 +238,21 @@ def test_scale_rule_keeps_fractions_for_integer_values() -> None:
     assert Rule("f", "scale", -1, {"min": 8}, integer=True).step([10], 1000, 100) == [8]
 
 
+def test_integer_rules_round_inside_fractional_bounds() -> None:
+    rule = Rule("freq", "scale", -1, {"min": 2.5, "max": 7.5}, (1, math.inf), integer=True)
+    # 10 * T / E = 0.1 -> min 2.5; round(2.5) would give 2 < min: the integral bound is 3
+    assert rule.step([10], 1000, 10) == [3]
+    # 5 * 100 -> max 7.5; round(7.5) would give 8 > max: the integral bound is 7
+    assert rule.step([5], 1, 100) == [7]
+
+
 def test_rule_params_are_validated() -> None:
     with pytest.raises(ValueError, match="needs 'rate'"):
         Rule("lr", "rate", 1, {"min": 0})
+    with pytest.raises(ValueError, match=r"^eps_params: no value in \[2, 3\] within the range of eps \[0, 1\]$"):
+        ESSAdjuster(target_ess=1.0, params={"eps": {"rate": 0.1, "min": 2, "max": 3}})
+    with pytest.raises(ValueError, match=r"^freq_params: no integer in \[2.4, 2.6\]"):
+        ESSAdjuster(target_ess=1.0, params={"freq": {"min": 2.4, "max": 2.6}})
     with pytest.raises(ValueError, match="unknown keys"):
         Rule("lr", "rate", 1, {"rate": 1, "sclae": 2})
     with pytest.raises(ValueError, match="min"):
@@ -292,6 +361,21 @@ def test_ess_adjuster_smooths_with_persistent_state_on_a_prioritized_buffer() ->
     adj.smooth_alpha = 1.0
     adj.run(agent)
     assert agent.batch == 3
+
+
+def test_ess_rules_use_the_whole_buffer_in_pool_mode() -> None:
+    """Two segments: (4, 1, 1, 1, 1) and ten 1s.  Segment ESS 3.2 and 10; the whole buffer: sum 18,
+    sum of squares 16 + 4 + 10 = 30, ESS 18^2 / 30 = 10.8.  The rules follow 10.8 (not a segment's
+    value, nor their mean 6.6); the segments are reported."""
+    agent = FakeAgent(FakeBuffer([[4, 1, 1, 1, 1], np.ones(10)]))
+    adj = ESSAdjuster(target_ess=5.4, params={"batch": {"align": 1, "min": 1},
+                                              "eps": {"rate": 0.1, "min": 0.0, "max": 1.0, "smooth": 0.0}})
+    logs = adj.run(agent)
+    assert logs["ess"] == pytest.approx(10.8) and logs["ess_ema"] == pytest.approx(10.8)
+    assert logs["ess/0"] == pytest.approx(3.2) and logs["ess/1"] == pytest.approx(10.0)
+    assert agent.batch == 15          # round(64 * 10.8 / 5.4) = 128, clipped to the 15 items
+    assert agent.policy.eps == pytest.approx(0.0)   # 0.1 + 0.1 * (5.4 - 10.8) / 5.4 = 0.0
+    assert adj.ema.value == pytest.approx(10.8)     # per-segment values do not enter the EMA
 
 
 def test_window_sizes_by_hand() -> None:

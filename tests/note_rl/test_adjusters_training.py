@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from note_rl import LambdaCallback
+from note_rl import Callback, LambdaCallback
 from note_rl.policy import EpsGreedyQPolicy, SoftmaxPolicy
 from tests.conftest import agents_module, make_optimizer, train
 
@@ -37,21 +37,54 @@ def _recorder():
     return cb, reports, episodes
 
 
+def _ess(weights):
+    p = np.asarray(weights, dtype=np.float64) / np.sum(weights)
+    return 1.0 / np.sum(p ** 2)
+
+
+class _Probe(Callback):
+    """Each adjuster report with the buffer's length and ESS at that moment (``_len``, ``_ess``),
+    and each trim of the buffer: ``(segment, k, sizes before, sizes after)``."""
+
+    def __init__(self) -> None:
+        self.reports, self.drops = [], []
+
+    def on_train_begin(self, logs=None) -> None:
+        buffer = self.model.buffer
+        drop = buffer.drop_oldest
+
+        def recording(k, segment=0):
+            before = buffer.sizes.copy()
+            drop(k, segment)
+            self.drops.append((segment, int(k), before, buffer.sizes.copy()))
+
+        buffer.drop_oldest = recording
+
+    def on_adjust(self, logs=None) -> None:
+        buffer = self.model.buffer
+        self.reports.append(dict(logs, _len=len(buffer), _ess=_ess(buffer.weights())))
+
+
 # -- Note_rl's hook points -------------------------------------------------------------------
 def _counting_dqn(**kwargs):
     from note_rl.agents.torch import DQN
 
     class Counting(DQN):
+        """Counts (and logs the counters at) every ``adjust_func()`` and ``update_param()``."""
+
         adjust_calls = syncs = 0
 
         def adjust_func(self):
             self.adjust_calls += 1
+            self.adjust_log.append((len(self.buffer), self.batch_counter))
 
         def update_param(self):
             self.syncs += 1
+            self.sync_log.append((self.batch_counter, self.step_counter))
             super().update_param()
 
     agent = Counting(4, 32, 2, seed=0)
+    agent.adjust_log, agent.sync_log = [], []
     agent.set(policy=EpsGreedyQPolicy(0.2), pool_size=2000, batch=16, seed=0, **kwargs)
     return agent
 
@@ -85,6 +118,66 @@ def test_window_size_func_decides_the_trim_after_update_param() -> None:
     agent.train(torch.optim.Adam(agent.param), 2, p=0)
     assert len(calls) == agent.syncs and set(calls) == {()}     # single process: no segment
     assert agent.step_counter - len(agent.buffer) == 3 * agent.syncs
+
+
+def test_adjust_func_runs_once_per_collection_phase_in_pool_mode() -> None:
+    import torch
+
+    # uniform buffer, neither update_batches nor update_steps: the phase is the only hook point
+    agent = _counting_dqn()
+    phases = []   # (buffer length, gradient steps) at the end of each phase
+    probe = LambdaCallback(on_episode_end=lambda e, logs: phases.append((len(agent.buffer), agent.batch_counter)))
+    # collect -> merge -> adjust_func() -> train, as in Note_rl's prepare() + train1() (with the
+    # default parallel_store_and_training a phase's data trains during the next phase instead)
+    agent.train(torch.optim.Adam(agent.param), 5, pool_network=True, processes=2, p=0, callbacks=[probe],
+                parallel_store_and_training=False)
+    assert len(phases) == 5 and agent.batch_counter > 0
+    # called with the phase's data merged (its length at the phase's end; this buffer never drops)
+    # and before the phase trains (the gradient steps of the previous phase), once the pool holds
+    # pool_size_ = num_updates * batch = 16 items
+    expected = [(n, phases[i - 1][1] if i else 0) for i, (n, _) in enumerate(phases) if n >= 16]
+    assert len(expected) >= 4 and agent.adjust_log == expected
+
+
+def test_window_size_func_trims_each_segment_in_pool_mode() -> None:
+    import torch
+
+    agent = _counting_dqn(PR=True, update_batches=10)
+    calls = []
+
+    def window_size_func(p=None):
+        calls.append(p)
+        return 3
+
+    agent.window_size_func = window_size_func
+    probe = _Probe()
+    agent.train(torch.optim.Adam(agent.param), 4, pool_network=True, processes=2, p=0, callbacks=[probe])
+    assert agent.syncs > 0 and calls == [0, 1] * agent.syncs          # once per segment p
+    assert [(seg, k) for seg, k, _, _ in probe.drops] == [(0, 3), (1, 3)] * agent.syncs
+    for seg, _, before, after in probe.drops:                           # that segment only
+        assert after[seg] == before[seg] - 3 and after[1 - seg] == before[1 - seg]
+
+
+@pytest.mark.parametrize("attr, every", [("update_batches", 8), ("update_steps", 8)])
+def test_the_freq_rule_changes_the_update_param_cadence(attr, every) -> None:
+    import torch
+
+    agent = _counting_dqn(PR=True, **{attr: every})
+    # ESS mode: period * T / E with T = 0.01 far below any ESS -> clipped to min 3 at the first run
+    agent.adjuster = {"kind": "ess", "every": 16, "target_ess": 0.01,
+                      "freq_params": {"scale": 1.0, "min": 3, "max": 8}}
+    cb, reports, _ = _recorder()
+    agent.train(torch.optim.Adam(agent.param), 5, p=0, callbacks=[cb])
+    first = reports[0]
+    assert first["batch_counter"] == 16 and first["freq"] == 3 and getattr(agent, attr) == 3
+    # update_batches counts gradient steps, update_steps env steps
+    counter = 0 if attr == "update_batches" else 1
+    change = first["batch_counter" if counter == 0 else "env_steps"]
+    syncs = [log[counter] for log in agent.sync_log]
+    before, after = [c for c in syncs if c <= change], [c for c in syncs if c > change]
+    assert before == list(range(every, change + 1, every))               # every 8 until the change
+    first_after = change + 3 - change % 3                                 # then every 3
+    assert len(after) >= 5 and after == list(range(first_after, after[-1] + 1, 3))
 
 
 # -- end to end ------------------------------------------------------------------------------
@@ -189,19 +282,62 @@ def _example(name):
 
 
 def test_ppo_pr_example_trims_by_ess_and_adapts_the_batch(backend) -> None:
-    cb, reports, _ = _recorder()
-    agent = _example("ppo_pr_ess").main(backend, episodes=4, update_steps=25, callbacks=[cb])
-    assert any("window" in r for r in reports)
-    batches = [r["batch"] for r in reports if "batch" in r]
-    assert batches and agent.batch == batches[-1] and agent.batch % 64 == 0
+    probe = _Probe()
+    # initial batch 8: it is also the alignment, and this short run's ESS (~25-45) is above it
+    agent = _example("ppo_pr_ess").main(backend, episodes=4, update_steps=25, batch=8, callbacks=[probe])
+    windows = [r for r in probe.reports if "window" in r]
+    runs = [r for r in probe.reports if "ess" in r]
+    assert windows and runs
+    # adjust_window_size(): ESS of the buffer, its own EMA (0.2), keep clip(int(EMA), 1, n - 1)
+    ema = None
+    for w in windows:
+        assert w["window_ess"] == pytest.approx(w["_ess"], rel=1e-5)
+        ema = w["_ess"] if ema is None else 0.2 * w["_ess"] + 0.8 * ema
+        assert w["window_ess_ema"] == pytest.approx(ema, rel=1e-5)
+    # the loop dropped exactly that many oldest items, once per update_param(): sizes fall to keep
+    assert [k for _, k, _, _ in probe.drops] == [w["window"] for w in windows]
+    for w, (_, k, before, after) in zip(windows, probe.drops):
+        n = w["_len"]
+        keep = min(max(int(w["window_ess_ema"]), 1), n - 1)
+        assert before[0] == n and after[0] == keep == n - k < n
+    # adjust(batch_params) without a target: b = round(EMA(ESS)); default min 8 // 2, align 8,
+    # max = buffer length
+    ema, batch = None, 8
+    for r in runs:
+        assert r["ess"] == pytest.approx(r["_ess"], rel=1e-5)
+        ema = r["_ess"] if ema is None else 0.2 * r["_ess"] + 0.8 * ema
+        assert r["ess_ema"] == pytest.approx(ema, rel=1e-5)
+        hi = r["_len"]
+        b = min(max(round(r["ess_ema"]), min(4, hi)), hi)
+        batch = b if hi < 8 else max(8, 8 * (b // 8))
+        assert r["batch"] == batch
+    # the ESS is above the initial batch, so the batch grew with it
+    assert runs[-1]["ess_ema"] >= 16 and agent.batch == batch > 8
 
 
 @pytest.mark.parametrize("declarative", [False, True])
-def test_dqn_gns_example(declarative) -> None:
+def test_dqn_gns_example_moves_batch_and_lr_with_the_noise(backend, declarative) -> None:
     cb, reports, _ = _recorder()
-    agent = _example("dqn_gns").main("torch", episodes=40, declarative=declarative, callbacks=[cb])
-    assert reports and "noise_ema" in reports[-1]
-    assert agent.batch == reports[-1]["batch"] and agent.batch % 32 == 0
+    agent = _example("dqn_gns").main(backend, episodes=40, declarative=declarative, callbacks=[cb])
+    runs = [r for r in reports if "noise_ema" in r]
+    assert runs
+    # Note_rl style: adjust(target_noise=1e-3), Note_rl's variance; declarative: E = B_simple / batch, T = 1
+    key, target = ("noise_ratio", 1.0) if declarative else ("noise_ema", 1e-3)
+    batch, lr = 64, 1e-3                         # the example's set(batch=64) and Adam(1e-3)
+    for r in runs:
+        ratio = r[key] / target
+        # noise mode: round(batch * E / T) in [32, 512], down to a multiple of 32
+        expected_batch = max(32, 32 * (min(max(round(batch * ratio), 32), 512) // 32))
+        # lr falls when the noise is above its target: 0.2 lr + 0.8 clip(lr - 2e-4 (E/T - 1))
+        expected_lr = 0.2 * lr + 0.8 * min(max(lr - 2e-4 * (ratio - 1.0), 1e-4), 3e-3)
+        assert r["batch"] == expected_batch and r["lr"] == pytest.approx(expected_lr, rel=1e-6)
+        assert (r["batch"] - batch) * (ratio - 1) >= 0 and (r["lr"] - lr) * (ratio - 1) <= 0
+        batch, lr = r["batch"], r["lr"]
+    first = runs[0][key] / target
+    assert abs(first - 1) > 0.5                  # a clear signal: both values had to move
+    assert agent.batch == batch and np.sign(batch - 64) == np.sign(first - 1)
+    applied = agent.backend.get_hparam(agent.optimizer, "lr")
+    assert applied == pytest.approx(lr, rel=1e-6) and np.sign(applied - 1e-3) == -np.sign(first - 1)
 
 
 def test_adjusters_refuse_rollout_training_and_missing_buffers_before_training() -> None:
