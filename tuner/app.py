@@ -20,7 +20,7 @@ from hydra.core.hydra_config import HydraConfig
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from .schema import ConfigError, register, validate
+from .schema import ConfigError, error_line, register, validate
 
 __all__ = ["main"]
 
@@ -44,16 +44,22 @@ def _run_plain(cfg: DictConfig, run_dir: str, isolated: bool) -> dict[str, Any]:
         from .study_jobs import run_in_fresh_process
 
         result = run_in_fresh_process(plain, run_dir, context_for(plain["backend"]["name"]))
-    print(f"final mean return {result['final_mean_return']:.2f} over the last "
-          f"{cfg.objective.last_k} episodes; best {result['best_mean_return']:.2f}; "
+    print(f"final mean return {_num(result['final_mean_return'])} over the last "
+          f"{cfg.objective.last_k} episodes; best {_num(result['best_mean_return'])}; "
           f"{result['env_steps']} env steps in {result['wall_time_s']:.1f} s -> {run_dir}/result.json")
     return result
+
+
+def _num(value: float | None) -> str:
+    """A return for the summary line; ``n/a`` when the run finished no episode."""
+    return "n/a (no finished episode)" if value is None else f"{value:.2f}"
 
 
 def _run_study(cfg: DictConfig) -> dict[str, Any]:
     from hydra import compose
 
     from .outputs import summary_table, write_outputs
+    from .report import report_study
     from .settings import tuner_settings
     from .study import Driver
     from .study_progress import StudyProgress
@@ -69,7 +75,8 @@ def _run_study(cfg: DictConfig) -> dict[str, Any]:
     finally:
         progress.close()
         summary = write_outputs(driver.study, driver.study_dir, driver.storage_desc)
-        _report(driver, cfg)
+        report_study(driver.study, driver.study_dir, driver.storage_desc,
+                     OmegaConf.to_container(cfg, resolve=True))
         print(summary_table(driver.study))
         print(f"complete {summary['n_complete']}  pruned {summary['n_pruned']}  failed {summary['n_failed']}"
               f"  best {summary['best_value']} {summary['best_params']}")
@@ -86,24 +93,6 @@ def _run_finder(cfg: DictConfig) -> dict[str, Any]:
     hc = HydraConfig.get()
     overrides = [o for o in hc.overrides.task if not o.startswith("tuner")]
     return run_finder(cfg, lambda extra: compose(hc.job.config_name, overrides=extra), overrides)
-
-
-def _report(driver: Any, cfg: DictConfig) -> None:
-    """The end-of-study report (PNGs, report.md) and, with logger=wandb, the study's wandb run."""
-    from .report import log_study_run, write_report
-
-    try:
-        report = write_report(driver.study, driver.study_dir, driver.storage_desc)
-    except Exception as exc:  # noqa: BLE001 - a plotting problem must not hide the study's results
-        print(f"warning: study report not written: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return
-    print(f"report: {report['markdown']} ({len(report['images'])} plots)")
-    if cfg.logger.name == "wandb":
-        plain = OmegaConf.to_container(cfg, resolve=True)
-        path = log_study_run(driver.study, report, plain["logger"], driver.study_dir, plain)
-        if path:
-            print(f"wandb: runs under {driver.study_dir} (upload later: "
-                  f"wandb sync {driver.study_dir}/wandb/offline-run-* {driver.study_dir}/trials/*/wandb/offline-run-*)")
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
@@ -123,6 +112,78 @@ def _app(cfg: DictConfig) -> Any:
         _fail(str(exc))
 
 
+def _precheck(argv: list[str]) -> None:
+    """Compose the command line the way ``@hydra.main`` will, so that an unknown key, an unknown group
+    option or an unparsable override is one line naming it (exit 2) instead of Hydra's multi-line
+    error.  In a multirun every value of a sweep over a config group is tried, other sweeps at their
+    first value.  Anything else (help, --info, a failure of this check itself) is left to Hydra."""
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra._internal.utils import create_automatic_config_search_path, get_args_parser
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    args = get_args_parser().parse_args(argv)  # bad flags / --version: argparse exits as Hydra would
+    if args.help or args.hydra_help or args.shell_completion or args.info or \
+            getattr(args, "experimental_rerun", None):
+        return
+    parser = OverridesParser.create()
+    parsed = []
+    for text in args.overrides:
+        try:
+            parsed.append(parser.parse_overrides([text])[0])
+        except HydraException as exc:
+            _fail(f"{text.split('=', 1)[0]}: cannot parse {text!r} ({error_line(exc)})")
+    try:
+        path = create_automatic_config_search_path(None, __name__, args.config_path or CONF_DIR)
+        if args.config_dir is not None:
+            from hydra.core.config_search_path import SearchPathQuery
+
+            folder = os.path.abspath(args.config_dir)
+            if not os.path.isdir(folder):
+                _fail(f"--config-dir: {folder} is not a directory")
+            path.prepend("command-line", f"file://{folder}", anchor=SearchPathQuery(provider="schema"))
+        loader = ConfigLoaderImpl(config_search_path=path)
+        for overrides in _variants(parsed, loader, args.multirun):
+            cfg = loader.load_configuration(args.config_name or "config", overrides, run_mode=RunMode.RUN)
+        if not args.multirun and OmegaConf.select(cfg, "tuner.name") == "optuna":
+            from .settings import tuner_settings
+
+            tuner_settings(cfg.tuner)  # e.g. tuner.storage, before Hydra creates any directory
+    except HydraException as exc:
+        _fail(error_line(exc))
+    except ConfigError as exc:
+        _fail(str(exc))
+    except SystemExit:
+        raise
+    except Exception:  # noqa: BLE001 - never worse than Hydra: let it report whatever this is
+        return
+
+
+def _variants(parsed: list[Any], loader: Any, multirun: bool) -> list[list[str]]:
+    """Override lists without sweeps: sweeps at their first value, plus one list per other option of a
+    config-group sweep (``optimizer=adam,bogus`` checks ``bogus``).  Without -m sweeps stay as given."""
+    if not multirun:
+        return [[o.input_line for o in parsed]]
+    base, extra = [], []
+    for i, o in enumerate(parsed):
+        if not o.is_sweep_override():
+            base.append(o.input_line)
+            continue
+        try:
+            values = list(o.sweep_string_iterator())
+        except Exception:  # noqa: BLE001 - interval (or glob) sweeps: their start, or not checked here
+            start = getattr(o.value(), "start", None)
+            values = [] if start is None else [o._get_value_element_as_str(start)]
+        if not values:
+            base.append(None)
+            continue
+        base.append(f"{o.get_key_element()}={values[0]}")
+        if loader.repository.group_exists(o.key_or_group):
+            extra += [(i, f"{o.get_key_element()}={v}") for v in values[1:]]
+    first = [b for b in base if b is not None]
+    return [first] + [[v if j == i else b for j, b in enumerate(base) if b is not None] for i, v in extra]
+
+
 def main() -> None:
     """Console entry point (``note-tune``)."""
     if len(sys.argv) > 1 and sys.argv[1] in ("report", "dashboard"):
@@ -130,6 +191,7 @@ def main() -> None:
 
         raise SystemExit(subcommand(sys.argv[1], sys.argv[2:]))
     register()
+    _precheck(sys.argv[1:])
     _app()
 
 

@@ -10,7 +10,7 @@ import importlib
 import os
 from typing import Any
 
-__all__ = ["build_agent", "build_optimizer", "train_kwargs", "make_env", "set_threads"]
+__all__ = ["build_agent", "build_optimizer", "train_kwargs", "logger_callbacks", "make_env", "set_threads"]
 
 
 def set_threads(cfg: dict[str, Any]) -> None:
@@ -125,3 +125,14 @@ def train_kwargs(cfg: dict[str, Any]) -> dict[str, Any]:
                 parallel_store_and_training=s["parallel_store_and_training"],
                 start_method=s["start_method"], jit_compile=cfg["backend"]["jit_compile"],
                 steps=cfg["budget"]["steps"], p=logger.get("p", 0) if logger["name"] != "none" else 0)
+
+
+def logger_callbacks(cfg: dict[str, Any], run_dir: str | None, meta: dict[str, Any] | None = None,
+                     pruned: Any = None) -> list[Any]:
+    """Callbacks of ``cfg['logger']``: a :class:`tuner.wandb_logger.WandbCallback` for ``wandb`` (wandb
+    is imported only then; ``meta`` names the run); ``console`` / ``none`` print through ``p`` only."""
+    if cfg["logger"]["name"] != "wandb":
+        return []
+    from .wandb_logger import WandbCallback
+
+    return [WandbCallback(cfg, run_dir, meta, pruned=pruned)]

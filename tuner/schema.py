@@ -9,17 +9,34 @@ line naming the key; the app prints it and exits with status 2.
 
 from __future__ import annotations
 
+import copy
+import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-__all__ = ["ConfigError", "Config", "validate", "register"]
+__all__ = ["ConfigError", "Config", "validate", "register", "error_line"]
 
 
 class ConfigError(ValueError):
     """A configuration value is unknown, mistyped or impossible (message names the key)."""
+
+
+def error_line(exc: BaseException) -> str:
+    """One line for a composition error (Hydra's messages span several lines), naming the key or group."""
+    missing, options = getattr(exc, "missing_cfg_file", None), getattr(exc, "options", None)
+    if missing and options is not None and "/" in missing:
+        group, _, name = missing.rpartition("/")
+        return f"{group}: no option {name!r} (available: {', '.join(options)})"
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    first = lines[0] if lines else type(exc).__name__
+    found = re.match(r"Could not override '([^']+)'", first)
+    if found:
+        hint = next((line for line in lines[1:] if line.startswith("To append")), "")
+        return f"{found.group(1)}: no such config key" + (f" ({hint[0].lower()}{hint[1:]})" if hint else "")
+    return first
 
 
 @dataclass
@@ -195,6 +212,18 @@ def register() -> None:
     ConfigStore.instance().store(name="schema", node=Config)
 
 
+def _hidden_size(cfg: DictConfig) -> DictConfig:
+    """``agent.hidden_size=256`` means one hidden layer of 256 units (``[256]``), as in ``DQN(4, 128, 2)``."""
+    value = OmegaConf.select(cfg, "agent.hidden_size", default=None)
+    if OmegaConf.is_list(value) or value is None:
+        return cfg
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"agent.hidden_size: expected an int (one layer) or a list of ints, got {value!r}")
+    cfg = copy.deepcopy(cfg)
+    cfg.agent.hidden_size = [value]
+    return cfg
+
+
 def _typed(cfg: DictConfig) -> DictConfig:
     schema = OmegaConf.structured(Config)
     try:
@@ -260,7 +289,7 @@ def _check_env(cfg: DictConfig) -> None:
 
 def validate(cfg: DictConfig, check_env: bool = True) -> DictConfig:
     """Typed, range-checked copy of ``cfg`` (raises :class:`ConfigError`)."""
-    typed = _typed(cfg)
+    typed = _typed(_hidden_size(cfg))
     _check_ranges(typed)
     if check_env:
         _check_env(typed)

@@ -19,6 +19,7 @@ into the trial's config.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -29,7 +30,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from .schema import ConfigError
 
-__all__ = ["Param", "parse_space", "suggest", "to_overrides", "format_value", "distributions"]
+__all__ = ["Param", "parse_space", "group_options", "suggest", "to_overrides", "format_value", "distributions"]
 
 Distribution = optuna.distributions.BaseDistribution
 
@@ -99,12 +100,38 @@ def _range(name: str, start: Any, stop: Any, step: Any, log: bool) -> Distributi
     return optuna.distributions.FloatDistribution(float(start), float(start + n * step), step=float(step))
 
 
+def group_options(group: str) -> list[str]:
+    """Options of a config group: from Hydra's search path when Hydra is running, else from ``conf/``."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    if GlobalHydra.instance().is_initialized():
+        return list(GlobalHydra.instance().config_loader().get_group_options(group))
+    folder = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conf", group)
+    return sorted(f[:-5] for f in os.listdir(folder) if f.endswith(".yaml")) if os.path.isdir(folder) else []
+
+
+def _check_group(group: str, dist: Distribution | None, fixed: Any) -> None:
+    options = group_options(group)
+    if not options:
+        raise ConfigError(f"search.groups.{group}: no config group {group!r}")
+    chosen = list(dist.choices) if isinstance(dist, optuna.distributions.CategoricalDistribution) else [fixed]
+    if dist is not None and not isinstance(dist, optuna.distributions.CategoricalDistribution):
+        raise ConfigError(f"search.groups.{group}: a config group needs choice(...) of its options")
+    for name in chosen:
+        if str(name) not in options:
+            raise ConfigError(f"search.groups.{group}: no option {name!r} in group {group!r} "
+                              f"(available: {', '.join(options)})")
+
+
 def parse_space(search: DictConfig | Mapping[str, Any], cfg: DictConfig | None = None) -> list[Param]:
-    """Parameters of a ``search`` node; with ``cfg``, every value path must exist in it."""
+    """Parameters of a ``search`` node; with ``cfg``, every value path must exist in it and every
+    group (and each option a group choice names) must exist among the config groups."""
     node = OmegaConf.to_container(search, resolve=True) if isinstance(search, DictConfig) else dict(search)
     params: list[Param] = []
     for group, expr in (node.get("groups") or {}).items():
         dist, fixed = _parse(group, expr)
+        if cfg is not None:
+            _check_group(group, dist, fixed)
         params.append(Param(group, dist, fixed, is_group=True))
     for path, expr in _flatten(node.get("values") or {}).items():
         if cfg is not None and OmegaConf.select(cfg, path, default="__missing__") == "__missing__":

@@ -11,6 +11,7 @@ from omegaconf.errors import OmegaConfBaseException
 
 from .schema import ConfigError
 from .search import Param
+from .storage import check_storage
 
 __all__ = ["TunerSettings", "tuner_settings", "make_sampler", "make_pruner"]
 
@@ -74,6 +75,7 @@ def tuner_settings(node: Any) -> TunerSettings:
     for ok, message in checks:
         if not ok:
             raise ConfigError(message)
+    check_storage(s.storage)  # before the driver creates the study dir or connects anywhere
     return s
 
 

@@ -21,7 +21,9 @@ from typing import Any
 
 import optuna
 
-__all__ = ["make_storage", "StudyLock", "describe"]
+__all__ = ["make_storage", "StudyLock", "describe", "check_storage"]
+
+SUPPORTED = "a journal file path, sqlite:///path.db or postgresql://user:pw@host/db"
 
 
 def _normalise_url(url: str) -> str:
@@ -41,6 +43,41 @@ def _journal_path(storage: str | None, study_dir: str) -> str | None:
     return None
 
 
+def check_storage(storage: str | None) -> None:
+    """Reject an unusable ``tuner.storage`` before anything is created (message names the key).
+
+    MySQL is refused too: :class:`StudyLock` needs PostgreSQL advisory locks (or a local file)."""
+    from .schema import ConfigError
+
+    if storage in (None, "", "journal") or "://" not in storage:
+        return
+    from sqlalchemy.engine import make_url
+
+    try:
+        url = make_url(_normalise_url(storage))
+    except Exception:  # noqa: BLE001 - sqlalchemy raises ArgumentError / ValueError for bad URLs
+        raise ConfigError(f"tuner.storage: cannot parse {describe_url(storage)!r} (use {SUPPORTED})") from None
+    backend = url.get_backend_name()
+    if backend not in ("sqlite", "postgresql"):
+        raise ConfigError(f"tuner.storage: unsupported storage {backend!r} in {describe_url(storage)} (use {SUPPORTED})")
+    if backend == "sqlite" and not url.database:
+        raise ConfigError(f"tuner.storage: {storage!r} has no database file (use sqlite:///path.db)")
+    try:
+        url.get_dialect().import_dbapi()
+    except Exception as exc:  # noqa: BLE001 - a missing driver module
+        raise ConfigError(f"tuner.storage: no database driver for {backend} ({type(exc).__name__}: {exc})") from None
+
+
+def describe_url(storage: str) -> str:
+    """``storage`` with any password hidden (it may not be a valid SQLAlchemy URL)."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(storage).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001
+        return storage.split("@")[-1]
+
+
 def make_storage(storage: str | None, study_dir: str) -> Any:
     """An Optuna storage object (or URL) for the ``tuner.storage`` setting."""
     path = _journal_path(storage, study_dir)
@@ -51,7 +88,9 @@ def make_storage(storage: str | None, study_dir: str) -> Any:
         return JournalStorage(JournalFileBackend(path))
     if storage.startswith(("sqlite://", "postgresql", "mysql")):
         return optuna.storages.RDBStorage(_normalise_url(storage), engine_kwargs=_engine_kwargs(storage))
-    raise ValueError(f"tuner.storage: unsupported storage {storage!r} (journal path, sqlite:///, postgresql://)")
+    from .schema import ConfigError
+
+    raise ConfigError(f"tuner.storage: unsupported storage {describe_url(storage)!r} (use {SUPPORTED})")
 
 
 def _engine_kwargs(url: str) -> dict[str, Any]:

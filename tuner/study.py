@@ -6,8 +6,9 @@ process (:mod:`tuner.launcher`) and relays the child's intermediate rewards to `
 when ``should_prune()`` says so the child is told to stop and the trial ends PRUNED.  Because the
 driver owns every state change, a child that raises, segfaults, is OOM-killed, times out or
 produces NaN ends as FAIL with the reason in ``user_attrs["fail_reason"]`` and the study goes on.
-The driver writes a heartbeat into its running trials; a re-run (or another driver) marks RUNNING
-trials of a dead driver as FAIL, which is what makes a SIGKILLed study resumable.
+The driver writes a heartbeat into its running trials; a re-run or any running driver (each time it
+asks for a trial) marks RUNNING trials of a dead driver as FAIL, which is what makes a SIGKILLed study
+resumable and lets a surviving driver finish the study.
 
 ``n_trials`` counts finished trials (COMPLETE + PRUNED) of the study, whoever ran them, so re-running
 a command tops the study up to ``n_trials``; ``max_total_trials`` caps every trial ever created.
@@ -27,7 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 from optuna.trial import TrialState
 
 from .launcher import TrialProcess, context_for
-from .schema import ConfigError, validate
+from .schema import ConfigError, error_line, validate
 from .search import distributions, parse_space, to_overrides
 from .settings import TunerSettings, make_pruner, make_sampler
 from .storage import StudyLock, describe, make_storage
@@ -37,6 +38,8 @@ from .wandb_logger import trial_meta
 __all__ = ["Driver", "HEARTBEAT_GRACE_S"]
 
 HEARTBEAT_GRACE_S = 120.0
+RECHECK_S = 2.0  # seconds between two looks at the study while running trials fill it
+OPEN, WAIT, DONE = "open", "wait", "done"
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 
 # (overrides) -> composed DictConfig of one trial
@@ -83,33 +86,47 @@ class Driver:
 
     # -- the loop ----------------------------------------------------------------------------
     def run(self, on_change: Callable[[], None] | None = None) -> None:
-        """Run trials until the study is full, a limit is hit, or Ctrl-C."""
+        """Run trials until the study is full, a limit is hit, or Ctrl-C.
+
+        While running trials (of this or another driver) could still end without counting, the
+        driver re-checks every ``RECHECK_S``: it fails trials of dead drivers (:meth:`fail_zombies`)
+        and starts new trials when finished + running falls below ``n_trials`` again."""
         with self.lock:
             self.fail_zombies()
         started = time.monotonic()
         sup = self.supervisor
         max_failures = self.s.max_failures if self.s.max_failures is not None else self.s.n_trials
-        full = False
+        state, checked = OPEN, 0.0  # OPEN: may start trials; WAIT: running trials decide; DONE: stop asking
+
+        def may_start() -> bool:
+            return sup.failures < max_failures and not (self.s.timeout and time.monotonic() - started > self.s.timeout)
+
         try:
             while True:
-                while not full and len(sup) < self.s.n_jobs and sup.failures < max_failures \
-                        and not (self.s.timeout and time.monotonic() - started > self.s.timeout):
-                    full = not self._start_next()
+                if state == WAIT and time.monotonic() - checked >= RECHECK_S:
+                    state = OPEN
+                while state == OPEN and len(sup) < self.s.n_jobs and may_start():
+                    state, checked = self._start_next(), time.monotonic()
                 if not len(sup):
-                    break
-                sup.wait()
+                    if state != WAIT or not may_start():
+                        break
+                    time.sleep(RECHECK_S)  # only other drivers' trials are running
+                else:
+                    sup.wait()
                 if on_change:
                     on_change()
         except KeyboardInterrupt:
             sup.kill_all("driver interrupted (Ctrl-C)")
             raise
 
-    def _start_next(self) -> bool:
-        """Create and launch one trial; False when the study needs no more trials."""
+    def _start_next(self) -> str:
+        """Create and launch one trial (``OPEN``); ``WAIT`` while running trials fill the study, ``DONE``
+        when it needs no more trials."""
         with self.lock:
-            trial = self._ask()
+            self.fail_zombies()  # a driver that died since start-up must not hold its trials forever
+            trial, state = self._ask()
         if trial is None:
-            return False
+            return state
         trial.set_user_attr("driver", self.me)
         trial.set_user_attr("heartbeat", time.time())
         run_dir = os.path.join(self.study_dir, "trials", f"{trial.number:04d}")
@@ -117,24 +134,27 @@ class Driver:
         self.started_here.append(trial.number)
         try:
             spec = self._spec(trial, run_dir)
-        except (ConfigError, ValueError) as exc:
-            self.supervisor.tell_fail(trial, f"config error: {exc}")
-            return True
+        except Exception as exc:  # noqa: BLE001 - any compose / validation error fails this trial only
+            reason = str(exc) if isinstance(exc, ConfigError) else error_line(exc)
+            self.supervisor.tell_fail(trial, f"config error: {reason}")
+            return OPEN
         backend = spec["configs"][0]["backend"]["name"]
         self.supervisor.launch(trial, TrialProcess(spec, context_for(backend, self.s.preload)))
-        return True
+        return OPEN
 
-    def _ask(self) -> optuna.Trial | None:
+    def _ask(self) -> tuple[optuna.Trial | None, str]:
         if self.supervisor.grid_exhausted:
-            return None
+            return None, DONE
         trials = self.study.get_trials(deepcopy=False)
         done = sum(t.state in FINISHED for t in trials)
         active = sum(t.state == TrialState.RUNNING for t in trials)
-        if done + active >= self.s.n_trials:
-            return None
+        if done >= self.s.n_trials:
+            return None, DONE
         if self.s.max_total_trials is not None and len(trials) >= self.s.max_total_trials:
-            return None
-        return self.study.ask(distributions(self.space))
+            return None, DONE
+        if done + active >= self.s.n_trials:
+            return None, WAIT
+        return self.study.ask(distributions(self.space)), OPEN
 
     def _spec(self, trial: optuna.Trial, run_dir: str) -> dict[str, Any]:
         overrides = to_overrides(trial.params, self.space)

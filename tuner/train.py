@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .build import build_agent, build_optimizer, set_threads, train_kwargs
+from .build import build_agent, build_optimizer, logger_callbacks, set_threads, train_kwargs
 
 __all__ = ["run_training", "write_json", "moving_best", "Reporter"]
 
@@ -89,10 +89,7 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
                         on_episode_end=hooks.on_episode_end)
     kwargs = train_kwargs(cfg)
     kwargs["callbacks"] = [cb, *(callbacks or [])]
-    if cfg["logger"]["name"] == "wandb":  # wandb is imported only here; `meta` names the run
-        from .wandb_logger import WandbCallback
-
-        kwargs["callbacks"].append(WandbCallback(cfg, run_dir, meta, pruned=lambda: hooks.pruned))
+    kwargs["callbacks"] += logger_callbacks(cfg, run_dir, meta, pruned=lambda: hooks.pruned)
     episodes = cfg["budget"]["episodes"]
     digest = weights_digest(agent)
     started = time.perf_counter()
@@ -117,6 +114,7 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
         "wall_time_s": wall,
         "env_steps_per_s": agent.step_counter / wall if wall > 0 else None,
         "seed": cfg["seed"],
+        "pid": os.getpid(),  # the process that trained (each trial / multirun job has its own)
         "initial_weights_sha256": digest,
         "mean_loss": _mean_loss(agent.loss_list),
         "returns": returns,

@@ -6,7 +6,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from tests.tuner.conftest import CONF_DIR, compose_cfg, run_app
-from tuner.build import build_agent, build_optimizer, train_kwargs
+from tuner.build import build_agent, build_optimizer, logger_callbacks, train_kwargs
 from tuner.schema import ConfigError, validate
 from tuner.search import parse_space
 
@@ -49,6 +49,56 @@ def test_every_optimizer_builds(backend, name) -> None:
     assert agent.backend.get_hparam(build_optimizer(cfg, agent), "lr") == pytest.approx(0.005)
 
 
+@pytest.mark.parametrize("agent", ["dqn", "ppo"])
+@pytest.mark.parametrize("buffer", ["uniform", "prioritized"])
+def test_buffer_options_build_their_replay(agent, buffer) -> None:
+    from note_rl.buffers.prioritized import PrioritizedReplayBuffer
+    from note_rl.buffers.replay import ReplayBuffer
+
+    cfg = OmegaConf.to_container(validate(compose_cfg([f"agent={agent}", f"buffer={buffer}", "agent.n_steps=null",
+                                                       "buffer.pool_size=5000", "buffer.alpha=0.6"])), resolve=True)
+    built = build_agent(cfg)
+    replay = built.make_buffer()
+    assert built.PR is (buffer == "prioritized") and replay.capacity == 5000
+    if buffer == "prioritized":
+        assert isinstance(replay, PrioritizedReplayBuffer)
+        assert (replay.alpha, replay.lambda_, replay.beta, built.initial_TD) == (0.6, 0.5, None, 7.0)
+    else:
+        assert type(replay) is ReplayBuffer
+
+
+@pytest.mark.parametrize("strategy", ["single", "pool_network"])
+def test_strategy_options_build_train_settings(strategy) -> None:
+    from note_rl.core.settings import TrainSettings
+
+    cfg = OmegaConf.to_container(validate(compose_cfg([f"strategy={strategy}"])), resolve=True)
+    settings = TrainSettings(**train_kwargs(cfg))
+    assert settings.pool_network is (strategy == "pool_network")
+    assert settings.processes == (2 if strategy == "pool_network" else None)
+    assert (settings.num_store, settings.start_method, settings.parallel_store_and_training) == (1, "spawn", True)
+    assert settings.steps == cfg["budget"]["steps"]
+
+
+@pytest.mark.parametrize("logger,p,callbacks", [("none", 0, []), ("console", 10, []), ("wandb", 10, ["WandbCallback"])])
+def test_logger_options_build_their_output(logger, p, callbacks, tmp_path) -> None:
+    overrides = [f"logger={logger}"] + (["logger.mode=disabled"] if logger == "wandb" else [])
+    cfg = OmegaConf.to_container(validate(compose_cfg(overrides)), resolve=True)
+    assert train_kwargs(cfg)["p"] == p
+    built = logger_callbacks(cfg, str(tmp_path))
+    assert [type(c).__name__ for c in built] == callbacks
+    if built:
+        assert built[0].opts["project"] == "note-rl-tuner" and not built[0].session.active
+
+
+@pytest.mark.parametrize("backend", ["torch", "tf"])
+def test_int_hidden_size_builds_one_hidden_layer(backend) -> None:
+    cfg = validate(compose_cfg([f"backend={backend}", "agent.hidden_size=256"]))
+    assert list(cfg.agent.hidden_size) == [256]
+    built = build_agent(OmegaConf.to_container(cfg, resolve=True))
+    assert [tuple(p.shape) for p in built.param] == [(4, 256), (256,), (256, 2), (2,)]
+    assert list(validate(compose_cfg(["agent.hidden_size=[8,16]"])).agent.hidden_size) == [8, 16]
+
+
 @pytest.mark.parametrize("kind", ["ess", "gns"])
 def test_adjuster_configs_build_their_adjuster(kind) -> None:
     from note_rl.adjusters import make_adjuster
@@ -77,6 +127,10 @@ def test_agent_lr_is_used_when_optimizer_lr_is_null() -> None:
     ("+search.values.agent.nope='choice(1,2)'", "search.values.agent.nope"),
     ("adjuster=ess", "adjuster.kind"),
     ("adjuster=gns|+adjuster.evry=3", "adjuster"),
+    ("agent.hidden_size=abc", "agent.hidden_size"),
+    ("agent.hidden_size=0", "agent.hidden_size"),
+    ("+search.groups.optmizer='choice(adam,sgd)'", "search.groups.optmizer: no config group 'optmizer'"),
+    ("+search.groups.optimizer='choice(adam,nadam)'", "search.groups.optimizer: no option 'nadam'"),
 ])
 def test_bad_values_name_the_key(override, key) -> None:
     with pytest.raises(ConfigError) as info:
@@ -93,3 +147,21 @@ def test_bad_config_exits_before_training_with_one_line(tmp_path) -> None:
     out = run_app(["tuner=optuna", "tuner.sampler=bogus"], cwd=str(tmp_path), check=False)
     assert out.returncode == 2 and out.stderr.strip().startswith("error: tuner.sampler")
     assert not (tmp_path / "studies").exists()
+
+
+@pytest.mark.parametrize("storage", ["redis://x", "mysql://u:secret@db/optuna", "sqlite://"])
+def test_bad_storage_is_one_line_and_creates_nothing(tmp_path, storage) -> None:
+    out = run_app(["tuner=optuna", f"tuner.storage='{storage}'", "logger=none"], cwd=str(tmp_path), check=False)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: tuner.storage:") and "secret" not in lines[0]
+    assert list(tmp_path.iterdir()) == []  # no study dir, no Hydra run dir
+
+
+def test_supported_storages_pass_the_check(tmp_path) -> None:
+    from tuner.storage import check_storage
+
+    for storage in (None, str(tmp_path / "j.log"), f"sqlite:///{tmp_path}/t.db", "postgresql://u:pw@h/db"):
+        check_storage(storage)
+    with pytest.raises(ConfigError, match="^tuner.storage"):
+        check_storage("redis://x")

@@ -68,6 +68,32 @@ def test_sigkill_then_rerun_finishes_with_exactly_n_trials(tmp_path) -> None:
     assert len(states) == 5
 
 
+def test_surviving_driver_finishes_when_the_other_is_sigkilled(tmp_path) -> None:
+    args = ["tuner=optuna", "tuner.study_name=survive", "search=none", "tuner.sampler=random",
+            "+search.values.agent.gamma='interval(0.9, 0.99)'", "tuner.n_trials=4", "tuner.pruner=none",
+            *SLOW, *TINY]
+    study_dir = tmp_path / "studies" / "survive"
+    victim, survivor = _start(args, str(tmp_path)), _start(args, str(tmp_path))
+
+    def both_running():
+        running = [t for t in _journal_study(study_dir, "survive").trials if t.state == TrialState.RUNNING]
+        return {t.user_attrs.get("driver", "").rpartition(":")[2] for t in running} >= {str(victim.pid), str(survivor.pid)}
+
+    try:
+        _wait_for(both_running)
+    finally:
+        os.killpg(victim.pid, signal.SIGKILL)
+        victim.wait()
+    _, err = survivor.communicate(timeout=600)
+    assert survivor.returncode == 0, err[-2000:]
+    trials = _journal_study(study_dir, "survive").trials
+    states = [t.state for t in trials]
+    assert states.count(TrialState.COMPLETE) == 4 and TrialState.RUNNING not in states  # exactly n_trials finished
+    killed = [t for t in trials if t.state == TrialState.FAIL]
+    assert len(killed) == 1 and killed[0].user_attrs["driver"].endswith(f":{victim.pid}")
+    assert "stopped while the trial was running" in killed[0].user_attrs["fail_reason"]
+
+
 def _two_drivers(tmp_path, storage_args, name):
     args = ["tuner=optuna", f"tuner.study_name={name}", "search=none", "tuner.sampler=random",
             "+search.values.agent.gamma='interval(0.9, 0.99)'", "tuner.n_trials=10", "tuner.max_total_trials=4",

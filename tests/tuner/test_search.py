@@ -56,3 +56,33 @@ def test_space_files_and_command_line_override() -> None:
 def test_bad_expressions(expr) -> None:
     with pytest.raises(ConfigError, match="search.agent.gamma"):
         parse_space({"values": {"agent": {"gamma": expr}}})
+
+
+@pytest.mark.parametrize("group,expected", [
+    ("optmizer='choice(adam,sgd)'", "search.groups.optmizer: no config group 'optmizer'"),
+    ("optimizer='choice(adam,nadam)'", "search.groups.optimizer: no option 'nadam' in group 'optimizer'"),
+    ("optimizer=nadam", "search.groups.optimizer: no option 'nadam'"),
+])
+def test_group_names_and_options_are_checked(group, expected) -> None:
+    with pytest.raises(ConfigError) as info:
+        validate(compose_cfg([f"+search.groups.{group}"]))
+    assert str(info.value).startswith(expected) and "\n" not in str(info.value)
+    cfg = validate(compose_cfg(["+search.groups.optimizer='choice(adam,sgd)'"]))  # real names pass
+    assert distributions(parse_space(cfg.search, cfg))["optimizer"].choices == ("adam", "sgd")
+
+
+def test_group_typo_stops_the_study_before_any_trial(tmp_path) -> None:
+    from tests.tuner.conftest import TINY, run_app
+
+    out = run_app(["tuner=optuna", "tuner.study_name=typo", '+search.groups.optmizer="choice(adam,sgd)"', *TINY],
+                  cwd=str(tmp_path), check=False)
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == ["error: search.groups.optmizer: no config group 'optmizer'"]
+    assert not (tmp_path / "studies").exists()  # no journal, no trial left RUNNING
+
+
+def test_int_hidden_size_in_a_search_space() -> None:
+    space = parse_space({"values": {"agent": {"hidden_size": "choice(32, 128)"}}})
+    overrides = to_overrides(suggest(optuna.trial.FixedTrial({"agent.hidden_size": 128}), space), space)
+    assert overrides == ["agent.hidden_size=128"]
+    assert list(validate(compose_cfg(overrides)).agent.hidden_size) == [128]

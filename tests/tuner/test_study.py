@@ -18,6 +18,15 @@ def _load(study_dir, name):
     return optuna.load_study(study_name=name, storage=storage)
 
 
+def _check_table(stdout, params, states):
+    """The end-of-study summary table: header, rule, one row per trial (number, state)."""
+    lines = stdout.splitlines()
+    top = next(i for i, line in enumerate(lines) if line.split() == ["#", "state", "value", "seconds", *params])
+    assert set(lines[top + 1].replace(" ", "")) == {"-"}
+    rows = {int(r.split()[0]): r.split()[1] for r in lines[top + 2:top + 2 + len(states)]}
+    assert rows == states
+
+
 def test_outcomes_complete_and_each_failure_mode(tmp_path) -> None:
     envs = "choice(CartPole-v1, Crash-v0, Segfault-v0, Hang-v0, NaNReward-v0, Hog-v0)"
     out = run_app(["tuner=optuna", "tuner.study_name=outcomes", "search=none", f"+search.values.env.id='{envs}'",
@@ -42,6 +51,7 @@ def test_outcomes_complete_and_each_failure_mode(tmp_path) -> None:
     result = json.loads(open(os.path.join(best_run, "result.json")).read())
     assert result["env_steps"] == 300 and result["status"] == "complete"
     assert "re-run the best configuration" in out.stdout
+    _check_table(out.stdout, ["env.id"], {t.number: t.state.name for t in study.trials})
 
 
 def test_pruned_trial_stops_mid_training_and_best_config_reruns(tmp_path) -> None:
@@ -75,3 +85,28 @@ def test_sqlite_storage_is_accepted(tmp_path) -> None:
     study = optuna.load_study(study_name="lite", storage=url)
     assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 2
     assert json.loads((tmp_path / "studies" / "lite" / "study.json").read_text())["storage"] == url
+
+
+def test_tpe_median_study_prints_its_summary_table(tmp_path) -> None:
+    out = run_app(["tuner=optuna", "tuner.study_name=tpe", "search=none", "tuner.sampler=tpe", "tuner.pruner=median",
+                   "tuner.n_startup_trials=1", "tuner.n_warmup_steps=0", "tuner.report_every=1", "tuner.n_trials=3",
+                   "+search.values.agent.gamma='interval(0.9, 0.99)'", *TINY], cwd=str(tmp_path))
+    study = _load(tmp_path / "studies" / "tpe", "tpe")
+    assert sum(t.state in (TrialState.COMPLETE, TrialState.PRUNED) for t in study.trials) == 3
+    assert all(t.intermediate_values for t in study.trials)  # reports reached the median pruner
+    _check_table(out.stdout, ["agent.gamma"], {t.number: t.state.name for t in study.trials})
+
+
+def test_trial_compose_error_fails_only_that_trial(tmp_path) -> None:
+    # adjuster=none has no `every`: composing that trial fails, the study goes on with the next one
+    out = run_app(["tuner=optuna", "tuner.study_name=compose", "search=none", "adjuster=gns",
+                   "+search.groups.adjuster='choice(none, gns)'", "+search.values.adjuster.every=5",
+                   "tuner.sampler=grid", "tuner.n_trials=2", "tuner.max_total_trials=2", "tuner.pruner=none", *TINY],
+                  cwd=str(tmp_path))
+    study = _load(tmp_path / "studies" / "compose", "compose")
+    by_choice = {t.params["adjuster"]: t for t in study.trials}
+    assert by_choice["gns"].state == TrialState.COMPLETE
+    failed = by_choice["none"]
+    assert failed.state == TrialState.FAIL
+    assert failed.user_attrs["fail_reason"].startswith("config error: adjuster.every: no such config key")
+    assert "Traceback" not in out.stdout + out.stderr

@@ -1,0 +1,128 @@
+"""Study settings through the real driver (in-process driver, fresh trial processes, journal storage):
+every sampler and pruner, direction, n_seeds + aggregation, timeout, and a surviving driver that fails
+a dead driver's trials while it runs."""
+
+import json
+import os
+import time
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+import tuner.study
+from tests.tuner.conftest import TINY, compose_cfg
+from tuner.outputs import summary_table, write_outputs
+from tuner.schema import validate
+from tuner.settings import make_pruner, tuner_settings
+from tuner.study import Driver
+from tuner.trial_worker import aggregate
+
+SAMPLERS = {"tpe": optuna.samplers.TPESampler, "random": optuna.samplers.RandomSampler,
+            "cmaes": optuna.samplers.CmaEsSampler, "gp": optuna.samplers.GPSampler,
+            "grid": optuna.samplers.GridSampler, "qmc": optuna.samplers.QMCSampler}
+PRUNERS = {"median": optuna.pruners.MedianPruner, "percentile": optuna.pruners.PercentilePruner,
+           "successive_halving": optuna.pruners.SuccessiveHalvingPruner,
+           "hyperband": optuna.pruners.HyperbandPruner, "none": optuna.pruners.NopPruner}
+
+
+def _driver(tmp_path, overrides):
+    overrides = ["tuner=optuna", "tuner.study_name=s", f"tuner.study_dir={tmp_path}/study", "search=none",
+                 "tuner.n_startup_trials=1", "tuner.report_every=1", *TINY, *overrides]
+    cfg = validate(compose_cfg(overrides))
+    return Driver(cfg, tuner_settings(cfg.tuner), compose_cfg, overrides)
+
+
+@pytest.mark.parametrize("sampler,pruner", [("tpe", "median"), ("random", "percentile"), ("cmaes", "successive_halving"),
+                                            ("gp", "hyperband"), ("grid", "none"), ("qmc", "median")])
+def test_every_sampler_and_pruner_runs_trials(tmp_path, sampler, pruner) -> None:
+    gamma = "choice(0.9, 0.99)" if sampler == "grid" else "interval(0.9, 0.99)"
+    driver = _driver(tmp_path, [f"tuner.sampler={sampler}", f"tuner.pruner={pruner}", "tuner.n_trials=2",
+                                "tuner.sampler_seed=1", f"+search.values.agent.gamma='{gamma}'"])
+    assert type(driver.study.sampler) is SAMPLERS[sampler] and type(driver.study.pruner) is PRUNERS[pruner]
+    driver.run()
+    trials = driver.study.trials
+    assert [t.state for t in trials] == [TrialState.COMPLETE] * 2, [t.user_attrs.get("fail_reason") for t in trials]
+    assert all(0.9 <= t.params["agent.gamma"] <= 0.99 and t.intermediate_values for t in trials)
+    if sampler == "grid":
+        assert sorted(t.params["agent.gamma"] for t in trials) == [0.9, 0.99]
+
+
+@pytest.mark.parametrize("name", sorted(PRUNERS))
+def test_pruner_decisions(name) -> None:
+    s = tuner_settings({"pruner": name, "n_startup_trials": 1, "n_warmup_steps": 0, "percentile": 50.0})
+    study = optuna.create_study(study_name="pruners", direction="maximize", pruner=make_pruner(s))
+    assert type(study.pruner) is PRUNERS[name]
+    for _ in range(3):  # good trials reporting at steps 0..8
+        good = study.ask()
+        for step in range(9):
+            good.report(100.0, step)
+            assert not good.should_prune()
+        study.tell(good, 100.0)
+    pruned = []
+    for _ in range(4):  # trials far below the others
+        bad, stop = study.ask(), False
+        for step in range(9):
+            bad.report(1.0, step)
+            stop = bool(bad.should_prune())
+            if stop:
+                break
+        pruned.append(stop)
+        study.tell(bad, state=TrialState.PRUNED) if pruned[-1] else study.tell(bad, 1.0)
+    if name == "none":
+        assert not any(pruned)
+    elif name == "hyperband":  # compares trials within a bracket only (bracket = hash of the trial number)
+        assert any(pruned)
+    else:
+        assert all(pruned)
+
+
+def test_direction_minimize_picks_the_lowest_value(tmp_path) -> None:
+    driver = _driver(tmp_path, ["tuner.direction=minimize", "tuner.sampler=grid", "tuner.n_trials=3",
+                                "+search.values.seed='choice(0, 1, 2)'"])
+    driver.run()
+    values = {t.number: t.value for t in driver.study.trials}
+    assert len(values) == 3 and None not in values.values()
+    lowest = min(values, key=values.get)
+    summary = write_outputs(driver.study, driver.study_dir, driver.storage_desc)
+    assert summary["best_value"] == values[lowest] and summary["best_trial"] == lowest
+    assert summary_table(driver.study).splitlines()[2].split()[:2] == [str(lowest), "COMPLETE"]  # best row first
+
+
+@pytest.mark.parametrize("how", ["mean", "median", "min"])
+def test_n_seeds_aggregation(tmp_path, how) -> None:
+    driver = _driver(tmp_path, ["tuner.n_seeds=2", f"tuner.aggregation={how}", "tuner.n_trials=1",
+                                "tuner.pruner=none", "seed=5"])
+    driver.run()
+    trial = driver.study.trials[0]
+    assert trial.state == TrialState.COMPLETE
+    result = json.loads(open(os.path.join(trial.user_attrs["run_dir"], "result.json")).read())
+    finals = [s["final_mean_return"] for s in result["attrs"]["seeds"]]
+    per_seed = [json.loads(open(os.path.join(trial.user_attrs["run_dir"], f"seed_{seed}", "result.json")).read())
+                for seed in (5, 6)]
+    assert finals == [r["final_mean_return"] for r in per_seed] and [r["seed"] for r in per_seed] == [5, 6]
+    assert trial.value == pytest.approx(aggregate(finals, how)) == result["value"]
+    if how == "min":
+        assert trial.value == min(finals)
+
+
+def test_timeout_stops_starting_trials(tmp_path) -> None:
+    driver = _driver(tmp_path, ["env.module=tests.tuner.faulty_envs", "env.id=Slow-v0", "tuner.timeout=0.5",
+                                "tuner.n_trials=5", "tuner.pruner=none", "+search.values.agent.gamma='interval(0.9, 0.99)'"])
+    started = time.monotonic()
+    driver.run()
+    assert [t.state for t in driver.study.trials] == [TrialState.COMPLETE]  # the running trial finished
+    assert time.monotonic() - started > 0.5
+
+
+def test_surviving_driver_fails_trials_of_a_silent_driver_while_running(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(tuner.study, "HEARTBEAT_GRACE_S", 3.0)
+    driver = _driver(tmp_path, ["tuner.n_trials=2", "tuner.pruner=none", "tuner.sampler=random",
+                                "+search.values.agent.gamma='interval(0.9, 0.99)'"])
+    ghost = driver.study.ask()  # a trial of a driver on another machine, alive at start-up
+    ghost.set_user_attr("driver", "elsewhere:1")
+    ghost.set_user_attr("heartbeat", time.time())
+    driver.run()
+    trials = driver.study.trials
+    assert trials[0].state == TrialState.FAIL and "no heartbeat" in trials[0].user_attrs["fail_reason"]
+    assert [t.state for t in trials[1:]] == [TrialState.COMPLETE] * 2  # n_trials finished, nothing waits forever
