@@ -1,7 +1,9 @@
 """The study report: PNG plots and ``report.md`` in ``<study_dir>/report/``, and a wandb run of
 ``job_type=study`` with the same plots and a table of trials.
 
-Written at the end of every study (``tuner=optuna``) and on demand for an existing storage::
+Written at the end of every study (``tuner=optuna``, the finders' ``tuner=lr_finder|opt_finder|
+parallel_finder`` and the Hydra sweeper, the last two through :func:`report_study`) and on demand
+for an existing storage::
 
     note-tune report study_name=NAME [storage=PATH|sqlite:///..|postgresql://..] [study_dir=DIR]
                      [out=DIR] [wandb=offline|online|disabled|none] [project=NAME]
@@ -25,7 +27,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from .outputs import rerun_command, study_summary
 
-__all__ = ["write_report", "log_study_run", "trials_table", "PLOTS"]
+__all__ = ["write_report", "log_study_run", "report_study", "trials_table", "PLOTS"]
 
 
 def _pyplot() -> Any:
@@ -268,3 +270,26 @@ def log_study_run(study: optuna.Study, report: dict[str, Any], opts: dict[str, A
     files = [report["markdown"], *report["images"].values()]
     session.artifact(f"report-{study.study_name}", "report", files)
     return session.finish()
+
+
+def report_study(study: optuna.Study, study_dir: str, storage_desc: str, config: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The end-of-study report and, when ``config["logger"]`` is wandb, the study's wandb run.
+
+    Never raises: a plotting or wandb problem prints one warning, the study's results stand.
+    Returns :func:`write_report`'s dict (``None`` when the report could not be written)."""
+    import sys
+
+    try:
+        report = write_report(study, study_dir, storage_desc)
+    except Exception as exc:  # noqa: BLE001 - a plotting problem must not hide the study's results
+        print(f"warning: study report not written: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return None
+    print(f"report: {report['markdown']} ({len(report['images'])} plots)", flush=True)
+    opts = (config or {}).get("logger") or {}
+    if opts.get("name") == "wandb":
+        path = log_study_run(study, report, opts, study_dir, config)
+        if path:
+            report["wandb_run"] = path
+            print(f"wandb: study run {path} (upload later: wandb sync {path}, and the trials' "
+                  f"wandb/offline-run-* dirs)", flush=True)
+    return report

@@ -17,7 +17,11 @@ here every trial process logs its own run, so the per-episode curves live next t
 * The run's identity comes from ``meta`` (a plain dict, picklable for trial processes):
   ``job_type`` (train, trial, lr_finder, opt_finder, parallel_finder), ``group`` (the study name),
   ``name``, ``params`` (sampled values), ``trial`` (number), ``tags`` and ``x_axis`` (default
-  ``env_steps``; a finder passes ``"lr"`` and logs its points with :meth:`WandbCallback.log_point`).
+  ``env_steps``; an LR finder trial passes ``"lr"``).
+* LR finder trials: the range test (:class:`tuner.finders.LRRangeTest`, earlier in the callback
+  list) puts each episode's point into the episode logs as ``logs["lr_finder"]``; the row is then
+  logged with :meth:`WandbCallback.log_point`: ``lr`` (the lr in force at the episode's end, the
+  x-axis), ``normalized_reward``, ``loss`` and the usual ``return``, ``env_steps``...
 
 wandb is imported here only, and this module is imported only when ``logger=wandb``.
 """
@@ -244,6 +248,10 @@ class WandbCallback(Callback):
             self._keep_best()
         if not self.session.active or (episode + 1) % self.every:
             return
+        point = logs.get("lr_finder")
+        if point is not None and self.meta.get("x_axis") == "lr":
+            self.log_point({**self._row(logs), **point})  # the recorder's lr, not the next step's
+            return
         self.session.log(self._row(logs))
         self.rows += 1
 
@@ -373,7 +381,8 @@ def _number(value: Any) -> float | None:
 
 
 def _hparams(agent: Any) -> dict[str, float]:
-    """Learning rate(s), batch size and epsilon as they are now (adjusters change them)."""
+    """Learning rate(s) (``lr``, and ``lr/1``, ``lr/2``... for further optimizers), batch size and
+    epsilon as they are now (adjusters change them)."""
     out: dict[str, float] = {}
     opts = agent.optimizer if isinstance(agent.optimizer, (list, tuple)) else [agent.optimizer]
     opts = [o for o in opts if o is not None]
@@ -382,8 +391,8 @@ def _hparams(agent: Any) -> dict[str, float]:
             lr = agent.backend.get_hparam(opt, "lr")
         except Exception:  # noqa: BLE001 - an optimizer without lr
             lr = None
-        if lr is not None:
-            out["lr" if len(opts) == 1 else f"lr/{i}"] = float(lr)
+        if lr is not None:  # plain `lr` is the first optimizer's, so that it can be an x-axis
+            out["lr" if i == 0 else f"lr/{i}"] = float(lr)
     if getattr(agent, "batch", None) is not None:
         out["batch"] = float(agent.batch)
     policies = agent.policy if isinstance(agent.policy, (list, tuple)) else [agent.policy]

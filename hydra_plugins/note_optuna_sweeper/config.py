@@ -36,6 +36,9 @@ class NoteOptunaSweeperConf:
     blocking: bool = False
     # search space as in hydra-optuna-sweeper: {key: sweep expression}; command-line sweeps add to it
     params: dict[str, Any] = field(default_factory=dict)
+    # the trials' logger when the command line selects none (`logger=...` wins): wandb, offline by
+    # default, as in tuner=optuna studies; null keeps the job config's own default (console)
+    logger: Optional[str] = "wandb"
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="optuna", node=NoteOptunaSweeperConf, provider="note_rl")

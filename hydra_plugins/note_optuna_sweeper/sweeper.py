@@ -5,8 +5,11 @@ Command-line sweep overrides (``key=interval(...)``, ``choice(...)``, ``range(..
 plain overrides are fixed for every trial.  Trials run through the same machinery as
 ``tuner=optuna`` (:class:`tuner.supervisor.Supervisor`): non-blocking - up to ``n_jobs`` run at
 once and each finished trial frees its slot immediately - and prunable.  The objective is the
-job's ``result.json`` value (mean return of the last ``objective.last_k`` episodes).  At the end
-``optimization_results.yaml`` (best params and value) is written in the sweep dir.
+job's ``result.json`` value (mean return of the last ``objective.last_k`` episodes).  Trials log
+to wandb (offline) unless the command line selects a logger (``hydra.sweeper.logger``).  At the end
+``optimization_results.yaml`` (best params and value) is written in the sweep dir, and the study
+report (:func:`tuner.report.report_study`) in ``<sweep dir>/report/`` (plus a wandb run of
+``job_type=study`` when the trials logged to wandb).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ class NoteOptunaSweeper(Sweeper):
             OmegaConf.merge(OmegaConf.structured(NoteOptunaSweeperConf), kwargs))
         self.config: DictConfig | None = None
         self.hydra_context: HydraContext | None = None
+        self._trial_config: dict[str, Any] | None = None  # a launched trial's config (logger of the report)
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.hydra_context = hydra_context
@@ -55,6 +59,8 @@ class NoteOptunaSweeper(Sweeper):
                 values[override.get_key_element()] = override.input_line.split("=", 1)[1]
             else:
                 fixed.append(override.input_line)
+        if self.conf.logger and not any(o.split("=", 1)[0].lstrip("+~") == "logger" for o in fixed):
+            fixed.insert(0, f"logger={self.conf.logger}")
         for key, expr in self.conf.params.items():
             values.setdefault(key, expr)
         return parse_space({"values": _nest(values)}), fixed
@@ -97,7 +103,12 @@ class NoteOptunaSweeper(Sweeper):
             if not len(sup):
                 break
             sup.wait()
-        return self._write_results(study, sweep_dir)
+        results = self._write_results(study, sweep_dir)
+        from tuner.report import report_study
+        from tuner.storage import describe
+
+        report_study(study, sweep_dir, describe(self.conf.storage, sweep_dir), self._trial_config)
+        return results
 
     def _ask(self, study: "optuna.Study", space: list["Param"], sup: "Supervisor") -> "optuna.Trial | None":
         from optuna.trial import TrialState
@@ -135,6 +146,7 @@ class NoteOptunaSweeper(Sweeper):
         OmegaConf.save(cfg, os.path.join(run_dir, "config.yaml"))
         plain = OmegaConf.to_container(cfg, resolve=True)
         plain["logger"]["p"] = 0
+        self._trial_config = plain
         from tuner.wandb_logger import trial_meta  # wandb itself is imported only by logging runs
 
         spec = {"trial": trial.number, "configs": [plain], "run_dir": run_dir,

@@ -3,6 +3,8 @@ and the config, with every training in a fresh process and the results in the st
 
 import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import optuna
@@ -10,7 +12,8 @@ import pytest
 
 from note_rl.policy import EpsGreedyQPolicy, SoftmaxPolicy
 from tests.conftest import agents_module
-from tests.tuner.conftest import run_app
+from tests.tuner.conftest import REPO, run_app
+from tests.tuner.wandb_read import offline_runs, read_run
 from tuner.finders import LRRangeTest, windowed_normalize
 from tuner.finders.lr import lagged_change, plot_curve, suggest_lr
 
@@ -153,8 +156,9 @@ def test_parallel_finder_runs_concurrently_and_picks_by_reward_and_loss(tmp_path
     assert by_loss["best_index"] == 0 and by_loss["best_loss"] < 1e9
 
 
+# logger=none: finder studies log to wandb by default; these tests do not look at wandb
 TINY = ["agent.hidden_size=[16]", "agent.batch=16", "agent.train_freq=1", "agent.num_updates=1",
-        "agent.learning_starts=16", "buffer.pool_size=2000"]
+        "agent.learning_starts=16", "buffer.pool_size=2000", "logger=none"]
 
 
 def test_finders_from_the_config(tmp_path) -> None:
@@ -188,3 +192,130 @@ def test_finders_from_the_config(tmp_path) -> None:
     assert par["best_index"] in (0, 1) and len(par["rewards"]) == 2
     (study,) = _journal(tmp_path / "studies" / "parallel_finder_CartPole-v1")
     assert sorted(t.params["label"] for t in study.trials) == ["backend=tf", "backend=torch"]
+
+
+def run_command(name: str, args: list[str], cwd: str, check: bool = True) -> subprocess.CompletedProcess:
+    """Run console command ``name`` (pyproject's [project.scripts]) as installed in this venv."""
+    exe = os.path.join(os.path.dirname(sys.executable), name)
+    assert os.path.exists(exe), f"{name} is not installed next to {sys.executable} (pip install -e .)"
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""), HYDRA_FULL_ERROR="0")
+    out = subprocess.run([exe, *args], cwd=cwd, capture_output=True, text=True, timeout=600, env=env)
+    if check:
+        assert out.returncode == 0, f"{name} exited {out.returncode}\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+    return out
+
+
+def test_note_opt_finder_command_tf_sqlite_storage_and_wandb_runs(tmp_path) -> None:
+    # the default logger of finder studies is wandb (offline): no logger override here
+    db = f"sqlite:///{tmp_path / 'finders.db'}"
+    run_command("note-opt-finder", ["backend=tf", "tuner.study_name=opt_tf", "tuner.optimizers=[adam,sgd]",
+                                    "tuner.episodes=2", "tuner.n_jobs=2", f"tuner.storage={db}",
+                                    *[o for o in TINY if o != "logger=none"]], cwd=str(tmp_path))
+    folder = tmp_path / "studies" / "opt_tf"
+    opt = json.loads((folder / "opt_finder.json").read_text())
+    assert [row["optimizer"] for row in opt["table"]] == ["adam", "sgd"] and not any(r["failed"] for r in opt["table"])
+    # the results are in the storage, readable by anyone with optuna
+    study = optuna.load_study(study_name="opt_tf", storage=db)
+    trials = sorted(study.trials, key=lambda t: t.number)
+    assert study.user_attrs["finder"] == "opt_finder" and study.direction == optuna.study.StudyDirection.MAXIMIZE
+    assert [t.params for t in trials] == [{"optimizer": "adam"}, {"optimizer": "sgd"}]
+    assert [t.state for t in trials] == [optuna.trial.TrialState.COMPLETE] * 2
+    assert [t.value for t in trials] == pytest.approx([row["mean_reward"] for row in opt["table"]])
+    assert all(len(t.intermediate_values) == 2 for t in trials)  # one report per episode
+    for t in trials:
+        assert json.loads(open(os.path.join(t.user_attrs["run_dir"], "result.json")).read())["config"]["backend"]["name"] == "tf"
+        (path,) = offline_runs(t.user_attrs["run_dir"])
+        run = read_run(path)
+        assert run["run"]["job_type"] == "opt_finder" and run["run"]["run_group"] == "opt_tf"
+        assert run["config"]["params"] == t.params and run["config"]["backend"]["name"] == "tf"
+    assert (folder / "report" / "report.md").exists() and len(offline_runs(str(folder))) == 1  # + the study run
+
+
+def test_note_parallel_finder_command_six_candidates_none_pruned_and_other_candidates_refused(tmp_path) -> None:
+    # five CartPole candidates (returns ~10-40) and a Corridor one (returns < 1): with Optuna's default
+    # MedianPruner the sixth trial would be pruned at its first report and counted as failed
+    cands = [[f"seed={i}"] for i in range(5)] + [["env.id=Corridor-v0", "env.module=tests.note_rl.envs"]]
+    cands[0].append("logger=wandb")  # one candidate logs to wandb (logger=none below, for speed)
+    arg = "tuner.candidates=[" + ",".join("[" + ",".join(f"'{o}'" for o in c) + "]" for c in cands) + "]"
+    common = ["tuner.study_name=p6", "tuner.episodes=2", "tuner.n_jobs=1", *TINY]
+    run_command("note-parallel-finder", [*common, arg], cwd=str(tmp_path))
+    folder = tmp_path / "studies" / "p6"
+    par = json.loads((folder / "parallel_finder.json").read_text())
+    assert par["failed"] == {} and all(len(par["rewards"][str(i)]) == 2 for i in range(6))
+    assert par["best_index"] != 5 and max(par["rewards"]["5"]) < 1
+    (study,) = _journal(folder)
+    assert [t.state for t in study.trials] == [optuna.trial.TrialState.COMPLETE] * 6
+    (path,) = offline_runs(study.trials[0].user_attrs["run_dir"])
+    run = read_run(path)
+    assert run["run"]["job_type"] == "parallel_finder" and run["run"]["run_group"] == "p6"
+    # the same study with another candidate: one line naming tuner.study_name, exit 2, study untouched
+    out = run_command("note-parallel-finder", [*common, "tuner.candidates=[['seed=9']]"], cwd=str(tmp_path), check=False)
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and len(lines) == 1, out.stderr
+    assert lines[0].startswith("error: tuner.study_name: study 'p6' already holds trials of other candidates (label:")
+    assert lines[0].endswith("new: seed=9); use another study name")
+    (study,) = _journal(folder)
+    assert [t.state for t in study.trials] == [optuna.trial.TrialState.COMPLETE] * 6
+
+
+def test_note_lr_finder_command(tmp_path) -> None:
+    run_command("note-lr-finder", ["tuner.per=episode", "tuner.N=8", "tuner.episodes=12", "tuner.window_size=3",
+                                   *TINY], cwd=str(tmp_path))
+    result = json.loads((tmp_path / "studies" / "lr_finder_dqn_CartPole-v1" / "lr_finder.json").read_text())
+    assert len(result["lrs"]) == 9 and len(result["normalized_rewards"]) == 8 and 1e-4 <= result["suggested_lr"] <= 1.0
+
+
+def test_a_rerun_reuses_the_study_choices_and_other_candidates_raise() -> None:
+    from tuner.finders.runner import Candidate, CandidateMismatch, _distributions
+
+    study = optuna.create_study()
+    cands = [Candidate({"optimizer": name}, {}, "torch") for name in ("adam", "sgd")]
+    dists = _distributions(study, cands)
+    study.enqueue_trial({"optimizer": "sgd"})
+    study.tell(study.ask(dists), 1.0)
+    # a subset of the earlier candidates: the study's own distribution, so Optuna accepts it
+    assert _distributions(study, cands[1:]) == dists
+    with pytest.raises(CandidateMismatch, match=r"\(optimizer: adam, sgd; new: rmsprop\)"):
+        _distributions(study, [Candidate({"optimizer": "rmsprop"}, {}, "torch")])
+    assert len(study.trials) == 1
+
+
+def test_opt_finder_by_loss_picks_the_lowest_mean_loss(tmp_path) -> None:
+    import torch
+
+    from note_rl.opt_finder import OptFinder
+
+    agent = _dqn("torch")
+    opts = [torch.optim.Adam(agent.param, lr=1e-3), torch.optim.SGD(agent.param, lr=1e-2),
+            torch.optim.RMSprop(agent.param, lr=1e-3)]
+    finder = OptFinder(agent, opts)
+    best = finder.find(pool_network=False, episodes=3, metrics="loss", n_jobs=2, study_dir=str(tmp_path / "ol"),
+                       study_name="ol")
+    losses = finder.mean_losses
+    assert all(v is not None for v in losses) and len(set(losses)) == 3
+    assert finder.best_index == int(np.argmin(losses)) and best is opts[finder.best_index]
+    assert finder.best_loss == min(losses)
+    (study,) = _journal(tmp_path / "ol")
+    assert study.direction == optuna.study.StudyDirection.MINIMIZE
+    assert [t.value for t in sorted(study.trials, key=lambda t: t.number)] == pytest.approx(losses)
+    assert study.best_trial.params["candidate"] == finder.best_index
+
+
+def test_parallel_finder_keras_agents_and_results_in_the_storage(tmp_path) -> None:
+    import keras
+
+    from note_rl.parallel_finder import ParallelFinder
+
+    agents = [_dqn("tf", seed=0), _dqn("tf", seed=1)]
+    optimizers = [keras.optimizers.Adam(1e-3), keras.optimizers.SGD(1e-2)]
+    logs = ParallelFinder(agents, optimizers).find(pool_network=False, episodes=2, n_jobs=2,
+                                                   study_dir=str(tmp_path / "pk"), study_name="pk")
+    assert logs["best_opt"] is optimizers[logs["best_index"]] and logs["failed"] == {}
+    (study,) = _journal(tmp_path / "pk")
+    trials = sorted(study.trials, key=lambda t: t.number)
+    assert study.user_attrs["finder"] == "parallel_finder"
+    assert [t.params for t in trials] == [{"candidate": 0, "label": "DQN/Adam(lr=0.001)"},
+                                          {"candidate": 1, "label": "DQN/SGD(lr=0.01)"}]
+    assert [t.value for t in trials] == pytest.approx([np.mean(logs["rewards"][i]) for i in range(2)])
+    assert [len(t.intermediate_values) for t in trials] == [2, 2]
+    assert logs["best_reward"] == pytest.approx(max(t.value for t in trials))

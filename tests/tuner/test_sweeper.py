@@ -1,12 +1,46 @@
-"""Our Optuna sweeper for Hydra multirun: parallel trials, pruning, resume, optimization_results.yaml."""
+"""Our Optuna sweeper for Hydra multirun: parallel trials, pruning, resume, optimization_results.yaml,
+non-blocking slots, SQLite storage with direction=minimize, the report and wandb by default."""
 
 import os
+import time
 
+import gymnasium as gym
 import optuna
+from gymnasium.envs.classic_control.cartpole import CartPoleEnv
 from omegaconf import OmegaConf
 from optuna.trial import TrialState
+from PIL import Image
 
 from tests.tuner.conftest import TINY, run_app
+from tests.tuner.wandb_read import offline_runs, read_run
+
+SLOW_DIR = "NOTE_TEST_FIRST_SLOW_DIR"
+
+
+class FirstSlow(CartPoleEnv):
+    """CartPole that is slow (40 ms per step) in the first trial process to reset one, and fast in
+    every other: one long trial whatever the sampler picks.  The claim is a file created with
+    O_EXCL in ``$NOTE_TEST_FIRST_SLOW_DIR``, decided once per process."""
+
+    slow: bool | None = None  # per process
+
+    def reset(self, **kwargs):
+        if FirstSlow.slow is None:
+            try:
+                os.close(os.open(os.path.join(os.environ[SLOW_DIR], "claimed"), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+                FirstSlow.slow = True
+            except FileExistsError:
+                FirstSlow.slow = False
+        return super().reset(**kwargs)
+
+    def step(self, action):
+        if FirstSlow.slow:
+            time.sleep(0.04)
+        return super().step(action)
+
+
+if "FirstSlow-v0" not in gym.registry:
+    gym.register("FirstSlow-v0", entry_point="tests.tuner.test_sweeper:FirstSlow", max_episode_steps=500)
 
 
 def test_sweeper_parallel_pruning_and_resume(tmp_path) -> None:
@@ -36,3 +70,55 @@ def test_sweeper_parallel_pruning_and_resume(tmp_path) -> None:
     assert results.best_value == study.best_value and dict(results.best_params) == study.best_params
     job = OmegaConf.load(os.path.join(study.best_trial.user_attrs["run_dir"], "config.yaml"))
     assert job.optimizer.lr == study.best_params["optimizer.lr"]
+
+
+def test_a_finished_trial_frees_its_slot_at_once(tmp_path) -> None:
+    # n_jobs=2, four trials: one long (~12 s), three short.  Non-blocking: trials 2 and 3 take the
+    # slot of each short trial as it finishes, while the long one still runs (blocking batches of
+    # two, the published plugin's behaviour, would start them only after the long trial ended).
+    (tmp_path / "claim").mkdir()
+    run_app(["-m", "hydra/sweeper=optuna", "hydra.sweeper.study_name=nb", "hydra.sweeper.n_jobs=2",
+             "hydra.sweeper.n_trials=4", "hydra.sweeper.sampler=random", "hydra.sweeper.pruner=none",
+             f"hydra.sweep.dir={tmp_path / 'sweep'}", "env.id=FirstSlow-v0", "env.module=tests.tuner.test_sweeper",
+             "agent.gamma=choice(0.9, 0.95, 0.99)", *TINY], cwd=str(tmp_path), env={SLOW_DIR: str(tmp_path / "claim")})
+    from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+    storage = JournalStorage(JournalFileBackend(str(tmp_path / "sweep" / "journal.log")))
+    trials = sorted(optuna.load_study(study_name="nb", storage=storage).trials, key=lambda t: t.number)
+    assert [t.state for t in trials] == [TrialState.COMPLETE] * 4
+    long = max(trials, key=lambda t: t.duration)
+    assert long.number in (0, 1) and long.duration.total_seconds() > 10
+    for t in trials[2:]:
+        assert long.datetime_start < t.datetime_start and t.datetime_complete < long.datetime_complete, (
+            f"trial {t.number} did not run inside long trial {long.number}")
+
+
+def test_sqlite_storage_minimize_report_and_wandb_by_default(tmp_path) -> None:
+    # no logger override: sweeper trials log to wandb (offline), as tuner=optuna trials do.  The
+    # objective (mean return) can be minimised like any value: the best trial must be the lowest.
+    db = f"sqlite:///{tmp_path / 'sweep.db'}"
+    sweep = tmp_path / "sweep"
+    run_app(["-m", "hydra/sweeper=optuna", f"hydra.sweeper.storage={db}", "hydra.sweeper.study_name=mn",
+             "hydra.sweeper.direction=minimize", "hydra.sweeper.n_trials=3", "hydra.sweeper.n_jobs=2",
+             "hydra.sweeper.sampler=random", "hydra.sweeper.sampler_seed=0", "hydra.sweeper.pruner=none",
+             f"hydra.sweep.dir={sweep}", "seed=int(interval(0, 1000))",
+             *[o for o in TINY if not o.startswith("logger=")]], cwd=str(tmp_path))
+    study = optuna.load_study(study_name="mn", storage=db)
+    values = [t.value for t in study.trials if t.state == TrialState.COMPLETE]
+    assert study.direction == optuna.study.StudyDirection.MINIMIZE and len(values) == 3 and len(set(values)) > 1
+    assert study.best_value == min(values)
+    results = OmegaConf.load(sweep / "optimization_results.yaml")
+    assert results.best_value == min(values) and dict(results.best_params) == study.best_params
+    # the end-of-study report in the sweep dir
+    text = (sweep / "report" / "report.md").read_text()
+    assert f"best value: {min(values):.6g} (trial {study.best_trial.number})" in text and "| `seed` |" in text
+    with Image.open(sweep / "report" / "optimization_history.png") as img:
+        img.verify()
+    # wandb: one run per trial (group = study name) and the study's own run
+    for t in study.trials:
+        (path,) = offline_runs(t.user_attrs["run_dir"])
+        run = read_run(path)
+        assert run["run"]["job_type"] == "trial" and run["run"]["run_group"] == "mn"
+        assert run["config"]["params"] == t.params and run["summary"]["state"] == "complete"
+    (path,) = offline_runs(str(sweep))
+    assert read_run(path)["run"]["job_type"] == "study"

@@ -135,18 +135,82 @@ def test_wandb_is_not_imported_without_logger_wandb(tmp_path) -> None:
     assert out.stdout.strip() == "False", out.stderr
 
 
-def test_lr_finder_trial_is_a_wandb_run_of_job_type_lr_finder(tmp_path) -> None:
-    import tuner.app
+def test_lr_finder_command_logs_reward_and_loss_against_lr_and_a_study_report(tmp_path) -> None:
+    from PIL import Image
 
-    if not hasattr(tuner.app, "FINDERS"):  # the finders' config path lands in its own change
-        pytest.skip("tuner=lr_finder is not dispatched by this checkout's tuner.app")
-    run_app(["tuner=lr_finder", "tuner.study_name=lrf", "tuner.N=30", "tuner.episodes=12", "tuner.window_size=3",
-             *BASE, "logger=wandb"], cwd=str(tmp_path))
-    (path,) = offline_runs(str(tmp_path / "studies" / "lrf" / "trials" / "0000"))
+    from tests.tuner.test_finders import run_command
+
+    # no logger override: finder studies log to wandb (offline) by default
+    run_command("note-lr-finder", ["tuner.study_name=lrf", "tuner.N=30", "tuner.episodes=12", "tuner.window_size=3",
+                                   *BASE], cwd=str(tmp_path))
+    study_dir = tmp_path / "studies" / "lrf"
+    (path,) = offline_runs(str(study_dir / "trials" / "0000"))
     run = read_run(path)
     assert run["run"]["job_type"] == "lr_finder" and run["run"]["run_group"] == "lrf"
     assert run["run"]["display_name"] == "lrf#0000"
     # reward and loss against the learning rate: lr is the x-axis of every row and it grows
-    lrs = [row["lr"] for row in run["history"]]
+    assert {"glob_name": "*", "options": {"defined": True, "step_sync": True}, "step_metric": "lr"} in run["metrics"]
+    history = run["history"]
+    lrs = [row["lr"] for row in history]
     assert len(lrs) == run["summary"]["episodes"] and lrs == sorted(lrs) and lrs[-1] > lrs[0]
-    assert all("return" in row for row in run["history"]) and any("loss" in row for row in run["history"])
+    assert all({"normalized_reward", "return", "env_steps"} <= set(row) for row in history)
+    assert any("loss" in row for row in history)
+    # the same points as the finder's own record (the normalised reward, not the raw return)
+    found = json.loads((study_dir / "lr_finder.json").read_text())
+    assert [row["normalized_reward"] for row in history] == pytest.approx(found["normalized_rewards"])
+    assert lrs == pytest.approx(found["episode_lrs"])
+    # the end-of-study report, with the LR-finder curves of this study, and the study's wandb run
+    assert (study_dir / "report" / "report.md").exists()
+    for name in ("lr_finder", "optimization_history"):
+        with Image.open(study_dir / "report" / f"{name}.png") as img:
+            assert img.format == "PNG" and img.size[0] >= 400
+            img.verify()
+    (path,) = offline_runs(str(study_dir))
+    study_run = read_run(path)
+    assert study_run["run"]["job_type"] == "study" and study_run["run"]["run_group"] == "lrf"
+    assert study_run["history"][0]["plots/lr_finder._type"] == "image-file"
+
+
+def test_gns_adjuster_noise_signal_and_adjusted_batch_reach_the_history(tmp_path) -> None:
+    # B_simple of a tiny DQN on CartPole is ~2: from batch 64 the GNS rule walks the batch down
+    run_app([*BASE, "logger=wandb", "budget.steps=400", "agent.batch=64", "agent.learning_starts=64",
+             "adjuster=gns", "adjuster.every=5"], cwd=str(tmp_path))
+    (path,) = offline_runs(str(next(tmp_path.glob("outputs/*/*"))))
+    history = read_run(path)["history"]
+    adjusted = [row for row in history if "adjust/batch" in row]
+    assert adjusted and history[0]["batch"] == 64
+    for row in adjusted:  # the signal and what the adjuster set, as it was at the episode's end
+        assert {"adjust/noise", "adjust/noise_ema", "adjust/b_simple", "adjust/noise_ratio", "adjust/lr"} <= set(row)
+        assert row["batch"] == row["adjust/batch"] and row["lr"] == pytest.approx(row["adjust/lr"])
+    assert adjusted[-1]["batch"] < 64
+
+
+def test_python_api_lr_finder_wandb_opt_in_with_two_optimizers(tmp_path) -> None:
+    import torch
+
+    import tests.note_rl.envs  # noqa: F401 - registers Corridor-v0
+    from note_rl.policy import SoftmaxPolicy
+    from tests.conftest import agents_module
+    from tuner.finders import LRFinder
+
+    agent = agents_module("torch").PPO(6, 16, 2, gamma=0.9, env="Corridor-v0", seed=0)
+    agent.set(policy=SoftmaxPolicy(), batch=16, pool_size=1000, learning_starts=16, seed=0)
+    agent.optimizer = [torch.optim.Adam(agent.param[0]), torch.optim.Adam(agent.param[1])]  # actor, critic
+    finder = LRFinder(agent)
+    finder.find(N=8, per="episode", window_size=3, episodes=10, study_dir=str(tmp_path / "lrw"), study_name="lrw",
+                wandb=dict(project="unit", tags=["api"]))
+    (path,) = offline_runs(str(tmp_path / "lrw" / "trials" / "0000"))
+    run = read_run(path)
+    assert run["run"]["job_type"] == "lr_finder" and run["run"]["run_group"] == "lrw"
+    assert run["run"]["project"] == "unit" and "api" in run["run"]["tags"] and "PPO" in run["run"]["tags"]
+    assert run["config"]["finder"]["N"] == 8 and run["config"]["optimizers"] == ["Adam(lr=0.001)"] * 2
+    # a list of optimizers: plain `lr` (the x-axis) for the first, `lr/1` for the second
+    assert any(m.get("step_metric") == "lr" for m in run["metrics"])
+    history = run["history"]
+    assert [row["lr"] for row in history] == pytest.approx(finder.episode_lrs)
+    assert all(row["lr/1"] == pytest.approx(row["lr"]) and "lr/0" not in row for row in history)
+    assert [row["normalized_reward"] for row in history] == pytest.approx(finder.normalized)
+    assert run["summary"]["state"] == "complete"
+    # without the opt-in a Python-API finder makes no wandb run
+    LRFinder(agent).find(N=3, per="episode", episodes=4, study_dir=str(tmp_path / "off"), study_name="off")
+    assert not offline_runs(str(tmp_path / "off" / "trials" / "0000"))

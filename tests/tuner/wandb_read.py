@@ -29,7 +29,8 @@ def _inspect(path: str, *flags: str) -> str:
 
 
 def read_run(path: str) -> dict[str, Any]:
-    """``{"run", "config", "history", "summary", "state", "artifacts", "exit_code"}`` of one run."""
+    """``{"run", "config", "history", "summary", "state", "artifacts", "exit_code", "metrics"}`` of one
+    run (``metrics``: the ``define_metric`` records, e.g. ``{"glob_name": "*", "step_metric": "lr"}``)."""
     records = [json.loads(line) for line in _inspect(path).splitlines() if line.strip()]
     run = next(r["run"] for r in records if r["type"] == "run")
     config = {k: v for k, v in run["config"]["update"].items() if k != "_wandb"}
@@ -39,6 +40,8 @@ def read_run(path: str) -> dict[str, Any]:
     history = [r["history"]["item"] for r in records if r["type"] == "history"]
     artifacts = [r["artifact"] for r in records if r["type"] == "artifact"]
     exits = [r["exit"].get("exit_code", 0) for r in records if r["type"] == "exit"]
+    metrics = [r["metric"] for r in records if r["type"] == "metric"]
     state = json.loads(_inspect(path, "--summary"))
     return {"run": run, "config": config, "history": history, "summary": state["summary"],
-            "state": state["state"], "artifacts": artifacts, "exit_code": exits[-1] if exits else None}
+            "state": state["state"], "artifacts": artifacts, "exit_code": exits[-1] if exits else None,
+            "metrics": metrics}

@@ -51,7 +51,12 @@ def run_pickled(spec: dict[str, Any], report: Callable[[int, float], bool]) -> d
     recorder = make_recorder(spec["finder"], report)
     digest = weights_digest(agent)
     optimizer = optimizers if len(optimizers) > 1 else optimizers[0]
-    kwargs = dict(spec["train"], callbacks=[recorder], p=0)
+    callbacks: list[Any] = [recorder]
+    if spec.get("logger"):  # wandb= opt-in; after the recorder, which puts the LR point in the logs
+        from ..wandb_logger import WandbCallback
+
+        callbacks.append(WandbCallback(_wandb_config(agent, spec), spec["run_dir"]))
+    kwargs = dict(spec["train"], callbacks=callbacks, p=0)
     try:
         if agent.backend_name == "torch":
             agent.train(optimizer, spec["episodes"], **kwargs)
@@ -63,3 +68,16 @@ def run_pickled(spec: dict[str, Any], report: Callable[[int, float], bool]) -> d
         recorder.ended = recorder.ended or time.time()  # diverged at a high lr: expected
     return summarise(recorder, spec["run_dir"], {"initial_weights_sha256": digest,
                                                  "env_steps": agent.step_counter})
+
+
+def _wandb_config(agent: Any, spec: dict[str, Any]) -> dict[str, Any]:
+    """What :class:`~tuner.wandb_logger.WandbCallback` needs of a config, for a pickled agent (no
+    Hydra config): the logger options, names for the run's tags, and what the finder ran."""
+    from .common import describe_optimizer
+
+    env = agent.env[0] if isinstance(agent.env, (list, tuple)) else agent.env
+    env_id = getattr(getattr(env, "spec", None), "id", None) or (type(env).__name__ if env is not None else "none")
+    return {"logger": spec["logger"], "agent": {"name": type(agent).__name__}, "backend": {"name": agent.backend_name},
+            "env": {"id": env_id}, "objective": {"last_k": 20}, "finder": spec["finder"], "episodes": spec["episodes"],
+            "optimizers": [describe_optimizer(o) for o in spec["optimizers"]],
+            "train": {k: v for k, v in spec["train"].items() if isinstance(v, (int, float, str, bool, type(None)))}}

@@ -16,7 +16,12 @@ import optuna
 from ..storage import describe, make_storage
 
 __all__ = ["optimizer_spec", "build_optimizers", "weights_digest", "describe_optimizer",
-           "python_api_study", "as_list"]
+           "python_api_study", "as_list", "wandb_options"]
+
+# conf/logger/wandb.yaml, for Python-API finders (which have no Hydra config); p=0: trials are quiet
+WANDB_DEFAULTS: dict[str, Any] = {"name": "wandb", "p": 0, "project": "note-rl-tuner", "entity": None,
+                                  "mode": "offline", "log_every": 1, "tags": [], "dir": None, "log_model": True,
+                                  "log_gif": False, "gif_max_steps": 500, "init_timeout": 90.0}
 
 
 def as_list(obj: Any) -> list[Any]:
@@ -32,6 +37,22 @@ def _jsonable(value: Any) -> Any:
             return float(np.asarray(value))
         except (TypeError, ValueError):
             return None
+
+
+def wandb_options(wandb: Any) -> dict[str, Any] | None:
+    """The ``logger`` options of a Python-API finder's ``wandb=`` argument: ``None``/``False`` (no
+    wandb run, the default), ``True`` (offline runs, project ``note-rl-tuner``) or a dict of
+    ``conf/logger/wandb.yaml`` keys, e.g. ``dict(project="lr-tests", mode="offline")``."""
+    if wandb is None or wandb is False:
+        return None
+    if wandb is True:
+        return dict(WANDB_DEFAULTS)
+    if not isinstance(wandb, dict):
+        raise TypeError(f"wandb= takes None, True or a dict of logger options, got {type(wandb).__name__}")
+    unknown = sorted(set(wandb) - set(WANDB_DEFAULTS))
+    if unknown:
+        raise ValueError(f"wandb=: unknown option(s) {', '.join(unknown)}; known: {', '.join(sorted(WANDB_DEFAULTS))}")
+    return {**WANDB_DEFAULTS, **wandb, "name": "wandb"}
 
 
 def optimizer_spec(backend: str, opt: Any) -> dict[str, Any]:

@@ -16,11 +16,11 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from ..schema import ConfigError, validate
-from ..storage import describe, make_storage
+from ..storage import check_storage, describe, make_storage
 from ..train import write_json
 from .lr import LRFinder
 from .parallel import summarise_candidates
-from .runner import Candidate, failure, run_candidates
+from .runner import Candidate, CandidateMismatch, failure, run_candidates
 
 __all__ = ["FinderSettings", "run_finder"]
 
@@ -64,6 +64,7 @@ def _settings(node: Any) -> FinderSettings:
     for ok, message in checks:
         if not ok:
             raise ConfigError(message)
+    check_storage(s.storage)  # before the study dir is created
     return s
 
 
@@ -84,20 +85,45 @@ def _candidate(compose: Composer, overrides: list[str], params: dict[str, Any], 
 
 
 def run_finder(cfg: DictConfig, compose: Composer, overrides: list[str]) -> dict[str, Any]:
-    """Run the finder ``cfg.tuner`` selects; writes ``<name>.json`` (and plots) in the study dir."""
+    """Run the finder ``cfg.tuner`` selects; writes ``<name>.json`` (and plots) in the study dir,
+    then the study report (``report/``, and the wandb study run with ``logger=wandb``)."""
     s = _settings(cfg.tuner)
     folder = os.path.abspath(s.study_dir)
     os.makedirs(folder, exist_ok=True)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     direction = "maximize" if s.metrics == "reward" else "minimize"
+    # NopPruner: every candidate must train its full budget.  Optuna's default MedianPruner would
+    # prune the 6th and later trials of a study (a re-run, or > 5 candidates) that fall below the
+    # median, and the finder would count them as failures.
     study = optuna.create_study(study_name=s.study_name, storage=make_storage(s.storage, folder),
-                                load_if_exists=True, direction=direction, sampler=optuna.samplers.RandomSampler())
+                                load_if_exists=True, direction=direction, sampler=optuna.samplers.RandomSampler(),
+                                pruner=optuna.pruners.NopPruner())
     study.set_user_attr("finder", s.name)
-    print(f"{s.name} study {s.study_name!r} in {folder} (storage {describe(s.storage, folder)})", flush=True)
+    storage_desc = describe(s.storage, folder)
+    print(f"{s.name} study {s.study_name!r} in {folder} (storage {storage_desc})", flush=True)
+    # the candidates are composed without `tuner=<finder>`, whose defaults choose the logger (wandb):
+    # keep the finder's logger unless the command line chose one
+    if not any(o.split("=", 1)[0].lstrip("+~") == "logger" for o in overrides):
+        overrides = [f"logger={cfg.logger.name}", *overrides]
     runner = {"lr_finder": _lr, "opt_finder": _opt, "parallel_finder": _parallel}[s.name]
-    out = runner(s, study, folder, compose, overrides)
+    try:
+        out = runner(s, study, folder, compose, overrides)
+    except CandidateMismatch as exc:  # before any trial was created: the study is unchanged
+        raise ConfigError(f"tuner.study_name: {exc}") from None
+    except ConfigError:  # a bad candidate config: nothing ran, nothing to report
+        raise
+    except Exception:
+        _report(study, folder, storage_desc, cfg)  # e.g. every candidate failed: report.md has the reasons
+        raise
     write_json(os.path.join(folder, f"{s.name}.json"), out)
+    _report(study, folder, storage_desc, cfg)
     return out
+
+
+def _report(study: Any, folder: str, storage_desc: str, cfg: DictConfig) -> None:
+    from ..report import report_study  # matplotlib, and wandb only with logger=wandb
+
+    report_study(study, folder, storage_desc, OmegaConf.to_container(cfg, resolve=True))
 
 
 def _lr(s: FinderSettings, study: Any, folder: str, compose: Composer, overrides: list[str]) -> dict[str, Any]:

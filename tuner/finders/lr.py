@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .common import as_list, optimizer_spec, python_api_study
+from .common import as_list, optimizer_spec, python_api_study, wandb_options
 from .runner import Candidate, failure, run_candidates
 
 __all__ = ["LRFinder", "lagged_change", "suggest_lr", "lr_search_override", "plot_curve"]
@@ -108,9 +108,13 @@ class LRFinder:
              start_lr: float = 1e-4, end_lr: float = 1.0, episodes: int = 77, metrics: str = "reward",
              per: str = "update", jit_compile: bool = True, storage: str | None = None,
              study_name: str | None = None, study_dir: str | None = None,
-             trial_timeout: float | None = None) -> dict[str, Any]:
+             trial_timeout: float | None = None, wandb: Any = None) -> dict[str, Any]:
         """Run the range test (arguments as Note_rl's; ``processes_her`` / ``processes_pr`` are
-        accepted and unused: sampling is O(log n) in one process).  Returns the suggestion."""
+        accepted and unused: sampling is O(log n) in one process).  Returns the suggestion.
+
+        ``wandb=True`` or ``wandb=dict(project=..., mode="offline", ...)`` (keys of
+        ``conf/logger/wandb.yaml``) logs the trial as a wandb run of ``job_type=lr_finder`` in its
+        run dir (reward and loss against lr), as the config path does; off by default."""
         if strategy is not None:
             raise NotImplementedError("LRFinder(strategy=...): TF distribution strategies are not implemented")
         study, folder, _ = python_api_study("lr_finder", storage, study_name, study_dir, "maximize"
@@ -118,7 +122,8 @@ class LRFinder:
         finder = {"kind": "lr", "start_lr": start_lr, "end_lr": end_lr, "N": N, "window_size": window_size,
                   "per": per, "metrics": metrics}
         spec = agent_spec(self.agent, episodes, finder, dict(pool_network=pool_network, processes=processes,
-                                                             random=random, jit_compile=jit_compile), num_updates)
+                                                             random=random, jit_compile=jit_compile), num_updates,
+                          wandb=wandb)
         trial = run_candidates(study, folder, [Candidate({}, spec, self.agent.backend_name)],
                                trial_timeout=trial_timeout, user_attrs={"finder": finder})[0]
         reason = failure(trial)
@@ -182,9 +187,11 @@ class LRFinder:
 
 
 def agent_spec(agent: Any, episodes: int, finder: dict[str, Any], train: dict[str, Any],
-               num_updates: int | None = None, optimizers: Any = None) -> dict[str, Any]:
+               num_updates: int | None = None, optimizers: Any = None, wandb: Any = None) -> dict[str, Any]:
     """The child spec of a Python-API finder: the pickled agent (without its optimizer, which is
-    rebuilt from its description in the child) plus what to run."""
+    rebuilt from its description in the child) plus what to run; ``logger`` holds the wandb
+    options (:func:`~tuner.finders.common.wandb_options`) or ``None``."""
+    logger = wandb_options(wandb)  # a bad wandb= fails here, before anything is pickled or run
     opts = as_list(optimizers if optimizers is not None else agent.optimizer)
     if not opts or opts[0] is None:
         raise ValueError("set agent.optimizer (or pass optimizers) before running a finder")
@@ -199,4 +206,4 @@ def agent_spec(agent: Any, episodes: int, finder: dict[str, Any], train: dict[st
     finally:
         agent.optimizer, agent.callbacks = saved
     return {"agent": blob, "optimizers": [optimizer_spec(agent.backend_name, o) for o in opts],
-            "episodes": episodes, "finder": finder, "train": train, "report_every": 1}
+            "episodes": episodes, "finder": finder, "train": train, "report_every": 1, "logger": logger}

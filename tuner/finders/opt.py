@@ -41,8 +41,9 @@ class OptFinder:
              random: bool = True, num_updates: int | None = None, episodes: int = 7, metrics: str = "reward",
              jit_compile: bool = True, n_jobs: int = 1, storage: str | None = None,
              study_name: str | None = None, study_dir: str | None = None,
-             trial_timeout: float | None = None) -> Any:
-        """Run every candidate; returns the best optimizer object (also ``self.best_opt``)."""
+             trial_timeout: float | None = None, wandb: Any = None) -> Any:
+        """Run every candidate; returns the best optimizer object (also ``self.best_opt``).
+        ``wandb=True`` / ``wandb=dict(...)``: one wandb run per candidate (``job_type=opt_finder``)."""
         if strategy is not None:
             raise NotImplementedError("OptFinder(strategy=...): TF distribution strategies are not implemented")
         study, folder, _ = python_api_study("opt_finder", storage, study_name, study_dir,
@@ -51,7 +52,7 @@ class OptFinder:
         train = dict(pool_network=pool_network, processes=processes, random=random, jit_compile=jit_compile)
         candidates = []
         for i, opt in enumerate(self.optimizers):
-            spec = agent_spec(self.agent, episodes, finder, train, num_updates, optimizers=[opt])
+            spec = agent_spec(self.agent, episodes, finder, train, num_updates, optimizers=[opt], wandb=wandb)
             params = {"candidate": i, "optimizer": describe_optimizer(spec["optimizers"][0])}
             candidates.append(Candidate(params, spec, self.agent.backend_name))
         trials = run_candidates(study, folder, candidates, n_jobs, trial_timeout, {"finder": finder})

@@ -35,8 +35,9 @@ class ParallelFinder:
              processes_her: int | None = None, processes_pr: int | None = None, strategy: Any = None,
              episodes: int = 1, metrics: str = "reward", jit_compile: bool = True, n_jobs: int | None = None,
              storage: str | None = None, study_name: str | None = None, study_dir: str | None = None,
-             trial_timeout: float | None = None) -> dict[str, Any]:
-        """Run all candidates; returns :attr:`logs`."""
+             trial_timeout: float | None = None, wandb: Any = None) -> dict[str, Any]:
+        """Run all candidates; returns :attr:`logs`.  ``wandb=True`` / ``wandb=dict(...)``: one
+        wandb run per candidate (``job_type=parallel_finder``)."""
         if strategy is not None:
             raise NotImplementedError("ParallelFinder(strategy=...): TF distribution strategies are not implemented")
         study, folder, _ = python_api_study("parallel_finder", storage, study_name, study_dir,
@@ -45,7 +46,7 @@ class ParallelFinder:
         train = dict(pool_network=pool_network, processes=processes, jit_compile=jit_compile)
         candidates = []
         for i, (agent, opt) in enumerate(zip(self.agents, self.optimizers)):
-            spec = agent_spec(agent, episodes, finder, train, optimizers=[opt])
+            spec = agent_spec(agent, episodes, finder, train, optimizers=[opt], wandb=wandb)
             label = f"{type(agent).__name__}/{describe_optimizer(spec['optimizers'][0])}"
             candidates.append(Candidate({"candidate": i, "label": label}, spec, agent.backend_name))
         jobs = n_jobs or min(len(candidates), os.cpu_count() or 1)

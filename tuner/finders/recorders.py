@@ -79,7 +79,9 @@ class LRRangeTest(EpisodeRecorder):
     ``factor = (end_lr / start_lr) ** (1 / N)`` after each update (``per="update"``) or episode
     (``per="episode"``), so it reaches ``end_lr`` after ``N`` steps, where the test stops.  Episode
     rewards are normalised over a sliding window of ``window_size`` episodes; the normalised reward
-    (or, with ``metrics="loss"``, the episode's loss) is reported after every episode.
+    (or, with ``metrics="loss"``, the episode's loss) is reported after every episode.  The episode's
+    point (``lr``, ``normalized_reward``, ``loss``) is also put into the episode logs as
+    ``logs["lr_finder"]``, where the wandb callback (later in the callback list) logs it against lr.
     """
 
     def __init__(self, start_lr: float, end_lr: float, N: int, window_size: int = 7, per: str = "update",
@@ -128,6 +130,12 @@ class LRRangeTest(EpisodeRecorder):
         self.rewards.append(float((logs or {})["reward"]))
         self.losses.append(None if (logs or {}).get("loss") is None else float(logs["loss"]))
         self.normalized.append(float(windowed_normalize(self.rewards, self.window_size)[-1]))
+        if logs is not None:  # the episode's point for loggers later in the callback list (wandb);
+            # every optimizer follows the schedule: `lr/i` as the wandb logger names the others
+            lr, n = self.episode_lrs[-1], len(as_list(self.model.optimizer))
+            logs["lr_finder"] = {"lr": lr, **{f"lr/{i}": lr for i in range(1, n)},
+                                 "normalized_reward": self.normalized[-1],
+                                 **({} if self.losses[-1] is None else {"loss": self.losses[-1]})}
         value = self.normalized[-1] if self.metrics == "reward" else self.losses[-1]
         if self.report is not None and value is not None and self.report(episode, value):
             self.model.stop_training = True
