@@ -17,8 +17,8 @@ def set_threads(cfg: dict[str, Any]) -> None:
     """Apply ``backend.threads`` before the framework starts its thread pools."""
     threads = cfg["backend"].get("threads")
     if threads:
-        os.environ.setdefault("OMP_NUM_THREADS", str(threads))
-        os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(threads))
+        for var in ("OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"):
+            os.environ[var] = str(threads)  # the config's value beats a study's default
         if cfg["backend"]["name"] == "torch":
             import torch
 

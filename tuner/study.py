@@ -139,7 +139,8 @@ class Driver:
             self.supervisor.tell_fail(trial, f"config error: {reason}")
             return OPEN
         backend = spec["configs"][0]["backend"]["name"]
-        self.supervisor.launch(trial, TrialProcess(spec, context_for(backend, self.s.preload)))
+        self.supervisor.launch(trial, TrialProcess(spec, context_for(backend, self.s.preload),
+                                                                n_jobs=self.s.n_jobs))
         return OPEN
 
     def _ask(self) -> tuple[optuna.Trial | None, str]:

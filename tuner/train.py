@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -12,7 +13,7 @@ import numpy as np
 
 from .build import build_agent, build_optimizer, logger_callbacks, set_threads, train_kwargs
 
-__all__ = ["run_training", "write_json", "moving_best", "Reporter"]
+__all__ = ["run_training", "write_json", "moving_best", "weights_digest", "Reporter"]
 
 # (step, value) -> True when the run should stop (pruned)
 Reporter = Callable[[int, float], bool]
@@ -33,6 +34,15 @@ def _default(obj: Any) -> Any:
     if isinstance(obj, np.ndarray):
         return obj.tolist()
     return str(obj)
+
+
+def weights_digest(agent: Any) -> str:
+    """SHA-256 of the agent's trainable weights (equal digests: identical starting points).  Here,
+    not in the finders, so that a trial process never imports the finders (and Optuna)."""
+    h = hashlib.sha256()
+    for w in agent.backend.get_weights(agent.backend.flatten(agent.param)):
+        h.update(np.ascontiguousarray(w).tobytes())
+    return h.hexdigest()
 
 
 def moving_best(returns: list[float], k: int) -> float | None:
@@ -77,7 +87,6 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
     final and best mean return over ``objective.last_k`` episodes, env steps and wall time.
     ``safe_nan`` ends training quietly when the loss diverges (the LR range test expects it)."""
     from note_rl import LambdaCallback, NonFiniteLossError
-    from .finders.common import weights_digest
 
     set_threads(cfg)
     agent = build_agent(cfg)
@@ -115,6 +124,7 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
         "env_steps_per_s": agent.step_counter / wall if wall > 0 else None,
         "seed": cfg["seed"],
         "pid": os.getpid(),  # the process that trained (each trial / multirun job has its own)
+        "threads": _framework_threads(cfg["backend"]["name"]),
         "initial_weights_sha256": digest,
         "mean_loss": _mean_loss(agent.loss_list),
         "returns": returns,
@@ -126,6 +136,18 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
     if run_dir:
         write_json(os.path.join(run_dir, "result.json"), result)
     return result
+
+
+def _framework_threads(backend: str) -> int | None:
+    """Intra-op threads the framework trained with (``None``: TensorFlow's own default)."""
+    if backend == "torch":
+        import torch
+
+        return torch.get_num_threads()
+    import tensorflow as tf
+
+    n = tf.config.threading.get_intra_op_parallelism_threads() or os.environ.get("TF_NUM_INTRAOP_THREADS")
+    return int(n) if n else None
 
 
 def _mean_loss(losses: list[float | None]) -> float | None:

@@ -94,9 +94,22 @@ def _limit_memory(extra_mb: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
+def default_threads(n: int | None) -> None:
+    """Use ``n`` framework threads unless the trial's config says otherwise (``backend.threads``,
+    applied later by :func:`tuner.build.set_threads`).  torch may already be imported (forked from
+    the preloading forkserver); TensorFlow and a later torch import read the environment."""
+    if not n:
+        return
+    for var in ("OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"):
+        os.environ[var] = str(n)
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(n)
+
+
 def main(conn: Any, spec: dict[str, Any]) -> None:
     """Process entry point."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    default_threads(spec.get("threads"))
     log = spec.get("log_path")
     if log:  # keep the driver's terminal clean; the trial's own output goes to its run dir
         os.makedirs(os.path.dirname(log), exist_ok=True)

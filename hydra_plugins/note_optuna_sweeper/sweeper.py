@@ -153,7 +153,8 @@ class NoteOptunaSweeper(Sweeper):
                 "report_every": self.conf.report_every, "aggregation": "mean",
                 "log_path": os.path.join(run_dir, "trial.log"),
                 "wandb": trial_meta(trial.study.study_name, trial.number, trial.params)}
-        sup.launch(trial, TrialProcess(spec, context_for(plain["backend"]["name"], self.conf.preload)))
+        sup.launch(trial, TrialProcess(spec, context_for(plain["backend"]["name"], self.conf.preload),
+                                       n_jobs=self.conf.n_jobs))
 
     def _write_results(self, study: "optuna.Study", sweep_dir: str) -> dict[str, Any]:
         import optuna

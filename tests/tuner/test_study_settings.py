@@ -106,6 +106,36 @@ def test_n_seeds_aggregation(tmp_path, how) -> None:
         assert trial.value == min(finals)
 
 
+@pytest.mark.parametrize("backend", ["torch", "tf"])
+def test_parallel_trials_share_the_cores_out(tmp_path, backend) -> None:
+    """n_jobs trials at once train with cores // n_jobs framework threads each."""
+    driver = _driver(tmp_path, [f"backend={backend}", "tuner.n_jobs=2", "tuner.n_trials=2", "tuner.pruner=none",
+                                "tuner.sampler=grid", "+search.values.seed='choice(0, 1)'"])
+    driver.run()
+    for t in driver.study.trials:
+        assert t.state == TrialState.COMPLETE, t.user_attrs.get("fail_reason")
+        result = json.loads(open(os.path.join(t.user_attrs["run_dir"], "result.json")).read())
+        assert result["threads"] == max(1, (os.cpu_count() or 1) // 2)
+
+
+def test_backend_threads_beats_the_study_default(monkeypatch) -> None:
+    import torch
+
+    from tuner.build import set_threads
+    from tuner.trial_worker import default_threads
+
+    for var in ("OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"):
+        monkeypatch.delenv(var, raising=False)
+    before = torch.get_num_threads()
+    try:
+        default_threads(1)  # what a trial of n_jobs=cores gets
+        assert torch.get_num_threads() == 1 and os.environ["TF_NUM_INTRAOP_THREADS"] == "1"
+        set_threads({"backend": {"name": "torch", "threads": 3}})  # the trial's own config
+        assert torch.get_num_threads() == 3 and os.environ["TF_NUM_INTEROP_THREADS"] == "3"
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_timeout_stops_starting_trials(tmp_path) -> None:
     driver = _driver(tmp_path, ["env.module=tests.tuner.faulty_envs", "env.id=Slow-v0", "tuner.timeout=0.5",
                                 "tuner.n_trials=5", "tuner.pruner=none", "+search.values.agent.gamma='interval(0.9, 0.99)'"])

@@ -3,7 +3,6 @@ studies for the Python API."""
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import json
 import os
@@ -14,6 +13,7 @@ import numpy as np
 import optuna
 
 from ..storage import describe, make_storage
+from ..train import weights_digest  # noqa: F401 - re-exported for the finders
 
 __all__ = ["optimizer_spec", "build_optimizers", "weights_digest", "describe_optimizer",
            "python_api_study", "as_list", "wandb_options"]
@@ -84,14 +84,6 @@ def describe_optimizer(spec: dict[str, Any]) -> str:
     name = spec["cls"].partition(":")[2]
     lr = spec.get("kwargs", spec.get("config", {})).get("lr", spec.get("config", {}).get("learning_rate"))
     return f"{name}(lr={lr:g})" if isinstance(lr, (int, float)) else name
-
-
-def weights_digest(agent: Any) -> str:
-    """SHA-256 of the agent's trainable weights (equal digests: identical starting points)."""
-    h = hashlib.sha256()
-    for w in agent.backend.get_weights(agent.backend.flatten(agent.param)):
-        h.update(np.ascontiguousarray(w).tobytes())
-    return h.hexdigest()
 
 
 def python_api_study(kind: str, storage: str | None, study_name: str | None, study_dir: str | None,

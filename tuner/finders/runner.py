@@ -51,7 +51,7 @@ def run_candidates(study: optuna.Study, study_dir: str, candidates: list[Candida
             spec = dict(cand.spec, trial=trial.number, run_dir=run_dir,
                         log_path=os.path.join(run_dir, "trial.log"),
                         wandb=trial_meta(study.study_name, trial.number, cand.params, job_type))
-            sup.launch(trial, TrialProcess(spec, context_for(cand.backend)))
+            sup.launch(trial, TrialProcess(spec, context_for(cand.backend), n_jobs=n_jobs))
             numbers.append(trial.number)
         sup.wait()
     by_number = {t.number: t for t in study.get_trials(deepcopy=False)}
