@@ -148,23 +148,36 @@ class PrioritizedReplayBuffer(ReplayBuffer):
 
     def _sample(self, batch: int) -> tuple[np.ndarray, np.ndarray]:
         """Slots drawn by priority and their priorities."""
-        if len(self) == 0:
-            raise ValueError("cannot sample from an empty replay buffer")
-        slots = self.tree.sample(batch, self.rng)
-        prio = self.tree.get(slots)
-        empty = prio <= 0.0
-        if empty.any():  # float rounding at a boundary can land on an empty slot
-            slots[empty] = super().sample_slots(int(empty.sum()))
-            prio = self.tree.get(slots)
+        slots, prio, _ = self._draw(batch)
         return slots, prio
 
+    def _draw(self, batch: int) -> tuple[np.ndarray, np.ndarray, float]:
+        """Slots drawn by priority, their priorities and the smallest of these."""
+        tree = self.tree
+        try:
+            slots = tree.sample(batch, self.rng)
+        except ValueError:  # all priorities zero: an empty buffer gets its own message
+            if len(self) == 0:
+                raise ValueError("cannot sample from an empty replay buffer") from None
+            raise
+        prio = tree.get(slots)
+        lowest = float(prio.min()) if len(prio) else 1.0
+        if lowest <= 0.0:  # float rounding at a boundary can land on an empty slot
+            empty = prio <= 0.0
+            slots[empty] = super().sample_slots(int(empty.sum()))
+            prio = tree.get(slots)
+            lowest = float(prio.min())
+        return slots, prio, lowest
+
     def sample(self, batch: int) -> Batch:
-        slots, prio = self._sample(batch)
+        slots, prio, lowest = self._draw(batch)
         weights = None
         if self.beta is not None:
-            p = prio / self.tree.total()
-            w = (len(self) * p) ** (-float(self.beta))
-            weights = (w / w.max()).astype(np.float32)
+            # (N * P_i) ** -beta / max_j (N * P_j) ** -beta, with N and sum(priority) cancelled:
+            # the largest weight belongs to the smallest priority (the largest if beta < 0)
+            beta = float(self.beta)
+            w = np.divide(lowest if beta >= 0.0 else prio.max(), prio)
+            weights = np.power(w, beta, out=w).astype(np.float32)
         return self.get(slots, weights)
 
     # -- checkpoints -------------------------------------------------------------------------
