@@ -93,7 +93,13 @@ def test_lr_finder_python_api(backend, tmp_path) -> None:
         np.testing.assert_array_equal(w0, w1)  # the agent itself is untouched
     (study,) = _journal(tmp_path / "lr")
     trial = study.trials[0]
-    assert trial.state == optuna.trial.TrialState.COMPLETE and len(trial.intermediate_values) == len(finder.normalized)
+    assert trial.state == optuna.trial.TrialState.COMPLETE
+    # intermediate values against the lr: step k is the lr's exponent, lr = start_lr * factor**k
+    factor = (1.0 / 1e-4) ** (1 / 60)
+    expected = {}
+    for lr, value in zip(finder.episode_lrs, finder.normalized):
+        expected.setdefault(round(np.log(lr / 1e-4) / np.log(factor)), value)
+    assert trial.intermediate_values == pytest.approx(expected) and len(expected) > 1
     assert study.user_attrs["lr_finder_0"]["suggested_lr"] == out["suggested_lr"]
 
 

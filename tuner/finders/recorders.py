@@ -79,7 +79,8 @@ class LRRangeTest(EpisodeRecorder):
     ``factor = (end_lr / start_lr) ** (1 / N)`` after each update (``per="update"``) or episode
     (``per="episode"``), so it reaches ``end_lr`` after ``N`` steps, where the test stops.  Episode
     rewards are normalised over a sliding window of ``window_size`` episodes; the normalised reward
-    (or, with ``metrics="loss"``, the episode's loss) is reported after every episode.  The episode's
+    (or, with ``metrics="loss"``, the episode's loss) is reported as the intermediate value of step
+    ``k``, the lr's exponent (``lr = start_lr * factor**k``) when the episode ended.  The episode's
     point (``lr``, ``normalized_reward``, ``loss``) is also put into the episode logs as
     ``logs["lr_finder"]``, where the wandb callback (later in the callback list) logs it against lr.
     """
@@ -98,6 +99,7 @@ class LRRangeTest(EpisodeRecorder):
         self.step_losses: list[float] = []   # per update
         self.episode_lrs: list[float] = []   # the lr in force when each episode ended
         self.normalized: list[float] = []
+        self.reported_steps: set[int] = set()
 
     @property
     def lr(self) -> float:
@@ -137,8 +139,13 @@ class LRRangeTest(EpisodeRecorder):
                                  "normalized_reward": self.normalized[-1],
                                  **({} if self.losses[-1] is None else {"loss": self.losses[-1]})}
         value = self.normalized[-1] if self.metrics == "reward" else self.losses[-1]
-        if self.report is not None and value is not None and self.report(episode, value):
-            self.model.stop_training = True
+        # the intermediate value's step is the lr's exponent k (lr = start_lr * factor**k), so the
+        # dashboard draws the curve against the (log) learning rate; only the first episode that
+        # ends at a given k is reported (Optuna keeps one value per step)
+        if self.report is not None and value is not None and self.k not in self.reported_steps:
+            self.reported_steps.add(self.k)
+            if self.report(self.k, value):
+                self.model.stop_training = True
         if self.per == "episode" and self.k < self.N:
             self._advance()
 
