@@ -154,6 +154,9 @@ def test_parallel_finder_runs_concurrently_and_picks_by_reward_and_loss(tmp_path
     finder = ParallelFinder(agents, optimizers)
     logs = finder.find(pool_network=False, episodes=8, n_jobs=2, study_dir=str(tmp_path / "par"), study_name="par")
     assert logs["best_index"] == 1 and logs["best_opt"] is optimizers[1]
+    assert logs["best_config"]["agent"] == "note_rl.agents.torch:DQN"
+    assert logs["best_config"]["optimizer"]["cls"] == "torch.optim.adam:Adam"
+    assert logs["best_config"]["optimizer"]["kwargs"]["lr"] == 1e-3
     assert logs["best_reward"] == pytest.approx(np.mean(logs["rewards"][1]))
     (s0, e0), (s1, e1) = logs["times"][0], logs["times"][1]
     assert s0 < e1 and s1 < e0  # the two trainings overlapped in time
@@ -196,6 +199,9 @@ def test_finders_from_the_config(tmp_path) -> None:
             cwd=str(tmp_path))
     par = json.loads((tmp_path / "studies" / "parallel_finder_CartPole-v1" / "parallel_finder.json").read_text())
     assert par["best_index"] in (0, 1) and len(par["rewards"]) == 2
+    # best_config: the best candidate's resolved config
+    assert par["best_config"]["backend"]["name"] == ["torch", "tf"][par["best_index"]]
+    assert par["best_config"]["agent"]["hidden_size"] == [16]
     (study,) = _journal(tmp_path / "studies" / "parallel_finder_CartPole-v1")
     assert sorted(t.params["label"] for t in study.trials) == ["backend=tf", "backend=torch"]
 

@@ -168,7 +168,8 @@ def _parallel(s: FinderSettings, study: Any, folder: str, compose: Composer, ove
                              finder, list(extra)) for i, extra in enumerate(s.candidates)]
     jobs = s.n_jobs or min(len(candidates), os.cpu_count() or 1)
     trials = run_candidates(study, folder, candidates, jobs, s.trial_timeout, {"finder": finder})
-    logs = summarise_candidates(trials, s.metrics)
+    # best_config: the best candidate's fully resolved config (what a plain run of it would train)
+    logs = summarise_candidates(trials, s.metrics, configs=[c.spec["configs"][0] for c in candidates])
     logs["best_opt"] = s.candidates[logs["best_index"]]
     print(f"best candidate: {logs['best_index']} {logs['best_opt']}", flush=True)
     return logs

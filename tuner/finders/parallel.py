@@ -19,7 +19,7 @@ class ParallelFinder:
     (and one trial) each, at most ``n_jobs`` at once (default: the number of CPU cores).
 
     After :meth:`find`, ``logs`` holds ``best_reward`` (or ``best_loss``) and ``best_opt`` as the
-    Note_rl README documents, plus ``best_index``, ``best_config`` (agent class and optimizer),
+    Note_rl README documents, plus ``best_index``, ``best_config`` (agent class and optimizer description),
     ``rewards`` / ``losses`` (per candidate, per episode) and ``times`` (start/end of each child).
     """
 
@@ -44,20 +44,24 @@ class ParallelFinder:
                                             "maximize" if metrics == "reward" else "minimize")
         finder = {"kind": "episodes", "metrics": metrics}
         train = dict(pool_network=pool_network, processes=processes, jit_compile=jit_compile)
-        candidates = []
+        candidates, configs = [], []
         for i, (agent, opt) in enumerate(zip(self.agents, self.optimizers)):
             spec = agent_spec(agent, episodes, finder, train, optimizers=[opt], wandb=wandb)
             label = f"{type(agent).__name__}/{describe_optimizer(spec['optimizers'][0])}"
             candidates.append(Candidate({"candidate": i, "label": label}, spec, agent.backend_name))
+            configs.append({"agent": f"{type(agent).__module__}:{type(agent).__qualname__}",
+                            "optimizer": spec["optimizers"][0]})
         jobs = n_jobs or min(len(candidates), os.cpu_count() or 1)
         trials = run_candidates(study, folder, candidates, jobs, trial_timeout, {"finder": finder})
         self.study_dir = folder
-        self.logs = summarise_candidates(trials, metrics, self.optimizers)
+        self.logs = summarise_candidates(trials, metrics, self.optimizers, configs)
         return self.logs
 
 
-def summarise_candidates(trials: list[Any], metrics: str, optimizers: Sequence[Any] | None = None) -> dict[str, Any]:
-    """The ``logs`` dict from finished candidate trials (also used by the config path)."""
+def summarise_candidates(trials: list[Any], metrics: str, optimizers: Sequence[Any] | None = None,
+                         configs: Sequence[Any] | None = None) -> dict[str, Any]:
+    """The ``logs`` dict from finished candidate trials (also used by the config path);
+    ``configs[i]`` describes candidate ``i`` (``best_config``; default: its trial params)."""
     rewards = {i: t.user_attrs.get("rewards", []) for i, t in enumerate(trials)}
     losses = {i: t.user_attrs.get("losses", []) for i, t in enumerate(trials)}
     means = {}
@@ -74,6 +78,6 @@ def summarise_candidates(trials: list[Any], metrics: str, optimizers: Sequence[A
     best = (max if metrics == "reward" else min)(means, key=means.get)
     logs["best_reward" if metrics == "reward" else "best_loss"] = means[best]
     logs["best_index"] = best
-    logs["best_config"] = dict(trials[best].params)
+    logs["best_config"] = configs[best] if configs is not None else dict(trials[best].params)
     logs["best_opt"] = optimizers[best] if optimizers is not None else trials[best].params.get("label")
     return logs
