@@ -1,5 +1,6 @@
 """Replay and rollout storage (numpy only)."""
 
+from .her import HerReplayBuffer, flatten_goal_obs
 from .nstep import NStepAccumulator
 from .prioritized import PrioritizedReplayBuffer, PriorityRecorder
 from .replay import Batch, ReplayBuffer
@@ -8,6 +9,7 @@ from .sum_tree import SumTree
 
 __all__ = [
     "Batch",
+    "HerReplayBuffer",
     "NStepAccumulator",
     "PrioritizedReplayBuffer",
     "PriorityRecorder",
@@ -15,5 +17,6 @@ __all__ = [
     "RolloutBatch",
     "SumTree",
     "compute_gae",
+    "flatten_goal_obs",
     "rollout_minibatches",
 ]

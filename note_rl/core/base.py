@@ -16,11 +16,12 @@ import numpy as np
 
 from ..adjusters import AdjusterMixin
 from ..backends import Backend, get_backend
-from ..buffers import PrioritizedReplayBuffer, PriorityRecorder, ReplayBuffer
+from ..buffers import HerReplayBuffer, PrioritizedReplayBuffer, PriorityRecorder, ReplayBuffer
+from ..buffers.her import GOAL_KEYS
 from . import checkpoint, envs, plots
 from .settings import TrainSettings
 
-__all__ = ["RLBase"]
+__all__ = ["RLBase", "her_conflict", "check_her_env"]
 
 _UNSET: Any = object()
 
@@ -29,7 +30,7 @@ _SET_DEFAULTS: dict[str, Any] = dict(
     policy=None, noise=None, pool_size=None, batch=None, num_updates=None, num_steps=None,
     update_batches=None, update_steps=None, trial_count=None, criterion=None, PPO=False,
     HER=False, MARL=False, PR=False, IRL=False, initial_ratio=1.0, initial_TD=7.0, lambda_=0.5,
-    alpha=0.7, beta=None, seed=None, train_freq=1, learning_starts=None,
+    alpha=0.7, beta=None, seed=None, train_freq=1, learning_starts=None, her_k=4,
 )
 _POSITIVE_INTS = ("pool_size", "batch", "num_updates", "num_steps", "update_batches",
                   "update_steps", "trial_count", "train_freq")
@@ -91,7 +92,7 @@ class RLBase(AdjusterMixin):
             PR: Any = _UNSET, IRL: Any = _UNSET, initial_ratio: Any = _UNSET,
             initial_TD: Any = _UNSET, lambda_: Any = _UNSET, alpha: Any = _UNSET,
             beta: Any = _UNSET, seed: Any = _UNSET, train_freq: Any = _UNSET,
-            learning_starts: Any = _UNSET) -> None:
+            learning_starts: Any = _UNSET, her_k: Any = _UNSET) -> None:
         """Configure the agent; arguments not passed keep their current value.
 
         :param policy: exploration policy (or one per process in a list)
@@ -120,15 +121,26 @@ class RLBase(AdjusterMixin):
             ``set(seed=...)`` are reproducible; networks built before keep their weights
         :param train_freq: environment steps between training rounds (default 1)
         :param learning_starts: transitions stored before training starts (default ``batch``)
-        :param HER, MARL, IRL: accepted for compatibility; not implemented yet
+        :param HER: Hindsight Experience Replay for goal envs (dict observations with
+            ``observation``, ``achieved_goal``, ``desired_goal``; the agent sees
+            ``concat(observation, desired_goal)``); off-policy, single-process collection only,
+            and not with ``PR``, ``PPO`` or ``num_steps`` (see :func:`her_conflict`)
+        :param her_k: HER relabelled goals per real goal (SB3's ``n_sampled_goal``, default 4):
+            ``her_k / (her_k + 1)`` of each batch gets a "future" achieved goal; 0 relabels none
+        :param MARL, IRL: accepted for compatibility; not implemented yet
         """
         given = {k: v for k, v in locals().items() if k != "self" and v is not _UNSET}
         for name, value in given.items():
             _check_set_value(name, value)
-        for flag in ("HER", "MARL", "IRL"):
+        for flag in ("MARL", "IRL"):
             if given.get(flag):
                 raise NotImplementedError(f"set({flag}=True): {flag} is not implemented in note_rl yet")
-        buffer_keys = {"pool_size", "PR", "PPO", "initial_TD", "initial_ratio", "lambda_", "alpha", "beta"}
+        merged = {k: given.get(k, getattr(self, k, None)) for k in ("HER", "PR", "PPO", "num_steps")}
+        conflict = her_conflict(merged, rollout=bool(getattr(self, "n_steps", None)))
+        if conflict:
+            raise ValueError(f"set(): {conflict}")
+        buffer_keys = {"pool_size", "PR", "PPO", "initial_TD", "initial_ratio", "lambda_", "alpha",
+                       "beta", "HER", "her_k"}
         if buffer_keys & given.keys():
             self.buffer = None  # rebuilt with the new settings when training starts
         for name, value in given.items():
@@ -159,8 +171,11 @@ class RLBase(AdjusterMixin):
     # -- buffers -----------------------------------------------------------------------------
     def make_buffer(self, n_segments: int = 1, window_size: Any = None,
                     clearing_freq: int | None = None, window_size_: int | None = None) -> ReplayBuffer:
-        """Build the replay buffer described by ``set()`` (uniform or prioritized)."""
+        """Build the replay buffer described by ``set()`` (uniform, prioritized or HER)."""
         capacity = self.pool_size or 100_000
+        if self.HER:
+            return HerReplayBuffer(capacity, self.her_reward_done, her_k=self.her_k,
+                                   seed=None if self.seed is None else self.seed + 7)
         common = dict(n_segments=n_segments, window_size=window_size, clearing_freq=clearing_freq,
                       window_size_=window_size_, seed=None if self.seed is None else self.seed + 7)
         if self.PR:
@@ -168,6 +183,21 @@ class RLBase(AdjusterMixin):
                 capacity, alpha=self.priority_alpha, lambda_=self.lambda_, PPO=self.PPO,
                 initial_TD=self.initial_TD, initial_ratio=self.initial_ratio, beta=self.beta, **common)
         return ReplayBuffer(capacity, **common)
+
+    def her_reward_done(self, achieved_goal: np.ndarray, desired_goal: np.ndarray) -> tuple[Any, Any]:
+        """Reward and done of relabelled HER items, on batches ``(B, goal_dim)``: the agent's
+        ``reward_done_func(achieved_goal, desired_goal)`` if it defines one (Note_rl's contract),
+        else the env's ``compute_reward(achieved, desired, {})`` (gymnasium-robotics GoalEnv) with
+        done = 0, as SB3 does: a reached goal then only shows in the reward."""
+        func = getattr(self, "reward_done_func", None)
+        if callable(func):
+            reward, done = func(achieved_goal, desired_goal)
+            n = len(achieved_goal)
+            return (np.broadcast_to(np.asarray(reward, np.float32), (n,)),
+                    np.broadcast_to(np.asarray(done, np.float32), (n,)))
+        env = self.env[0] if isinstance(self.env, (list, tuple)) else self.env
+        reward = env.unwrapped.compute_reward(achieved_goal, desired_goal, {})
+        return np.asarray(reward, np.float32), np.zeros(len(achieved_goal), np.float32)
 
     # -- acting ------------------------------------------------------------------------------
     def numpy_actor(self) -> Callable[[np.ndarray], np.ndarray] | None:
@@ -320,6 +350,39 @@ def _resolve_refs(refs: Any, param: Any, modules: dict[str, Any], backend: Any) 
     return [_resolve_refs(r, p, modules, backend) for r, p in zip(refs, param)]
 
 
+def her_conflict(values: dict[str, Any], pool_network: bool = False,
+                 rollout: bool = False) -> str | None:
+    """Why ``HER=True`` cannot run with these settings (``None`` when it can).
+
+    HER relabels whole episodes stored in one process: priorities (PR) would belong to the stored
+    goal, not the relabelled one; on-policy PPO must not learn from relabelled (off-policy) goals;
+    n-step sums mix rewards of the original goal; pool workers would need per-worker episode
+    staging, which is not built."""
+    if not values.get("HER"):
+        return None
+    if values.get("PR"):
+        return "HER=True cannot be combined with PR=True (prioritized replay)"
+    if values.get("PPO") or rollout:
+        return "HER=True cannot be combined with PPO (on-policy training)"
+    if values.get("num_steps"):
+        return "HER=True cannot be combined with num_steps (n-step returns)"
+    if pool_network:
+        return "HER=True cannot be combined with pool_network=True (single-process collection only)"
+    return None
+
+
+def check_her_env(env: Any) -> None:
+    """Raise ``ValueError`` unless ``env`` is a goal env with a gymnasium ``Dict`` observation
+    space holding ``observation``, ``achieved_goal`` and ``desired_goal``."""
+    import gymnasium as gym
+
+    env = env[0] if isinstance(env, (list, tuple)) else env
+    space = getattr(env, "observation_space", None)
+    if not isinstance(space, gym.spaces.Dict) or not set(GOAL_KEYS) <= set(space.spaces):
+        raise ValueError(f"HER=True needs a goal env whose observation space is a gymnasium Dict "
+                         f"with keys {GOAL_KEYS}, got {space!r}")
+
+
 def _as_list(obj: Any) -> list[Any]:
     if obj is None:
         return []
@@ -345,5 +408,8 @@ def _check_set_value(name: str, value: Any) -> None:
             raise ValueError(f"set(lambda_={value!r}): must be within [0, 1]")
         if name in ("alpha", "beta") and value < 0:
             raise ValueError(f"set({name}={value!r}): must be >= 0")
+    elif name == "her_k" and (isinstance(value, bool) or not isinstance(value, (int, np.integer))
+                              or value < 0):
+        raise ValueError(f"set(her_k={value!r}): must be a non-negative integer")
     elif name == "learning_starts" and (not isinstance(value, (int, np.integer)) or value < 0):
         raise ValueError(f"set(learning_starts={value!r}): must be a non-negative integer")

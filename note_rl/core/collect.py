@@ -1,6 +1,8 @@
 """Experience collection in the training process.
 
-* :class:`EpisodeCollector` - one env, off-policy: act, step, store (n-step aware), and train on
+* :class:`EpisodeCollector` - one env, off-policy: act, step, store (n-step and HER aware; with
+  HER the agent acts on ``concat(observation, desired_goal)`` and each episode is committed to the
+  :class:`~note_rl.buffers.HerReplayBuffer` when it ends), and train on
   the cadence ``train_freq`` / ``num_updates`` / ``learning_starts``; ``update_param()`` every
   ``update_steps`` env steps (or after every training round when neither ``update_steps`` nor
   ``update_batches`` is set, as Note_rl does).
@@ -16,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..buffers import NStepAccumulator, compute_gae, rollout_minibatches
+from ..buffers import NStepAccumulator, compute_gae, flatten_goal_obs, rollout_minibatches
 from ..buffers.nstep import stack_transitions
 from .envs import EnvFactory, make_vec_env, step_env
 from ..utils import scalar
@@ -85,9 +87,12 @@ class EpisodeCollector:
         self.env = agent.env[0] if isinstance(agent.env, (list, tuple)) else agent.env
         gamma = scalar(agent.gamma) if getattr(agent, "gamma", None) is not None else 1.0
         self.nstep = NStepAccumulator(agent.num_steps, gamma) if agent.num_steps else None
+        self.her = bool(agent.HER)
 
     def _reset(self) -> np.ndarray:
         agent = self.agent
+        if self.her:  # a leftover of a run cut short (steps budget, stop_training, restore)
+            agent.buffer.end_episode()
         state, _ = self.env.reset(seed=agent.reset_seed())  # only the first reset after set(seed)
         for noise in (agent.noise if isinstance(agent.noise, (list, tuple)) else [agent.noise]):
             if noise is not None:
@@ -101,20 +106,28 @@ class EpisodeCollector:
         state = self._reset()
         episode_return = 0.0
         while True:
-            action = agent.select_action(state)
+            action = agent.select_action(flatten_goal_obs(state) if self.her else state)
             next_state, reward, terminated, truncated = step_env(self.env, action)
             self._store(state, action, next_state, reward, terminated, terminated or truncated, buffer)
             episode_return += reward
             agent.step_counter += 1
+            if self.her and (terminated or truncated):
+                buffer.end_episode()  # before training, so this episode's steps count already
             self.cadence.after_steps(1, agent.step_counter - 1)
             if terminated or truncated:
                 trainer.end_episode(episode_return)
                 return
             if agent.stop_training or trainer.out_of_steps():
+                if self.her:
+                    buffer.end_episode()
                 return
             state = next_state
 
     def _store(self, s: Any, a: Any, s2: Any, r: float, terminated: bool, end: bool, buffer: Any) -> None:
+        if self.her:
+            buffer.add_step(s["observation"], s["desired_goal"], s2["achieved_goal"], a,
+                            s2["observation"], r, float(terminated))
+            return
         if self.nstep is None:
             buffer.add(s, a, s2, r, float(terminated))
             return

@@ -64,6 +64,8 @@ class Trainer:
     # -- run ---------------------------------------------------------------------------------
     def run(self) -> float | None:
         agent, settings = self.agent, self.settings
+        if agent.HER:
+            self._check_her()
         agent.stop_training = False
         agent.jit_compile = settings.jit_compile
         agent._actor = None  # rebuilt for this run's jit setting and weights
@@ -89,6 +91,20 @@ class Trainer:
             self.progress.finish(agent, elapsed)
             self.callbacks.call("on_train_end", {"episodes": self.episode, "time": elapsed})
         return self.last_loss
+
+    def _check_her(self) -> None:
+        """Fail before training if HER cannot run with this agent, env or ``train()`` options."""
+        from .base import check_her_env, her_conflict
+
+        agent, settings = self.agent, self.settings
+        values = {k: getattr(agent, k) for k in ("HER", "PR", "PPO", "num_steps")}
+        conflict = her_conflict(values, settings.pool_network, bool(getattr(agent, "n_steps", None)))
+        if conflict is None and (settings.window_size is not None or settings.clearing_freq):
+            # trimming would cut episodes at arbitrary points; the ring already drops oldest first
+            conflict = "HER=True cannot be combined with window_size / clearing_freq trimming"
+        if conflict:
+            raise ValueError(f"train(): {conflict}")
+        check_her_env(agent.env)
 
     def _check_adjuster(self) -> None:
         """Fail before training if the adjuster cannot work with this agent."""

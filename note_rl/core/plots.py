@@ -9,6 +9,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..buffers.her import flatten_goal_obs
+
 __all__ = ["visualize", "run_agent", "animate_agent", "has_display"]
 
 
@@ -64,7 +66,8 @@ def run_agent(agent: Any, max_steps: int, seed: int | None = None,
     state, _ = env.reset(seed=seed)
     states, total, steps = [state], 0.0, 0
     for steps in range(1, max_steps + 1):
-        output = agent.act_output(np.asarray(state, dtype=np.float32)[None])[0]
+        flat = flatten_goal_obs(state) if isinstance(state, dict) else state  # goal env (HER)
+        output = agent.act_output(np.asarray(flat, dtype=np.float32)[None])[0]
         action = int(np.argmax(output)) if _discrete(env) else output
         state, reward, terminated, truncated, _ = env.step(action)
         states.append(state)
@@ -128,7 +131,8 @@ def animate_agent(agent: Any, max_steps: int, save_path: str | None = None, fps:
     steps = 0
     for steps in range(1, max_steps + 1):
         frames.append(np.asarray(env.render()))
-        output = agent.act_output(np.asarray(state, dtype=np.float32)[None])[0]
+        flat = flatten_goal_obs(state) if isinstance(state, dict) else state  # goal env (HER)
+        output = agent.act_output(np.asarray(flat, dtype=np.float32)[None])[0]
         action = int(np.argmax(output)) if _discrete(env) else output
         state, reward, terminated, truncated, _ = env.step(action)
         total += float(reward)
