@@ -318,3 +318,34 @@ def test_torch_dqn_her_learns_bitflip() -> None:
     assert _success_rate(with_her, n_bits) >= 0.9
     assert _success_rate(without, n_bits) <= 0.3
     assert np.mean(with_her.reward_list[-100:]) > np.mean(without.reward_list[-100:]) + 2.0
+
+
+def test_agent_reward_done_func_is_used_for_relabelled_items() -> None:
+    import note_rl.agents.torch as mod
+
+    class GoalDQN(mod.DQN):
+        def reward_done_func(self, achieved_goal, desired_goal):
+            near = np.abs(achieved_goal - desired_goal).sum(axis=-1) <= 1  # one bit off counts
+            return np.where(near, 5.0, -2.0), near
+
+    agent = GoalDQN(8, 16, 4, env=BitFlipEnv(4), seed=0)
+    agent.set(HER=True, pool_size=50, batch=8, seed=0)
+    r, d = agent.her_reward_done(np.array([[1, 0, 1, 0], [1, 1, 1, 1]], np.float32),
+                                 np.array([[1, 0, 1, 1], [0, 0, 1, 1]], np.float32))
+    np.testing.assert_array_equal(r, [5.0, -2.0])
+    np.testing.assert_array_equal(d, [1.0, 0.0])
+    buf = agent.make_buffer()
+    env = agent.env
+    obs, _ = env.reset(seed=0)
+    for i in range(4):
+        nxt, reward, term, trunc, _ = env.step(i)
+        buf.add_step(obs["observation"], obs["desired_goal"], nxt["achieved_goal"], i,
+                     nxt["observation"], reward, float(term))
+        obs = nxt
+        if term or trunc:
+            break
+    buf.end_episode()
+    batch = buf.sample(40)
+    n_her = buf.n_relabelled(40)
+    assert set(np.unique(batch.reward[:n_her])) <= {5.0, -2.0}
+    assert set(np.unique(batch.reward[n_her:])) <= {0.0, -1.0}
