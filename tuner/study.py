@@ -38,6 +38,9 @@ from .wandb_logger import trial_meta
 __all__ = ["Driver", "HEARTBEAT_GRACE_S"]
 
 HEARTBEAT_GRACE_S = 120.0
+# a driver records itself on a trial right after asking for it, so a RUNNING trial that still has
+# no driver after this long belongs to a driver killed in between
+NO_DRIVER_GRACE_S = 15.0
 RECHECK_S = 2.0  # seconds between two looks at the study while running trials fill it
 OPEN, WAIT, DONE = "open", "wait", "done"
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
@@ -203,6 +206,8 @@ class Driver:
         if d_host == host and d_pid.isdigit() and not _pid_alive(int(d_pid)):
             return f"driver {driver} stopped while the trial was running"
         last = beat if beat is not None else (t.datetime_start.timestamp() if t.datetime_start else None)
+        if not driver and last is not None and time.time() - last > NO_DRIVER_GRACE_S:
+            return f"its driver stopped before recording itself ({time.time() - last:.0f} s ago)"
         if last is not None and time.time() - last > HEARTBEAT_GRACE_S:
             return f"no heartbeat from driver {driver or '?'} for {time.time() - last:.0f} s"
         return None

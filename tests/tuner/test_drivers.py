@@ -50,7 +50,10 @@ def test_sigkill_then_rerun_finishes_with_exactly_n_trials(tmp_path) -> None:
     def one_done_one_running():
         trials = _journal_study(study_dir, "kill").trials
         states = [t.state for t in trials]
-        return TrialState.COMPLETE in states and states[-1] == TrialState.RUNNING
+        # the running trial has recorded its driver: the kill lands mid-trial, not between
+        # study.ask() and that write (a window covered by test_trial_without_a_driver_...)
+        return (TrialState.COMPLETE in states and states[-1] == TrialState.RUNNING
+                and "driver" in trials[-1].user_attrs)
 
     try:
         _wait_for(one_done_one_running)

@@ -156,3 +156,17 @@ def test_surviving_driver_fails_trials_of_a_silent_driver_while_running(tmp_path
     trials = driver.study.trials
     assert trials[0].state == TrialState.FAIL and "no heartbeat" in trials[0].user_attrs["fail_reason"]
     assert [t.state for t in trials[1:]] == [TrialState.COMPLETE] * 2  # n_trials finished, nothing waits forever
+
+
+def test_trial_without_a_driver_is_failed_after_a_short_grace(tmp_path, monkeypatch) -> None:
+    # a driver killed between study.ask() and recording itself leaves a RUNNING trial with no
+    # driver and no heartbeat: it is failed after NO_DRIVER_GRACE_S, not the 120 s heartbeat grace
+    monkeypatch.setattr(tuner.study, "NO_DRIVER_GRACE_S", 1.0)
+    driver = _driver(tmp_path, ["tuner.n_trials=1", "tuner.pruner=none", "tuner.sampler=random",
+                                "+search.values.agent.gamma='interval(0.9, 0.99)'"])
+    driver.study.ask()
+    driver.run()
+    trials = driver.study.trials
+    assert trials[0].state == TrialState.FAIL  # with the 120 s heartbeat grace the reason would differ
+    assert "stopped before recording itself" in trials[0].user_attrs["fail_reason"]
+    assert [t.state for t in trials[1:]] == [TrialState.COMPLETE]
