@@ -18,7 +18,7 @@ from ..adjusters import AdjusterMixin
 from ..backends import Backend, get_backend
 from ..buffers import HerReplayBuffer, PrioritizedReplayBuffer, PriorityRecorder, ReplayBuffer
 from ..buffers.her import GOAL_KEYS
-from . import checkpoint, envs, plots
+from . import checkpoint, envs, marl, plots
 from .settings import TrainSettings
 
 __all__ = ["RLBase", "her_conflict", "check_her_env"]
@@ -127,16 +127,22 @@ class RLBase(AdjusterMixin):
             and not with ``PR``, ``PPO`` or ``num_steps`` (see :func:`her_conflict`)
         :param her_k: HER relabelled goals per real goal (SB3's ``n_sampled_goal``, default 4):
             ``her_k / (her_k + 1)`` of each batch gets a "future" achieved goal; 0 relabels none
-        :param MARL, IRL: accepted for compatibility; not implemented yet
+        :param MARL: multi-agent RL on a PettingZoo-parallel-style env (see
+            :mod:`note_rl.core.marl`): agent ``i`` acts with ``action(s_i, i)`` and ``policy[i]`` /
+            ``noise[i]`` when a list; joint transitions ``(n_agents, ...)`` are stored with the
+            scalar ``reward_done_func_ma(rewards, dones)``; off-policy, single-process only, not
+            with ``HER``, ``PR``, ``PPO`` or ``num_steps`` (see :func:`~note_rl.core.marl.marl_conflict`)
+        :param IRL: accepted for compatibility; not implemented yet
         """
         given = {k: v for k, v in locals().items() if k != "self" and v is not _UNSET}
         for name, value in given.items():
             _check_set_value(name, value)
-        for flag in ("MARL", "IRL"):
-            if given.get(flag):
-                raise NotImplementedError(f"set({flag}=True): {flag} is not implemented in note_rl yet")
-        merged = {k: given.get(k, getattr(self, k, None)) for k in ("HER", "PR", "PPO", "num_steps")}
-        conflict = her_conflict(merged, rollout=bool(getattr(self, "n_steps", None)))
+        if given.get("IRL"):
+            raise NotImplementedError("set(IRL=True): IRL is not implemented in note_rl yet")
+        merged = {k: given.get(k, getattr(self, k, None))
+                  for k in ("HER", "MARL", "PR", "PPO", "num_steps")}
+        rollout = bool(getattr(self, "n_steps", None))
+        conflict = marl.marl_conflict(merged, rollout=rollout) or her_conflict(merged, rollout=rollout)
         if conflict:
             raise ValueError(f"set(): {conflict}")
         buffer_keys = {"pool_size", "PR", "PPO", "initial_TD", "initial_ratio", "lambda_", "alpha",
@@ -160,7 +166,8 @@ class RLBase(AdjusterMixin):
             self.buffer.seed(seed + 7)
         self.episode_seed = seed
         for env in _as_list(self.env):
-            if hasattr(env, "action_space"):
+            # PettingZoo-style envs have action_space(name) methods, not a seedable space
+            if callable(getattr(getattr(env, "action_space", None), "seed", None)):
                 env.action_space.seed(seed)
 
     def _seed_exploration(self, seed: int) -> None:
@@ -199,34 +206,62 @@ class RLBase(AdjusterMixin):
         reward = env.unwrapped.compute_reward(achieved_goal, desired_goal, {})
         return np.asarray(reward, np.float32), np.zeros(len(achieved_goal), np.float32)
 
+    def marl_reward_done(self, rewards: list[float], dones: list[bool]) -> tuple[float, bool]:
+        """Scalar ``(r, done)`` stored for one joint MARL step (lists in ``possible_agents``
+        order): the agent's ``reward_done_func_ma(rewards, dones)`` if it defines one (Note_rl's
+        hook), else the sum of the rewards and whether any agent terminated."""
+        func = getattr(self, "reward_done_func_ma", None)
+        if callable(func):
+            r, done = func(rewards, dones)
+            return float(np.asarray(r)), bool(np.asarray(done))
+        return marl.default_reward_done(rewards, dones)
+
     # -- acting ------------------------------------------------------------------------------
     def numpy_actor(self) -> Callable[[np.ndarray], np.ndarray] | None:
         """Optional numpy copy of ``action`` (built-in agents): used by pool workers and for fast
         acting.  Return ``None`` (the default) to act through the framework."""
         return None
 
-    def act_output(self, s: np.ndarray) -> np.ndarray:
-        """Network output for a batch of states (numpy in, numpy out)."""
+    def act_output(self, s: np.ndarray, i: int | None = None) -> np.ndarray:
+        """Network output for a batch of states (numpy in, numpy out); with ``i`` (MARL) the
+        output of ``action(s, i)`` for agent ``i``."""
         actor = getattr(self, "_actor", None)
+        if i is not None:
+            # MARL: one compiled actor per agent index, kept in a dict under the same cache
+            # attribute so every place that resets ``_actor`` (train, restore) resets these too
+            if not isinstance(actor, dict):
+                actor = self._actor = {}
+            if i not in actor:
+                actor[i] = self.backend.make_act(lambda x, _i=i: self.action(x, _i), self.jit_compile)
+            return actor[i](np.asarray(s, dtype=np.float32))
+        if isinstance(actor, dict):  # left by a MARL run
+            actor = None
         if actor is None:
             actor = self.numpy_actor() or self.backend.make_act(self.action, self.jit_compile)
             self._actor = actor
         return actor(np.asarray(s, dtype=np.float32))
 
     def select_action(self, s: np.ndarray, i: int | None = None, p: int | None = None) -> Any:
-        """Action for one state ``s`` (Note_rl signature; ``s`` may carry a leading batch axis)."""
+        """Action for one state ``s`` (Note_rl signature; ``s`` may carry a leading batch axis).
+        With ``MARL`` set, ``i`` is the agent index: the output of ``action(s, i)`` goes through
+        ``policy[i]`` / ``noise[i]`` (a single policy / noise serves every agent)."""
         s = np.asarray(s, dtype=np.float32)
-        output = self.act_output(s if s.ndim > 1 else s[None])[0]
-        return self.explore(output, p)
+        agent_index = i if self.MARL else None
+        output = self.act_output(s if s.ndim > 1 else s[None], agent_index)[0]
+        return self.explore(output, p, agent_index)
 
-    def explore(self, output: np.ndarray, p: int | None = None) -> Any:
-        """Apply the policy (discrete) or the noise (continuous) to one network output."""
-        policy = _pick(self.policy, p)
+    def explore(self, output: np.ndarray, p: int | None = None, i: int | None = None) -> Any:
+        """Apply the policy (discrete) or the noise (continuous) to one network output; lists
+        are indexed by the agent ``i`` (MARL) or else by the process ``p``."""
+        index = p if i is None else i
+        policy = _pick(self.policy, index)
         if policy is not None:
             return policy.act(output, self.step_counter)
-        noise = _pick(self.noise, p)
+        noise = _pick(self.noise, index)
         if noise is not None:
             return output + noise.sample()
+        if i is not None:
+            return int(np.argmax(output)) if marl.is_discrete_agent(self.env, i) else output
         if envs.is_discrete(self.env):
             return int(np.argmax(output))
         return output

@@ -66,6 +66,8 @@ class Trainer:
         agent, settings = self.agent, self.settings
         if agent.HER:
             self._check_her()
+        if agent.MARL:
+            self._check_marl()
         agent.stop_training = False
         agent.jit_compile = settings.jit_compile
         agent._actor = None  # rebuilt for this run's jit setting and weights
@@ -106,6 +108,17 @@ class Trainer:
             raise ValueError(f"train(): {conflict}")
         check_her_env(agent.env)
 
+    def _check_marl(self) -> None:
+        """Fail before training if MARL cannot run with this agent, env or ``train()`` options."""
+        from .marl import check_marl_env, marl_conflict
+
+        agent = self.agent
+        values = {k: getattr(agent, k) for k in ("MARL", "HER", "PR", "PPO", "num_steps")}
+        conflict = marl_conflict(values, self.settings.pool_network, bool(getattr(agent, "n_steps", None)))
+        if conflict:
+            raise ValueError(f"train(): {conflict}")
+        check_marl_env(agent.env)
+
     def _check_adjuster(self) -> None:
         """Fail before training if the adjuster cannot work with this agent."""
         if self.agent.adjuster is None:
@@ -137,6 +150,10 @@ class Trainer:
             from .pool import PoolCollector
 
             return PoolCollector(agent, self.learner, self, settings)
+        if agent.MARL:
+            from .marl import MultiAgentCollector
+
+            return MultiAgentCollector(agent, self.learner, self)
         return EpisodeCollector(agent, self.learner, self)
 
     def report_adjust(self, logs: dict[str, float]) -> None:
