@@ -110,7 +110,7 @@ class Trainer:
 
     def _check_marl(self) -> None:
         """Fail before training if MARL cannot run with this agent, env or ``train()`` options."""
-        from .marl import check_marl_env, marl_conflict
+        from .marl import check_marl_agent, check_marl_env, marl_conflict
 
         agent = self.agent
         values = {k: getattr(agent, k) for k in ("MARL", "HER", "PR", "PPO", "num_steps")}
@@ -118,6 +118,7 @@ class Trainer:
         if conflict:
             raise ValueError(f"train(): {conflict}")
         check_marl_env(agent.env)
+        check_marl_agent(agent)
 
     def _check_adjuster(self) -> None:
         """Fail before training if the adjuster cannot work with this agent."""

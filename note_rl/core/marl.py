@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["marl_conflict", "check_marl_env", "default_reward_done", "joint_obs",
+__all__ = ["marl_conflict", "check_marl_env", "check_marl_agent", "default_reward_done", "joint_obs",
            "is_discrete_agent", "MultiAgentCollector"]
 
 
@@ -66,6 +66,27 @@ def check_marl_env(env: Any) -> None:
     shapes = {name: _space_shape(env.observation_space(name)) for name in names}
     if len(set(shapes.values())) > 1:
         raise ValueError(f"MARL=True needs equal observation shapes for all agents, got {shapes}")
+
+
+def check_marl_agent(agent: Any) -> None:
+    """Raise a one-line ``ValueError`` unless ``agent.action`` takes the agent index
+    (``action(s, i)``) and every ``policy`` / ``noise`` list has one entry per agent."""
+    import inspect
+
+    try:
+        params = inspect.signature(agent.action).parameters.values()
+    except (TypeError, ValueError):  # builtins without a signature: let the call decide
+        return
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(positional) < 2 and not any(p.kind == p.VAR_POSITIONAL for p in params):
+        raise ValueError(f"MARL=True needs action(s, i) taking the agent index; "
+                         f"{type(agent).__name__}.action takes {len(positional)} argument(s)")
+    env = agent.env[0] if isinstance(agent.env, (list, tuple)) else agent.env
+    n = len(env.possible_agents)
+    for name in ("policy", "noise"):
+        value = getattr(agent, name)
+        if isinstance(value, (list, tuple)) and len(value) != n:
+            raise ValueError(f"MARL=True needs one {name} per agent ({n}), got a list of {len(value)}")
 
 
 def is_discrete_agent(env: Any, i: int) -> bool:

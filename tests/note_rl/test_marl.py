@@ -226,6 +226,19 @@ def test_train_rejects_non_parallel_envs(env, pattern) -> None:
     assert "\n" not in str(info.value) and agent.step_counter == 0
 
 
+def test_train_rejects_single_agent_action_and_wrong_policy_list() -> None:
+    import torch
+
+    builtin = agents_module("torch").DQN(3, 16, 3, env=MatchingGame())  # action(s) only
+    builtin.set(MARL=True, pool_size=50, batch=8)
+    with pytest.raises(ValueError, match=r"MARL.*action\(s, i\)"):
+        builtin.train(torch.optim.Adam(builtin.param), 1, p=0)
+    agent = _vdn(pool_size=50, batch=8, policy=[EpsGreedyQPolicy(0.1)] * 3)
+    with pytest.raises(ValueError, match="MARL.*one policy per agent"):
+        agent.train(torch.optim.Adam(agent.param), 1, p=0)
+    assert builtin.step_counter == agent.step_counter == 0
+
+
 def test_train_rejects_pool_network() -> None:
     import torch
 
