@@ -62,6 +62,7 @@ def visualize(agent: Any, series: Sequence[str], path: str | None = None) -> str
 def run_agent(agent: Any, max_steps: int, seed: int | None = None,
               env: Any = None) -> tuple[list[Any], float, int]:
     """One greedy episode (no exploration); returns ``(states, total_reward, steps)``."""
+    _refuse_marl(agent, "run_agent")
     env = env if env is not None else (agent.env[0] if isinstance(agent.env, (list, tuple)) else agent.env)
     state, _ = env.reset(seed=seed)
     states, total, steps = [state], 0.0, 0
@@ -105,6 +106,13 @@ def _animation_target(save_path: str | None, mode: str, writer: str | None) -> t
     return path, _WRITERS[ext]
 
 
+def _refuse_marl(agent: Any, what: str) -> None:
+    # a MARL agent acts per agent index on a multi-agent env: a single-agent replay does not apply
+    if getattr(agent, "MARL", False):
+        raise ValueError(f"{what}: not supported for MARL=True agents (one action(s, i) per agent; "
+                         "step the multi-agent env yourself)")
+
+
 def animate_agent(agent: Any, max_steps: int, save_path: str | None = None, fps: int | None = None,
                   mode: str = "rgb_array", writer: str | None = None) -> str:
     """Record one greedy episode from ``rgb_array`` frames and return the file path.
@@ -117,6 +125,7 @@ def animate_agent(agent: Any, max_steps: int, save_path: str | None = None, fps:
     """
     import gymnasium as gym
 
+    _refuse_marl(agent, "animate_agent")
     path, writer = _animation_target(save_path, mode, writer)
     base = agent.env[0] if isinstance(agent.env, (list, tuple)) else agent.env
     if getattr(base, "render_mode", None) == "rgb_array":

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from note_rl.core.marl import check_marl_env, default_reward_done
+from note_rl.core.plots import run_agent
 from note_rl.ma_envs import MatchingGame
 from note_rl.policy import EpsGreedyQPolicy, LinearEpsGreedyPolicy
 from tests.conftest import agents_module, make_optimizer, train
@@ -337,3 +338,11 @@ def test_keras_smoke() -> None:
     train(agent, "tf", make_optimizer("tf", agent.param), 4, p=0, jit_compile=False)
     assert len(agent.reward_list) == 4 and agent.batch_counter > 0
     assert agent.buffer.data["state"].shape[1:] == (2, 3)
+
+
+def test_single_agent_replay_is_refused_for_marl_agents(tmp_path) -> None:
+    agent = _vdn(seed=0)
+    for call in (lambda: agent.animate_agent(5, save_path=str(tmp_path / "a.gif")),
+                 lambda: run_agent(agent, 5)):
+        with pytest.raises(ValueError, match="not supported for MARL"):
+            call()
