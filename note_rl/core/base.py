@@ -19,7 +19,7 @@ from ..backends import Backend, get_backend
 from ..buffers import HerReplayBuffer, PrioritizedReplayBuffer, PriorityRecorder, ReplayBuffer
 from ..buffers.her import GOAL_KEYS
 from . import checkpoint, envs, marl, plots
-from .settings import TrainSettings
+from .settings import TrainSettings, offpolicy_only_conflict
 
 __all__ = ["RLBase", "her_conflict", "check_her_env"]
 
@@ -395,15 +395,7 @@ def her_conflict(values: dict[str, Any], pool_network: bool = False,
     staging, which is not built."""
     if not values.get("HER"):
         return None
-    if values.get("PR"):
-        return "HER=True cannot be combined with PR=True (prioritized replay)"
-    if values.get("PPO") or rollout:
-        return "HER=True cannot be combined with PPO (on-policy training)"
-    if values.get("num_steps"):
-        return "HER=True cannot be combined with num_steps (n-step returns)"
-    if pool_network:
-        return "HER=True cannot be combined with pool_network=True (single-process collection only)"
-    return None
+    return offpolicy_only_conflict("HER", values, pool_network, rollout)
 
 
 def check_her_env(env: Any) -> None:

@@ -19,6 +19,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .settings import offpolicy_only_conflict
+
 __all__ = ["marl_conflict", "check_marl_env", "check_marl_agent", "default_reward_done", "joint_obs",
            "is_discrete_agent", "MultiAgentCollector"]
 
@@ -35,15 +37,7 @@ def marl_conflict(values: dict[str, Any], pool_network: bool = False,
         return None
     if values.get("HER"):
         return "MARL=True cannot be combined with HER=True"
-    if values.get("PR"):
-        return "MARL=True cannot be combined with PR=True (prioritized replay)"
-    if values.get("PPO") or rollout:
-        return "MARL=True cannot be combined with PPO (on-policy training)"
-    if values.get("num_steps"):
-        return "MARL=True cannot be combined with num_steps (n-step returns)"
-    if pool_network:
-        return "MARL=True cannot be combined with pool_network=True (single-process collection only)"
-    return None
+    return offpolicy_only_conflict("MARL", values, pool_network, rollout)
 
 
 def _space_shape(space: Any) -> tuple[int, ...] | None:

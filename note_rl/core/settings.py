@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
-__all__ = ["TrainSettings"]
+__all__ = ["TrainSettings", "offpolicy_only_conflict"]
 
 
 @dataclass
@@ -61,3 +61,19 @@ class TrainSettings:
             raise ValueError(f"train(start_method={self.start_method!r}): use 'spawn' or 'forkserver'")
         if self.p is not None and (not isinstance(self.p, int) or self.p < 0):
             raise ValueError(f"train(p={self.p!r}): must be a non-negative integer")
+
+
+def offpolicy_only_conflict(flag: str, values: dict[str, Any], pool_network: bool = False,
+                            rollout: bool = False) -> str | None:
+    """Why the off-policy, single-process feature ``flag`` (``HER`` or ``MARL``) cannot run with
+    the settings in ``values`` (``PR``, ``PPO``, ``num_steps``) and ``train()`` options; ``None``
+    when it can.  Each feature's docstring says why it excludes these."""
+    if values.get("PR"):
+        return f"{flag}=True cannot be combined with PR=True (prioritized replay)"
+    if values.get("PPO") or rollout:
+        return f"{flag}=True cannot be combined with PPO (on-policy training)"
+    if values.get("num_steps"):
+        return f"{flag}=True cannot be combined with num_steps (n-step returns)"
+    if pool_network:
+        return f"{flag}=True cannot be combined with pool_network=True (single-process collection only)"
+    return None
