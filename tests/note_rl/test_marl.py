@@ -308,7 +308,8 @@ def test_torch_vdn_learns_matching_game() -> None:
 
 
 # -- Keras smoke --------------------------------------------------------------------------------
-def test_keras_smoke() -> None:
+@pytest.mark.parametrize("jit", [False, True])  # True: each agent's action(s, i) under XLA
+def test_keras_smoke(jit: bool) -> None:
     import keras
 
     from note_rl.keras import RL
@@ -335,7 +336,7 @@ def test_keras_smoke() -> None:
 
     agent = KerasIQL(MatchingGame())
     agent.set(MARL=True, seed=0, pool_size=200, batch=8, policy=[EpsGreedyQPolicy(0.5)] * 2)
-    train(agent, "tf", make_optimizer("tf", agent.param), 4, p=0, jit_compile=False)
+    train(agent, "tf", make_optimizer("tf", agent.param), 4, p=0, jit_compile=jit)
     assert len(agent.reward_list) == 4 and agent.batch_counter > 0
     assert agent.buffer.data["state"].shape[1:] == (2, 3)
 
