@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .replay import Batch
+from .replay import Batch, ReplayBuffer
 
 __all__ = ["HerReplayBuffer", "flatten_goal_obs", "GOAL_KEYS", "HER_FIELDS"]
 
@@ -42,8 +42,9 @@ def flatten_goal_obs(obs: dict[str, Any], goal: Any = None) -> np.ndarray:
     return np.concatenate([o, g], axis=-1)
 
 
-class HerReplayBuffer:
-    """Episode-aware ring buffer with "future" goal relabelling.
+class HerReplayBuffer(ReplayBuffer):
+    """Episode-aware ring buffer with "future" goal relabelling (one segment, no trimming rules:
+    the inherited ring overwrites the oldest items when full).
 
     :param capacity: number of transitions kept (``pool_size``)
     :param reward_fn: ``(achieved (B, g), desired (B, g)) -> (reward (B,), done (B,))`` used for
@@ -52,49 +53,24 @@ class HerReplayBuffer:
     :param seed: seed of the sampling generator
     """
 
-    #: single-process collection only; the trainer compares this with its process count
-    n_segments = 1
+    fields = HER_FIELDS
+    float32_fields = ("reward", "done")
 
     def __init__(self, capacity: int, reward_fn: RewardFn, her_k: int = 4,
                  seed: int | None = None) -> None:
-        if capacity < 1:
-            raise ValueError(f"pool_size must be >= 1, got {capacity}")
         if isinstance(her_k, bool) or not isinstance(her_k, (int, np.integer)) or her_k < 0:
             raise ValueError(f"her_k={her_k!r}: must be a non-negative integer")
-        self.capacity = int(capacity)
+        super().__init__(capacity, seed=seed)
         self.reward_fn = reward_fn
         self.her_k = int(her_k)
-        self.rng = np.random.default_rng(seed)
-        self.data: dict[str, np.ndarray] = {}
-        self.pos = 0            # next write slot
-        self.size = 0
-        self.store_counter = 0  # items ever committed
         self.staged: list[dict[str, np.ndarray]] = []  # the running episode
-        # train() trimming options; HER refuses them before training (see core.base.her_conflict)
-        self.window_size: Any = None
-        self.clearing_freq: Any = None
-        self.window_size_: Any = None
-
-    # -- bookkeeping -------------------------------------------------------------------------
-    def __len__(self) -> int:
-        return self.size
-
-    @property
-    def sizes(self) -> np.ndarray:
-        """Per-segment sizes (one segment), as ``ReplayBuffer.sizes``."""
-        return np.array([self.size], dtype=np.int64)
-
-    def seed(self, seed: int | None) -> None:
-        self.rng = np.random.default_rng(seed)
-
-    def valid_slots(self) -> np.ndarray:
-        """Slot indices of all stored items, oldest first."""
-        return (self.pos - self.size + np.arange(self.size)) % self.capacity
-
-    def clear(self) -> None:
-        self.size = 0
 
     # -- inserting ---------------------------------------------------------------------------
+    def add(self, *args: Any, **kwargs: Any) -> np.ndarray:
+        raise TypeError("HerReplayBuffer stores episodes: use add_step() and end_episode()")
+
+    add_batch = add
+
     def add_step(self, obs: Any, goal: Any, achieved: Any, action: Any, next_obs: Any,
                  reward: float, done: float) -> None:
         """Stage one transition of the running episode (``achieved`` is the goal achieved after
@@ -119,33 +95,9 @@ class HerReplayBuffer:
         n = len(arrays["obs"])
         if n > self.capacity:  # keep its last ``capacity`` steps; their offsets stay right
             arrays = {k: v[n - self.capacity:] for k, v in arrays.items()}
-            n = self.capacity
-        if not self.data:
-            self._allocate(arrays)
-        slots = (self.pos + np.arange(n)) % self.capacity
-        for name in HER_FIELDS:
-            self.data[name][slots] = arrays[name]
-        self.pos = int((self.pos + n) % self.capacity)
-        self.size = min(self.size + n, self.capacity)
-        self.store_counter += n
-        return slots
-
-    def _allocate(self, example: dict[str, np.ndarray]) -> None:
-        for name in HER_FIELDS:
-            value = np.asarray(example[name])
-            dtype = np.float32 if value.dtype == np.float64 else value.dtype
-            if name in ("reward", "done"):
-                dtype = np.float32
-            if name == "offset":
-                dtype = np.int64
-            self.data[name] = np.zeros((self.capacity, *value.shape[1:]), dtype=dtype)
+        return self._write(arrays, 0)
 
     # -- sampling ----------------------------------------------------------------------------
-    def sample_slots(self, batch: int) -> np.ndarray:
-        if self.size == 0:
-            raise ValueError("cannot sample from an empty replay buffer")
-        return (self.pos - self.size + self.rng.integers(0, self.size, size=batch)) % self.capacity
-
     def n_relabelled(self, batch: int) -> int:
         """How many items of a ``batch`` get a hindsight goal (SB3's deterministic split)."""
         return int(batch * self.her_k / (self.her_k + 1))
@@ -186,13 +138,9 @@ class HerReplayBuffer:
 
     # -- checkpoints -------------------------------------------------------------------------
     def state_dict(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        """``(json_meta, arrays)``: counters and RNG state as JSON; stored items and the staged
-        (unfinished) episode as arrays."""
-        meta = {"kind": type(self).__name__, "capacity": self.capacity, "n_segments": 1,
-                "pos": self.pos, "size": self.size, "store_counter": self.store_counter,
-                "her_k": self.her_k, "n_staged": len(self.staged),
-                "rng": self.rng.bit_generator.state}
-        arrays = dict(self.data)
+        """The ring's ``(json_meta, arrays)`` plus ``her_k`` and the staged (unfinished) episode."""
+        meta, arrays = super().state_dict()
+        meta.update(her_k=self.her_k, n_staged=len(self.staged))
         if self.staged:
             arrays.update({f"staged_{k}": np.stack([s[k] for s in self.staged])
                            for k in self.staged[0]})
@@ -202,14 +150,8 @@ class HerReplayBuffer:
         if meta.get("kind") != type(self).__name__:
             raise ValueError(f"checkpoint buffer is a {meta.get('kind')}, this agent uses HER "
                              f"({type(self).__name__})")
-        if meta["capacity"] != self.capacity:
-            raise ValueError(f"checkpoint buffer has capacity {meta['capacity']}, this agent "
-                             f"{self.capacity}")
-        self.data = {k: np.array(arrays[k]) for k in HER_FIELDS if k in arrays}
-        self.pos, self.size = int(meta["pos"]), int(meta["size"])
-        self.store_counter = int(meta["store_counter"])
+        super().load_state_dict(meta, arrays)
         self.her_k = int(meta["her_k"])
         keys = [k for k in arrays if k.startswith("staged_")]
         self.staged = [{k[len("staged_"):]: np.array(arrays[k][i]) for k in keys}
                        for i in range(int(meta.get("n_staged", 0)))]
-        self.rng.bit_generator.state = meta["rng"]

@@ -40,6 +40,9 @@ class Batch(NamedTuple):
 class ReplayBuffer:
     """Uniform experience replay over a ring buffer.
 
+    Subclasses that store other fields set :attr:`fields` (and :attr:`float32_fields`) and write
+    through :meth:`_write`.
+
     :param capacity: total number of transitions kept (Note_rl ``pool_size``)
     :param n_segments: number of independent ring segments (one per collecting process)
     :param window_size: items dropped from a full segment before an insert (int or callable)
@@ -47,6 +50,11 @@ class ReplayBuffer:
     :param window_size_: number of items dropped by ``clearing_freq``
     :param seed: seed of the sampling generator
     """
+
+    #: the arrays stored per item
+    fields: tuple[str, ...] = FIELDS
+    #: fields stored as float32 whatever their input dtype (others: float64 becomes float32)
+    float32_fields: tuple[str, ...] = ("done",)
 
     def __init__(
         self,
@@ -79,10 +87,10 @@ class ReplayBuffer:
         self.rng = np.random.default_rng(seed)
 
     def _allocate(self, example: dict[str, np.ndarray]) -> None:
-        for name in FIELDS:
+        for name in self.fields:
             value = np.asarray(example[name])
             dtype = np.float32 if value.dtype == np.float64 else value.dtype
-            if name == "done":
+            if name in self.float32_fields:
                 dtype = np.float32
             self.data[name] = np.zeros((self.capacity, *value.shape[1:]), dtype=dtype)
 
@@ -125,13 +133,17 @@ class ReplayBuffer:
     def add_batch(self, state: np.ndarray, action: np.ndarray, next_state: np.ndarray,
                   reward: np.ndarray, done: np.ndarray, segment: int = 0) -> np.ndarray:
         """Store ``len(state)`` transitions in ``segment``; returns the slot indices written."""
-        arrays = {"state": state, "action": action, "next_state": next_state,
-                  "reward": reward, "done": done}
-        if len(state) == 0:  # e.g. an n-step episode truncated before its first full window
+        return self._write({"state": state, "action": action, "next_state": next_state,
+                            "reward": reward, "done": done}, segment)
+
+    def _write(self, arrays: dict[str, np.ndarray], segment: int) -> np.ndarray:
+        """Store the items of ``arrays`` (one array per name of :attr:`fields`, equal lengths) in
+        ``segment``, applying the window and clearing rules; returns the slot indices written."""
+        n = len(arrays[self.fields[0]])
+        if n == 0:  # e.g. an n-step episode truncated before its first full window
             return np.empty(0, dtype=np.int64)
         if not self.data:
             self._allocate(arrays)
-        n = len(state)
         slots = np.empty(n, dtype=np.int64)
         i = 0
         while i < n:
@@ -142,8 +154,8 @@ class ReplayBuffer:
             free = self.seg_capacity - int(self.sizes[segment])
             chunk = min(n - i, free, self.seg_capacity - pos, self._until_clearing(segment))
             base = segment * self.seg_capacity + pos
-            for name, value in arrays.items():
-                self.data[name][base:base + chunk] = value[i:i + chunk]
+            for name in self.fields:
+                self.data[name][base:base + chunk] = arrays[name][i:i + chunk]
             slots[i:i + chunk] = np.arange(base, base + chunk)
             self._on_write(slots[i:i + chunk])
             self.pos[segment] = (pos + chunk) % self.seg_capacity
@@ -234,7 +246,7 @@ class ReplayBuffer:
                 f"checkpoint buffer has capacity {meta['capacity']} x {meta['n_segments']} segments, "
                 f"this agent {self.capacity} x {self.n_segments}"
             )
-        self.data = {k: np.array(arrays[k]) for k in FIELDS if k in arrays}
+        self.data = {k: np.array(arrays[k]) for k in self.fields if k in arrays}
         self.pos = np.asarray(meta["pos"], dtype=np.int64)
         self.sizes = np.asarray(meta["sizes"], dtype=np.int64)
         self.store_counter = np.asarray(meta["store_counter"], dtype=np.int64)
