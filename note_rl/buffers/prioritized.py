@@ -144,12 +144,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
 
     # -- sampling ----------------------------------------------------------------------------
     def sample_slots(self, batch: int) -> np.ndarray:
-        return self._sample(batch)[0]
-
-    def _sample(self, batch: int) -> tuple[np.ndarray, np.ndarray]:
-        """Slots drawn by priority and their priorities."""
-        slots, prio, _ = self._draw(batch)
-        return slots, prio
+        return self._draw(batch)[0]
 
     def _draw(self, batch: int) -> tuple[np.ndarray, np.ndarray, float]:
         """Slots drawn by priority, their priorities and the smallest of these."""
