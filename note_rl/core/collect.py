@@ -106,15 +106,14 @@ class EpisodeCollector:
         state = self._reset()
         episode_return = 0.0
         while True:
-            action = agent.select_action(flatten_goal_obs(state) if self.her else state)
-            next_state, reward, terminated, truncated = step_env(self.env, action)
-            self._store(state, action, next_state, reward, terminated, terminated or truncated, buffer)
+            action, next_state, reward, terminated, end = self._step(state)
+            self._store(state, action, next_state, reward, terminated, end, buffer)
             episode_return += reward
             agent.step_counter += 1
-            if self.her and (terminated or truncated):
+            if self.her and end:
                 buffer.end_episode()  # before training, so this episode's steps count already
             self.cadence.after_steps(1, agent.step_counter - 1)
-            if terminated or truncated:
+            if end:
                 trainer.end_episode(episode_return)
                 return
             if agent.stop_training or trainer.out_of_steps():
@@ -122,6 +121,12 @@ class EpisodeCollector:
                     buffer.end_episode()
                 return
             state = next_state
+
+    def _step(self, state: Any) -> tuple[Any, Any, float, bool, bool]:
+        """Act and step the env: ``(action, next_state, reward, terminated, episode_end)``."""
+        action = self.agent.select_action(flatten_goal_obs(state) if self.her else state)
+        next_state, reward, terminated, truncated = step_env(self.env, action)
+        return action, next_state, reward, terminated, terminated or truncated
 
     def _store(self, s: Any, a: Any, s2: Any, r: float, terminated: bool, end: bool, buffer: Any) -> None:
         if self.her:

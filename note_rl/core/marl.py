@@ -19,6 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .collect import EpisodeCollector
 from .settings import offpolicy_only_conflict
 
 __all__ = ["marl_conflict", "check_marl_env", "check_marl_agent", "default_reward_done", "joint_obs",
@@ -106,8 +107,9 @@ def joint_obs(obs: dict[str, Any], names: Sequence[str]) -> np.ndarray:
     return np.stack(arrays)
 
 
-class MultiAgentCollector:
-    """Single-process, off-policy collection from one multi-agent env (one unit = one episode).
+class MultiAgentCollector(EpisodeCollector):
+    """Single-process, off-policy collection from one multi-agent env (one unit = one episode):
+    the :class:`~note_rl.core.collect.EpisodeCollector` loop with a joint step.
 
     Per step: agent ``i`` acts with ``agent.select_action(s_i, i)`` (its ``action(s, i)`` output
     and ``policy[i]`` / ``noise[i]``), the env steps with the dict of actions, the rewards and
@@ -115,24 +117,15 @@ class MultiAgentCollector:
     transition is stored; training then runs on the usual cadence."""
 
     def __init__(self, agent: Any, learner: Any, trainer: Any) -> None:
-        from .collect import TrainingCadence  # collect imports nothing from here: no cycle
-
-        self.agent = agent
-        self.trainer = trainer
-        self.cadence = TrainingCadence(agent, learner)
-        self.env = agent.env[0] if isinstance(agent.env, (list, tuple)) else agent.env
+        super().__init__(agent, learner, trainer)
         self.names = list(self.env.possible_agents)
 
     def _reset(self) -> np.ndarray:
-        agent = self.agent
-        obs, _ = self.env.reset(seed=agent.reset_seed())  # only the first reset after set(seed)
-        for noise in (agent.noise if isinstance(agent.noise, (list, tuple)) else [agent.noise]):
-            if noise is not None:
-                noise.reset_states()
-        return joint_obs(obs, self.names)
+        return joint_obs(super()._reset(), self.names)
 
-    def step(self, state: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, bool, bool]:
-        """Act for every agent and step the env: ``(actions, next_state, r, done, episode_end)``."""
+    def _step(self, state: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, bool, bool]:
+        """Act for every agent and step the env: ``(actions, next_state, r, done, episode_end)``;
+        the episode ends when any agent terminates or truncates, or ``done`` says so."""
         agent, names = self.agent, self.names
         actions = [agent.select_action(state[i], i) for i in range(len(names))]
         obs, rewards, terms, truncs, _ = self.env.step(dict(zip(names, actions)))
@@ -141,23 +134,3 @@ class MultiAgentCollector:
                                          [bool(terms[n]) for n in names])
         end = bool(done) or any(bool(terms[n]) or bool(truncs[n]) for n in names)
         return np.asarray(actions), next_state, float(r), bool(done), end
-
-    def run_unit(self) -> None:
-        agent, trainer = self.agent, self.trainer
-        state = self._reset()
-        episode_return = 0.0
-        while True:
-            actions, next_state, r, done, end = self.step(state)
-            agent.buffer.add(state, actions, next_state, r, float(done))
-            episode_return += r
-            agent.step_counter += 1
-            self.cadence.after_steps(1, agent.step_counter - 1)
-            if end:
-                trainer.end_episode(episode_return)
-                return
-            if agent.stop_training or trainer.out_of_steps():
-                return
-            state = next_state
-
-    def close(self) -> None:
-        pass
