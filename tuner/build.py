@@ -10,15 +10,22 @@ import importlib
 import os
 from typing import Any
 
-__all__ = ["build_agent", "build_optimizer", "train_kwargs", "logger_callbacks", "make_env", "set_threads"]
+__all__ = ["build_agent", "build_optimizer", "train_kwargs", "logger_callbacks", "make_env", "set_threads",
+           "export_thread_env"]
+
+
+def export_thread_env(n: int) -> None:
+    """Ask OpenMP (torch) and TensorFlow for ``n`` threads through the environment, which they
+    read when they start their thread pools."""
+    for var in ("OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"):
+        os.environ[var] = str(n)
 
 
 def set_threads(cfg: dict[str, Any]) -> None:
     """Apply ``backend.threads`` before the framework starts its thread pools."""
     threads = cfg["backend"].get("threads")
     if threads:
-        for var in ("OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"):
-            os.environ[var] = str(threads)  # the config's value beats a study's default
+        export_thread_env(threads)  # the config's value beats a study's default
         if cfg["backend"]["name"] == "torch":
             import torch
 

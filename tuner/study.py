@@ -143,7 +143,7 @@ class Driver:
             return OPEN
         backend = spec["configs"][0]["backend"]["name"]
         self.supervisor.launch(trial, TrialProcess(spec, context_for(backend, self.s.preload),
-                                                                n_jobs=self.s.n_jobs))
+                                                   n_jobs=self.s.n_jobs))
         return OPEN
 
     def _ask(self) -> tuple[optuna.Trial | None, str]:

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from .build import export_thread_env
+
 __all__ = ["main", "aggregate", "SEED_STEP_OFFSET"]
 
 # intermediate steps of seed i are reported as i * SEED_STEP_OFFSET + k, so that the pruner
@@ -100,8 +102,7 @@ def default_threads(n: int | None) -> None:
     the preloading forkserver); TensorFlow and a later torch import read the environment."""
     if not n:
         return
-    for var in ("OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"):
-        os.environ[var] = str(n)
+    export_thread_env(n)
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(n)
 
