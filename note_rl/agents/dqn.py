@@ -7,6 +7,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..update import LossTerm, ParamGroup, TargetUpdate, UpdateSpec
 from .common import ACTIVATIONS, LiveActor, MLPActor, SeededInit, hidden_sizes, init_mlp, make_env
 
 __all__ = ["DQNMixin"]
@@ -28,7 +29,7 @@ class DQNMixin(SeededInit):
     def _setup_dqn(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
                    gamma: float, tau: float, loss: str, double: bool, env: Any,
                    seed: int | None, activation: str = "relu",
-                   ortho_init: bool = False) -> list[np.ndarray]:
+                   ortho_init: bool = False, max_grad_norm: float | None = None) -> list[np.ndarray]:
         if loss not in ("mse", "huber"):
             raise ValueError(f"DQN(loss={loss!r}): use 'mse' or 'huber'")
         if not 0.0 < gamma <= 1.0:
@@ -43,6 +44,9 @@ class DQNMixin(SeededInit):
         self.tau = float(tau)
         self.loss_type = loss
         self.double = bool(double)
+        if max_grad_norm is not None and not max_grad_norm > 0:
+            raise ValueError(f"DQN(max_grad_norm={max_grad_norm!r}): must be > 0 or None")
+        self.max_grad_norm = max_grad_norm
         self.env = make_env(env)
         self.ortho_init = bool(ortho_init)
         return self.initial_weights(seed)[0]
@@ -51,6 +55,15 @@ class DQNMixin(SeededInit):
         """``(q_weights,)`` drawn from ``seed``; the target network starts as a copy."""
         sizes = [self.state_dim, *self.hidden, self.action_dim]
         return (init_mlp(sizes, np.random.default_rng(seed), 1.0 if self.ortho_init else None),)
+
+    def update_spec(self) -> UpdateSpec:
+        """One group (the Q-network), one loss (the TD loss, clipped to ``max_grad_norm``), and the
+        target network moved by ``tau`` whenever ``update_param()`` runs (Note_rl's cadence:
+        ``update_steps`` env steps, rl-zoo's ``target_update_interval``)."""
+        return UpdateSpec(
+            groups=[ParamGroup("q", self.param)],
+            terms=[LossTerm(self.__call__, ["q"], max_grad_norm=self.max_grad_norm, name="td")],
+            targets=[TargetUpdate(self.target_q_net, self.q_net, self.tau, every=None)])
 
     def q_weights(self) -> list[np.ndarray]:  # pragma: no cover - implemented per backend
         raise NotImplementedError

@@ -31,11 +31,6 @@ def _numpy_weights(model: keras.Model) -> list[np.ndarray]:
     return [np.asarray(v.numpy()) for v in model.weights]
 
 
-def _copy_towards(target: keras.Model, source: keras.Model, tau: float) -> None:
-    for t, s in zip(target.weights, source.weights):
-        t.assign(s if tau >= 1.0 else (1.0 - tau) * t + tau * s)
-
-
 def _td_loss(td: tf.Tensor, kind: str, weights: tf.Tensor | None) -> tf.Tensor:
     if kind == "huber":
         a = tf.abs(td)
@@ -57,10 +52,10 @@ class DQN(DQNMixin, RL):
     def __init__(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
                  gamma: float = 0.99, tau: float = 1.0, loss: str = "mse", double: bool = True,
                  env: Any = None, seed: int | None = None, activation: str = "relu",
-                 ortho_init: bool = False) -> None:
+                 ortho_init: bool = False, max_grad_norm: float | None = None) -> None:
         RL.__init__(self)
         init = self._setup_dqn(state_dim, hidden_size, action_dim, gamma, tau, loss, double, env, seed,
-                               activation, ortho_init)
+                               activation, ortho_init, max_grad_norm)
         self.q_net = mlp(init, activation)
         self.target_q_net = mlp(init, activation)
         self.param = self.q_net.trainable_weights
@@ -93,9 +88,6 @@ class DQN(DQNMixin, RL):
         if self.PR:
             self.prioritized_replay.update(tf.stop_gradient(td))
         return _td_loss(td, self.loss_type, weights)
-
-    def update_param(self) -> None:
-        _copy_towards(self.target_q_net, self.q_net, self.tau)
 
 
 class PPO(PPOMixin, RL):
@@ -168,6 +160,3 @@ class PPO(PPOMixin, RL):
         value_loss = tf.reduce_mean(tf.square(ret - self.critic(s)[:, 0]))
         loss = policy_loss + self.vf_coef * value_loss
         return loss - self.entropy_coef * self._entropy(logits) if self.entropy_coef else loss
-
-    def update_param(self) -> None:
-        _copy_towards(self.actor_old, self.actor, 1.0)

@@ -23,6 +23,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..utils import log_softmax
+from ..update import LossTerm, ParamGroup, TargetUpdate, UpdateSpec
 from .common import ACTIVATIONS, LiveActor, MLPActor, SeededInit, hidden_sizes, init_mlp, make_env
 
 __all__ = ["PPOMixin"]
@@ -76,6 +77,18 @@ class PPOMixin(SeededInit):
         actor = init_mlp([self.state_dim, *self.hidden, self.action_dim], rng, 0.01 if ortho else None)
         critic = init_mlp([self.state_dim, *self.hidden, 1], rng, 1.0 if ortho else None)
         return actor, critic
+
+    def update_spec(self) -> UpdateSpec:
+        """Two groups (actor, critic) stepped on one loss (the clipped surrogate plus the weighted
+        value loss, minus the entropy bonus), clipped jointly to ``max_grad_norm`` as SB3 does;
+        ``actor_old`` (replay mode's acting and ratio reference) copies the actor whenever
+        ``update_param()`` runs."""
+        loss = self.rollout_loss if self.n_steps else self.__call__
+        actor, critic = self.param
+        return UpdateSpec(
+            groups=[ParamGroup("actor", actor), ParamGroup("critic", critic)],
+            terms=[LossTerm(loss, ["actor", "critic"], max_grad_norm=self.max_grad_norm, name="ppo")],
+            targets=[TargetUpdate(self.actor_old, self.actor, 1.0, every=None)])
 
     # per backend: numpy copies of the networks' weights
     def actor_weights(self, old: bool = False) -> list[np.ndarray]:  # pragma: no cover

@@ -42,15 +42,6 @@ class MLP(torch.nn.Module):
         return [p.detach().numpy() for p in self.layers]
 
 
-def _copy_towards(target: MLP, source: MLP, tau: float) -> None:
-    with torch.no_grad():
-        for t, s in zip(target.parameters(), source.parameters()):
-            if tau < 1.0:
-                t.mul_(1.0 - tau).add_(s, alpha=tau)
-            else:
-                t.copy_(s)
-
-
 def _td_loss(q: torch.Tensor, target: torch.Tensor, kind: str, weights: torch.Tensor | None) -> torch.Tensor:
     """``mean(w * l(q - target))``, ``l`` the squared error or the Huber loss (delta 1), each one
     fused op (forward and backward) instead of a chain of small ones."""
@@ -73,15 +64,18 @@ class DQN(DQNMixin, RL_pytorch):
     :param env: env instance or gymnasium id (default ``CartPole-v1``)
     :param seed: same as ``set(seed=seed)`` right after construction: the initial weights and
         everything else (without it, ``set(seed=...)`` before training re-draws the weights)
+    :param activation: hidden activation, ``"relu"`` or ``"tanh"``
+    :param ortho_init: SB3's orthogonal initialisation
+    :param max_grad_norm: clip the gradient's global norm (``None``: no clipping; SB3's DQN uses 10)
     """
 
     def __init__(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
                  gamma: float = 0.99, tau: float = 1.0, loss: str = "mse", double: bool = True,
                  env: Any = None, seed: int | None = None, activation: str = "relu",
-                 ortho_init: bool = False) -> None:
+                 ortho_init: bool = False, max_grad_norm: float | None = None) -> None:
         RL_pytorch.__init__(self)
         init = self._setup_dqn(state_dim, hidden_size, action_dim, gamma, tau, loss, double, env, seed,
-                               activation, ortho_init)
+                               activation, ortho_init, max_grad_norm)
         self.q_net = MLP(init, activation)
         self.target_q_net = MLP(init, activation)
         self.param = list(self.q_net.parameters())
@@ -114,9 +108,6 @@ class DQN(DQNMixin, RL_pytorch):
             if self.PR:
                 self.prioritized_replay.update(q.detach() - target)
         return _td_loss(q, target, self.loss_type, weights)
-
-    def update_param(self) -> None:
-        _copy_towards(self.target_q_net, self.q_net, self.tau)
 
 
 class PPO(PPOMixin, RL_pytorch):
@@ -211,6 +202,3 @@ class PPO(PPOMixin, RL_pytorch):
         value_loss = ((ret - self.critic(s)[:, 0]) ** 2).mean()
         loss = policy_loss + self.vf_coef * value_loss
         return loss - self.entropy_coef * self._entropy(logits) if self.entropy_coef else loss
-
-    def update_param(self) -> None:
-        _copy_towards(self.actor_old, self.actor, 1.0)

@@ -9,22 +9,67 @@ policies, checkpoints and adjusters are numpy and call the framework only throug
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-__all__ = ["Backend", "StepResult"]
+__all__ = ["Backend", "StepResult", "BoundGroup", "split_losses", "sum_losses", "DeviceError"]
 
 
 class StepResult(NamedTuple):
-    """Outcome of one gradient step: the loss and what the loss pushed for prioritized replay."""
+    """Outcome of one gradient step: the (total) loss, what the loss pushed for prioritized
+    replay, and, when the step computed several losses, each one by group name."""
 
     loss: float
     td: np.ndarray | None
     ratio: np.ndarray | None
+    losses: dict[str, float] | None = None
+
+
+class BoundGroup(NamedTuple):
+    """A parameter group bound to its optimizer for one compiled update step."""
+
+    name: str
+    variables: list[Any]
+    optimizer: Any
+    max_grad_norm: float | None = None
+
+
+class DeviceError(ValueError):
+    """The requested device does not exist on this machine (or in this backend)."""
 
 
 StepFn = Callable[[Sequence[np.ndarray]], StepResult]
+
+
+def split_losses(out: Any, names: Sequence[str]) -> list[tuple[str | None, Any, list[int]]]:
+    """Match what a loss function returned to the groups ``names`` of its term:
+    ``[(label, loss, group indices)]``.  One loss steps every group (Note_rl's rule for several
+    optimizers; label ``None``); a list / tuple gives one loss per group in order, a dict one per
+    group by name.  Framework-free: works on tensors of either backend (and while TF traces)."""
+    if isinstance(out, Mapping):
+        if set(map(str, out)) != set(names):
+            raise ValueError(f"the loss returned keys {sorted(map(str, out))}; the parameter groups "
+                             f"are {list(names)}")
+        return [(str(k), v, [list(names).index(str(k))]) for k, v in out.items()]
+    if isinstance(out, (list, tuple)):
+        if len(out) != len(names):
+            raise ValueError(f"the loss returned {len(out)} losses for {len(names)} parameter "
+                             f"group(s) {list(names)}: return one loss per group (or a single loss)")
+        return [(names[i], v, [i]) for i, v in enumerate(out)]
+    return [(None, out, list(range(len(names))))]
+
+
+def sum_losses(out: Any) -> Any:
+    """The total of what a loss function returned (one loss, a list or a dict of losses)."""
+    if isinstance(out, Mapping):
+        out = list(out.values())
+    if isinstance(out, (list, tuple)):
+        total = out[0]
+        for loss in out[1:]:
+            total = total + loss
+        return total
+    return out
 
 
 class Backend(ABC):
@@ -47,7 +92,7 @@ class Backend(ABC):
         if self.is_variable(param):
             return [param]
         out: list[Any] = []
-        for item in param:
+        for item in (param.values() if isinstance(param, Mapping) else param):
             out.extend(self.flatten(item))
         return out
 
@@ -91,32 +136,41 @@ class Backend(ABC):
         """Wrap the user's ``action(s)`` into numpy-in / numpy-out inference."""
 
     @abstractmethod
-    def make_step(
-        self,
-        loss_fn: Callable[..., Any],
-        optimizers: Sequence[Any],
-        groups: Sequence[Sequence[Any]],
-        recorder: Any,
-        jit: bool,
-        clip_norm: float | None = None,
-    ) -> StepFn:
+    def make_update(self, loss_fn: Callable[..., Any], groups: Sequence[BoundGroup], recorder: Any,
+                    jit: bool, clip_norm: float | None = None) -> StepFn:
         """Build ``step(arrays) -> StepResult``: one gradient step of ``loss_fn(*arrays)``.
 
-        With several optimizers, the gradient of the same loss with respect to ``groups[i]`` is
-        applied by ``optimizers[i]``.  ``clip_norm`` rescales the gradients to that global norm
-        when they exceed it.  Whatever the loss gave ``recorder.update(TD, ratio)`` is returned as
-        numpy.
+        ``loss_fn`` returns one loss, whose gradient with respect to every group is applied by
+        that group's optimizer, or one loss per group (a list in group order or a dict by group
+        name), each differentiated with respect to its own group only (see :func:`split_losses`).
+        Each group's gradient is clipped to its ``max_grad_norm``, then all of them together to
+        ``clip_norm``.  An optimizer shared by several groups steps once, with all their gradients.
+        Whatever the loss gave ``recorder.update(TD, ratio)`` is returned as numpy.
         """
+
+    def make_step(self, loss_fn: Callable[..., Any], optimizers: Sequence[Any],
+                  groups: Sequence[Sequence[Any]], recorder: Any, jit: bool,
+                  clip_norm: float | None = None) -> StepFn:
+        """:meth:`make_update` with ``optimizers[i]`` stepping ``groups[i]`` (groups named ``"0"``,
+        ``"1"``, ...)."""
+        bound = [BoundGroup(str(i), list(g), opt) for i, (g, opt) in enumerate(zip(groups, optimizers, strict=True))]
+        return self.make_update(loss_fn, bound, recorder, jit, clip_norm)
+
+    @abstractmethod
+    def update_targets(self, targets: Sequence[Any], sources: Sequence[Any], tau: float) -> None:
+        """``target <- (1 - tau) * target + tau * source`` for each pair of variables (``tau=1``: copy)."""
 
     @abstractmethod
     def evaluate(self, loss_fn: Callable[..., Any], arrays: Sequence[np.ndarray],
                  recorder: Any) -> StepResult:
-        """The loss (and recorded TD / ratio) of ``loss_fn(*arrays)`` without any update."""
+        """The loss (and recorded TD / ratio) of ``loss_fn(*arrays)`` without any update (several
+        losses: their sum, and each in ``losses``)."""
 
     @abstractmethod
     def gradient(self, loss_fn: Callable[..., Any], variables: Sequence[Any],
                  arrays: Sequence[np.ndarray]) -> np.ndarray:
-        """Flattened gradient of ``loss_fn(*arrays)`` without applying it (gradient-noise signals)."""
+        """Flattened gradient of ``loss_fn(*arrays)`` (of the sum, if it returns several losses)
+        without applying it (gradient-noise signals)."""
 
     # -- optimizers --------------------------------------------------------------------------
     @abstractmethod

@@ -18,7 +18,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from .base import Backend, StepFn, StepResult  # noqa: E402
+from .base import Backend, BoundGroup, StepFn, StepResult, split_losses, sum_losses  # noqa: E402
 
 __all__ = ["TFBackend", "BACKEND"]
 
@@ -54,6 +54,27 @@ class _ByShape:
             specs = [tf.TensorSpec(a.shape, tf.as_dtype(a.dtype)) for a in arrays]
             fn = self.concrete[key] = self.function.get_concrete_function(*specs)
         return fn(*[tf.constant(a) for a in arrays])
+
+
+def _distinct(items: Any) -> list[Any]:
+    out: list[Any] = []
+    for item in items:
+        if all(item is not o for o in out):
+            out.append(item)
+    return out
+
+
+def _clip(grads: list[Any], groups: Sequence[BoundGroup], bounds: np.ndarray,
+          clip_norm: float | None) -> list[Any]:
+    """Each group's gradient clipped to its ``max_grad_norm``, then all of them to ``clip_norm``."""
+    grads = list(grads)
+    for i, g in enumerate(groups):
+        if g.max_grad_norm is not None:
+            grads[bounds[i]:bounds[i + 1]], _ = tf.clip_by_global_norm(grads[bounds[i]:bounds[i + 1]],
+                                                                       g.max_grad_norm)
+    if clip_norm is not None:
+        grads, _ = tf.clip_by_global_norm(grads, clip_norm)
+    return list(grads)
 
 
 def _numpy(x: Any) -> np.ndarray | None:
@@ -120,38 +141,57 @@ class TFBackend(Backend):
 
         return act
 
-    def make_step(self, loss_fn: Callable[..., Any], optimizers: Sequence[Any],
-                  groups: Sequence[Sequence[Any]], recorder: Any, jit: bool,
-                  clip_norm: float | None = None) -> StepFn:
-        flat = [v for g in groups for v in g]
-        bounds = np.cumsum([0] + [len(g) for g in groups])
+    def make_update(self, loss_fn: Callable[..., Any], groups: Sequence[BoundGroup], recorder: Any,
+                    jit: bool, clip_norm: float | None = None) -> StepFn:
+        names = [g.name for g in groups]
+        flat = [v for g in groups for v in g.variables]
+        bounds = np.cumsum([0] + [len(g.variables) for g in groups])
+        optimizers = _distinct(g.optimizer for g in groups)
+        labels: list[str | None] = []  # filled while tracing: the losses' labels
 
         def body(*inputs: Any) -> Any:
-            with tf.GradientTape() as tape:
-                loss = loss_fn(*inputs)
-            grads = tape.gradient(loss, flat)
-            if clip_norm is not None:
-                grads, _ = tf.clip_by_global_norm(grads, clip_norm)
-            for i, opt in enumerate(optimizers):
-                pairs = [(g, v) for g, v in zip(grads[bounds[i]:bounds[i + 1]], groups[i])
-                         if g is not None]
-                opt.apply_gradients(pairs)
+            with tf.GradientTape(persistent=True) as tape:
+                parts = split_losses(loss_fn(*inputs), names)
+            if len(parts) == 1:
+                grads = tape.gradient(parts[0][1], flat)
+            else:
+                grads = [None] * len(flat)
+                for _, loss, (i,) in parts:
+                    grads[bounds[i]:bounds[i + 1]] = tape.gradient(loss, groups[i].variables)
+            del tape
+            grads = _clip(grads, groups, bounds, clip_norm)
+            for opt in optimizers:
+                opt.apply_gradients([(g, v) for i, grp in enumerate(groups) if grp.optimizer is opt
+                                     for g, v in zip(grads[bounds[i]:bounds[i + 1]], grp.variables)
+                                     if g is not None])
             td, ratio = recorder.pop()
-            return loss, td, ratio
+            labels[:] = [label for label, _, _ in parts]
+            return [loss for _, loss, _ in parts], td, ratio
 
         compiled = _ByShape(body, jit)
 
         def step(arrays: Sequence[np.ndarray]) -> StepResult:
-            loss, td, ratio = compiled(*arrays)
-            return StepResult(float(loss), _numpy(td), _numpy(ratio))
+            losses, td, ratio = compiled(*arrays)
+            values = [float(v) for v in losses]
+            if len(values) == 1:
+                return StepResult(values[0], _numpy(td), _numpy(ratio))
+            return StepResult(sum(values), _numpy(td), _numpy(ratio), dict(zip(labels, values)))
 
         return step
 
+    def update_targets(self, targets: Sequence[Any], sources: Sequence[Any], tau: float) -> None:
+        for t, s in zip(targets, sources, strict=True):
+            t.assign(s if tau >= 1.0 else (1.0 - tau) * t + tau * s)
+
     def evaluate(self, loss_fn: Callable[..., Any], arrays: Sequence[np.ndarray],
                  recorder: Any) -> StepResult:
-        loss = loss_fn(*[tf.convert_to_tensor(a) for a in arrays])
+        out = loss_fn(*[tf.convert_to_tensor(a) for a in arrays])
         td, ratio = recorder.pop()
-        return StepResult(float(loss), _numpy(td), _numpy(ratio))
+        losses = None
+        if isinstance(out, (list, tuple, dict)):
+            items = out.items() if isinstance(out, dict) else enumerate(out)
+            losses = {str(k): float(v) for k, v in items}
+        return StepResult(float(sum_losses(out)), _numpy(td), _numpy(ratio), losses)
 
     def gradient(self, loss_fn: Callable[..., Any], variables: Sequence[Any],
                  arrays: Sequence[np.ndarray]) -> np.ndarray:
@@ -160,7 +200,7 @@ class TFBackend(Backend):
             @tf.function(reduce_retracing=True)
             def grad_fn(*inputs: Any) -> Any:
                 with tf.GradientTape() as tape:
-                    loss = loss_fn(*inputs)
+                    loss = sum_losses(loss_fn(*inputs))
                 grads = tape.gradient(loss, list(variables))
                 return tf.concat([tf.reshape(tf.zeros_like(v) if g is None else g, [-1])
                                   for g, v in zip(grads, variables)], axis=0)

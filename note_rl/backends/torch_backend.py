@@ -7,7 +7,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from .base import Backend, StepFn, StepResult
+from .base import Backend, BoundGroup, StepFn, StepResult, split_losses, sum_losses
 
 __all__ = ["TorchBackend", "BACKEND"]
 
@@ -24,6 +24,22 @@ def _to_numpy(x: Any) -> np.ndarray | None:
 
 def _tensor(a: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(a))
+
+
+def _distinct(items: Any) -> list[Any]:
+    out: list[Any] = []
+    for item in items:
+        if all(item is not o for o in out):
+            out.append(item)
+    return out
+
+
+def _batch_maker(variables: Sequence[Any]) -> Callable[[np.ndarray], torch.Tensor]:
+    """numpy -> tensor on the device of the parameters (zero-copy on the CPU)."""
+    device = variables[0].device if variables else torch.device("cpu")
+    if device.type == "cpu":
+        return _tensor
+    return lambda a: _tensor(a).to(device, non_blocking=True)
 
 
 def _grad_resetter(optimizers: Sequence[Any], variables: Sequence[Any]) -> Callable[[], None]:
@@ -62,6 +78,15 @@ def _norm_clipper(variables: Sequence[Any], max_norm: float | None) -> Callable[
             torch._foreach_mul_(grads, torch.clamp(limit / (total + 1e-6), max=1.0))
 
     return clip
+
+
+def _loss_dict(out: Any) -> dict[str, float] | None:
+    """Each loss of a list / dict of losses by group label (``None`` for one loss)."""
+    if isinstance(out, dict):
+        return {str(k): float(v) for k, v in out.items()}
+    if isinstance(out, (list, tuple)):
+        return {str(i): float(v) for i, v in enumerate(out)}
+    return None
 
 
 class TorchBackend(Backend):
@@ -114,37 +139,60 @@ class TorchBackend(Backend):
 
         return act
 
-    def make_step(self, loss_fn: Callable[..., Any], optimizers: Sequence[Any],
-                  groups: Sequence[Sequence[Any]], recorder: Any, jit: bool,
-                  clip_norm: float | None = None) -> StepFn:
+    def make_update(self, loss_fn: Callable[..., Any], groups: Sequence[BoundGroup], recorder: Any,
+                    jit: bool, clip_norm: float | None = None) -> StepFn:
         compute = torch.compile(loss_fn) if jit else loss_fn
-        variables = [v for g in groups for v in g]
+        names = [g.name for g in groups]
+        variables = [v for g in groups for v in g.variables]
+        optimizers = _distinct(g.optimizer for g in groups)
         zero_grad = _grad_resetter(optimizers, variables)
-        clip = _norm_clipper(variables, clip_norm)
+        clips = [c for c in [*(_norm_clipper(g.variables, g.max_grad_norm) for g in groups),
+                             _norm_clipper(variables, clip_norm)] if c is not None]
+        to_device = _batch_maker(variables)
 
         def step(arrays: Sequence[np.ndarray]) -> StepResult:
             zero_grad()
-            loss = compute(*[_tensor(a) for a in arrays])
-            loss.backward()
-            if clip is not None:
+            out = compute(*[to_device(a) for a in arrays])
+            parts = split_losses(out, names)
+            if len(parts) == 1:
+                # one loss: gradients only for this term's variables (a loss that also reads other
+                # networks, e.g. an actor loss through the critic, leaves their gradients alone)
+                torch.autograd.backward(parts[0][1], inputs=variables)
+            else:
+                for i, (_, loss, index) in enumerate(parts):
+                    torch.autograd.backward(loss, inputs=groups[index[0]].variables,
+                                            retain_graph=i < len(parts) - 1)
+            for clip in clips:
                 clip()
             for opt in optimizers:
                 opt.step()
             td, ratio = recorder.pop()
-            return StepResult(float(loss.detach()), _to_numpy(td), _to_numpy(ratio))
+            if len(parts) == 1:
+                return StepResult(float(parts[0][1].detach()), _to_numpy(td), _to_numpy(ratio))
+            losses = {label: float(loss.detach()) for label, loss, _ in parts}
+            return StepResult(sum(losses.values()), _to_numpy(td), _to_numpy(ratio), losses)
 
         return step
+
+    def update_targets(self, targets: Sequence[Any], sources: Sequence[Any], tau: float) -> None:
+        targets, sources = list(targets), list(sources)
+        with torch.no_grad():
+            if tau >= 1.0:
+                torch._foreach_copy_(targets, sources)
+            else:
+                torch._foreach_lerp_(targets, sources, float(tau))
 
     def evaluate(self, loss_fn: Callable[..., Any], arrays: Sequence[np.ndarray],
                  recorder: Any) -> StepResult:
         with torch.no_grad():
-            loss = loss_fn(*[_tensor(a) for a in arrays])
+            out = loss_fn(*[_tensor(a) for a in arrays])
         td, ratio = recorder.pop()
-        return StepResult(float(loss), _to_numpy(td), _to_numpy(ratio))
+        losses = _loss_dict(out)
+        return StepResult(float(sum_losses(out)), _to_numpy(td), _to_numpy(ratio), losses)
 
     def gradient(self, loss_fn: Callable[..., Any], variables: Sequence[Any],
                  arrays: Sequence[np.ndarray]) -> np.ndarray:
-        loss = loss_fn(*[_tensor(a) for a in arrays])
+        loss = sum_losses(loss_fn(*[_tensor(a) for a in arrays]))
         grads = torch.autograd.grad(loss, list(variables), allow_unused=True)
         flat = [torch.zeros_like(v).reshape(-1) if g is None else g.reshape(-1)
                 for g, v in zip(grads, variables)]

@@ -19,7 +19,9 @@ from ..backends import Backend, get_backend
 from ..buffers import HerReplayBuffer, PrioritizedReplayBuffer, PriorityRecorder, ReplayBuffer
 from ..buffers.her import GOAL_KEYS
 from . import checkpoint, envs, marl, plots
+from ..update import UpdateSpec, default_spec
 from .settings import TrainSettings, offpolicy_only_conflict
+from .updater import sync_targets
 
 __all__ = ["RLBase", "her_conflict", "check_her_env"]
 
@@ -300,8 +302,17 @@ class RLBase(AdjusterMixin):
             self.param = _resolve_refs(refs, self.param, self.backend.modules(self), self.backend)
 
     # -- hooks a subclass may override -------------------------------------------------------
+    def update_spec(self) -> UpdateSpec:
+        """The gradient update (parameter groups, loss terms, target networks; see
+        :mod:`note_rl.update`).  Default: Note_rl's contract, the groups of ``self.param`` and the
+        loss of ``__call__`` (``rollout_loss`` for agents with rollouts, i.e. an ``n_steps``)."""
+        return default_spec(self, self.rollout_loss if getattr(self, "n_steps", None) else None)
+
     def update_param(self) -> None:
-        """Target-network / old-policy synchronisation (no-op by default)."""
+        """Target-network / old-policy synchronisation, called on Note_rl's cadence
+        (``update_steps`` / ``update_batches``).  Default: the spec's targets declared with
+        ``every=None`` (none for a plain subclass, which overrides this method itself)."""
+        sync_targets(self)
 
     # -- training ----------------------------------------------------------------------------
     def _train(self, optimizer: Any, episodes: int | None, settings: TrainSettings) -> Any:
@@ -372,6 +383,8 @@ def _param_refs(agent: Any) -> Any:
     def walk(node: Any) -> Any:
         if backend.is_variable(node):
             return where.get(id(node))
+        if isinstance(node, dict):
+            return {k: walk(v) for k, v in node.items()}
         return [walk(item) for item in node]
 
     return walk(agent.param)
@@ -382,6 +395,8 @@ def _resolve_refs(refs: Any, param: Any, modules: dict[str, Any], backend: Any) 
         return param
     if isinstance(refs, tuple):  # (network attribute, index)
         return backend.module_variables(modules[refs[0]])[refs[1]]
+    if isinstance(refs, dict):
+        return {k: _resolve_refs(refs[k], param[k], modules, backend) for k in refs}
     return [_resolve_refs(r, p, modules, backend) for r, p in zip(refs, param)]
 
 

@@ -17,6 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from ..update import optimizer_list
+from .updater import optimizer_variables
+
 __all__ = ["CheckpointError", "save_agent", "restore_agent", "restore_params", "periodic_save",
            "write_npz", "read_npz"]
 
@@ -87,10 +90,7 @@ def _weights(agent: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
 
 
 def _optimizers(agent: Any) -> list[Any]:
-    opt = agent.optimizer
-    if opt is None:
-        return []
-    return list(opt) if isinstance(opt, (list, tuple)) else [opt]
+    return optimizer_list(agent.optimizer)
 
 
 def _states(objs: Any) -> list[Any]:
@@ -257,6 +257,5 @@ def _restore_optimizers(agent: Any, meta: dict[str, Any], arrays: dict[str, np.n
         return
     if len(opts) != len(metas):
         raise CheckpointError(f"checkpoint has {len(metas)} optimizer states, agent has {len(opts)} optimizers")
-    groups = agent.backend.groups(agent.param, len(opts))
-    for opt, group, m, a in zip(opts, groups, metas, per_opt):
-        agent.backend.load_optimizer_state(opt, group, m, a)
+    for (opt, variables), m, a in zip(optimizer_variables(agent, agent.optimizer), metas, per_opt):
+        agent.backend.load_optimizer_state(opt, variables, m, a)

@@ -1,8 +1,8 @@
 """Gradient steps and the parameter-update cadence.
 
-``Learner`` is the only place that runs the user's loss: it samples a mini-batch, calls the
-backend's compiled step, writes the TD errors the loss pushed back into the prioritized buffer,
-counts the step, fires the batch callbacks, and calls ``update_param()`` on Note_rl's cadence
+``Learner`` is the only place that runs the user's loss: it samples a mini-batch, runs the
+agent's update (:class:`~note_rl.core.updater.Updater`: its loss terms and target networks),
+writes the TD errors the loss pushed back into the prioritized buffer, counts the step, fires the batch callbacks, and calls ``update_param()`` on Note_rl's cadence
 (every ``update_batches`` gradient steps).  After ``update_param()`` a prioritized buffer is trimmed
 by ``window_size_func`` / the adjuster's window rule / ``window_size_ppo`` / ``window_size_pr``
 and, with ``PPO=True`` and a uniform buffer, the expired on-policy data is cleared.  After each
@@ -17,9 +17,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..backends.base import StepResult
 from ..buffers import PrioritizedReplayBuffer, RolloutBatch
 from ..callbacks import CallbackList
 from .settings import TrainSettings
+from .updater import Updater
 
 __all__ = ["Learner", "NonFiniteLossError"]
 
@@ -32,25 +34,19 @@ class Learner:
     """Runs gradient steps for one agent during one ``train()`` call.
 
     :param agent: the agent (``RLBase`` subclass)
-    :param optimizers: one optimizer per parameter group
+    :param optimizer: what ``train()`` received (one optimizer, a list or a dict; see
+        :func:`note_rl.update.bind_optimizers`)
     :param settings: the ``train()`` options
     :param callbacks: dispatcher of the batch hooks
     """
 
-    def __init__(self, agent: Any, optimizers: Sequence[Any], settings: TrainSettings,
+    def __init__(self, agent: Any, optimizer: Any, settings: TrainSettings,
                  callbacks: CallbackList) -> None:
         self.agent = agent
-        self.backend = agent.backend
-        self.optimizers = list(optimizers)
         self.settings = settings
         self.callbacks = callbacks
-        self.groups = self.backend.groups(agent.param, len(self.optimizers))
-        self.variables = [v for g in self.groups for v in g]
-        for opt, group in zip(self.optimizers, self.groups):
-            self.backend.prepare_optimizer(opt, group)
+        self.updater = Updater(agent, optimizer, settings.jit_compile)
         self._restore_pending_optimizer_state()
-        self.with_weights = agent.loss_accepts_weights()
-        self._steps: dict[str, Any] = {}
         self.losses: list[float] = []  # losses since the last episode ended
         self.updates_since_sync = 0
 
@@ -59,21 +55,17 @@ class Learner:
         if pending is None:
             return
         metas, arrays = pending
-        if len(metas) != len(self.optimizers):
+        pairs = self.updater.optimizer_groups
+        if len(metas) != len(pairs):
             raise ValueError(f"checkpoint has {len(metas)} optimizer states, train() got "
-                             f"{len(self.optimizers)} optimizers")
-        for i, (opt, group) in enumerate(zip(self.optimizers, self.groups)):
-            self.backend.load_optimizer_state(opt, group, metas[i], arrays[i])
+                             f"{len(pairs)} optimizers")
+        for (opt, variables), meta, arr in zip(pairs, metas, arrays):
+            self.agent.backend.load_optimizer_state(opt, variables, meta, arr)
         self.agent._pending_optimizer_state = None
 
-    def step_fn(self, name: str) -> Any:
-        """Compiled gradient step of the agent's ``__call__`` (``"replay"``) or another loss."""
-        if name not in self._steps:
-            loss_fn = self.agent.__call__ if name == "replay" else getattr(self.agent, name)
-            self._steps[name] = self.backend.make_step(
-                loss_fn, self.optimizers, self.groups, self.agent.prioritized_replay,
-                self.settings.jit_compile, getattr(self.agent, "max_grad_norm", None))
-        return self._steps[name]
+    def update(self, arrays: Sequence[np.ndarray], weights: np.ndarray | None = None) -> Any:
+        """One gradient update (the due loss terms and target updates) on one batch."""
+        return self.updater(self.agent.batch_counter + 1, arrays, weights)
 
     # -- replay training ---------------------------------------------------------------------
     def train_round(self, n_updates: int) -> int:
@@ -90,17 +82,14 @@ class Learner:
         agent, buffer = self.agent, self.agent.buffer
         self._batch_begin()
         batch = buffer.sample(agent.batch)
-        arrays = [batch.state, batch.action, batch.next_state, batch.reward, batch.done]
-        if self.with_weights:
-            weights = batch.weights if batch.weights is not None else np.ones(len(batch.reward), np.float32)
-            arrays.append(weights)
-        result = self.step_fn("replay")(arrays)
+        result = self.update([batch.state, batch.action, batch.next_state, batch.reward, batch.done],
+                             batch.weights)
         if isinstance(buffer, PrioritizedReplayBuffer):
             if result.td is None:
                 raise ValueError("PR=True but the loss never called "
                                  "self.prioritized_replay.update(TD) with per-sample TD errors")
             buffer.update_priorities(batch.indices, result.td, result.ratio)
-        self._batch_end(result.loss)
+        self._batch_end(result)
         synced = bool(agent.update_batches) and agent.batch_counter % agent.update_batches == 0
         if synced:
             self.sync_params()
@@ -124,8 +113,8 @@ class Learner:
     # -- on-policy training ------------------------------------------------------------------
     def rollout_update(self, mb: RolloutBatch) -> float:
         self._batch_begin()
-        result = self.step_fn("rollout_loss")(list(mb))
-        self._batch_end(result.loss)
+        result = self.update(list(mb))
+        self._batch_end(result)
         return result.loss
 
     # -- bookkeeping -------------------------------------------------------------------------
@@ -133,15 +122,18 @@ class Learner:
         if self.callbacks.wants("on_batch_begin"):
             self.callbacks.call("on_batch_begin", self.agent.batch_counter, {})
 
-    def _batch_end(self, loss: float) -> None:
-        agent = self.agent
+    def _batch_end(self, result: StepResult) -> None:
+        agent, loss = self.agent, result.loss
         if not math.isfinite(loss):
             raise NonFiniteLossError(f"loss became {loss} at gradient step {agent.batch_counter}")
         self.losses.append(loss)
         agent.batch_counter += 1
         self.updates_since_sync += 1
         if self.callbacks.wants("on_batch_end"):
-            self.callbacks.call("on_batch_end", agent.batch_counter - 1, {"loss": loss})
+            logs = {"loss": loss}
+            if result.losses:  # several losses: each as loss/<group or term>
+                logs.update({f"loss/{k}": v for k, v in result.losses.items()})
+            self.callbacks.call("on_batch_end", agent.batch_counter - 1, logs)
 
     def pop_losses(self) -> list[float]:
         out, self.losses = self.losses, []

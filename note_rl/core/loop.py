@@ -71,8 +71,7 @@ class Trainer:
         agent.stop_training = False
         agent.jit_compile = settings.jit_compile
         agent._actor = None  # rebuilt for this run's jit setting and weights
-        optimizers = list(agent.optimizer) if isinstance(agent.optimizer, (list, tuple)) else [agent.optimizer]
-        self.learner = Learner(agent, optimizers, settings, self.callbacks)
+        self.learner = Learner(agent, agent.optimizer, settings, self.callbacks)
         self.collector = self._make_collector()
         agent._trainer = self  # adjusters report here and reach this call's settings (num_store)
         self._check_adjuster()
