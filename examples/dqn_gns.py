@@ -16,6 +16,9 @@ import argparse
 import importlib
 from typing import Any
 
+from note_rl.backends import backend_info
+from note_rl.optim import Adam
+
 BATCH = {"scale": 1.0, "min": 32, "max": 512, "align": 32}
 LR = {"rate": 2e-4, "min": 1e-4, "max": 3e-3, "smooth": 0.2}
 # the declarative form (a Hydra "adjuster" config holds the same keys)
@@ -24,7 +27,7 @@ ADJUSTER = {"kind": "gns", "every": 200, "num_samples": 8, "target_noise": 1.0,
 
 
 def make_agent(backend: str, seed: int = 0, declarative: bool = False) -> Any:
-    mod = importlib.import_module("note_rl.agents." + ("torch" if backend == "torch" else "keras"))
+    mod = importlib.import_module(backend_info(backend).agents)  # note_rl.agents.torch / .keras
     if declarative:
         agent = mod.DQN(4, 128, 2, seed=seed)
         agent.adjuster = ADJUSTER  # the loop runs it every ADJUSTER["every"] gradient steps
@@ -47,14 +50,8 @@ def main(backend: str = "torch", episodes: int = 300, seed: int = 0, declarative
 
     agent = make_agent(backend, seed, declarative)
     agent.set(policy=EpsGreedyQPolicy(0.05), pool_size=10000, batch=64, update_steps=10, seed=seed)
-    if backend == "torch":
-        import torch
-
-        agent.train(torch.optim.Adam(agent.param, lr=1e-3), episodes, callbacks=callbacks, p=10)
-    else:
-        import keras
-
-        agent.train(None, keras.optimizers.Adam(1e-3), episodes, callbacks=callbacks, p=10)
+    optimizer = agent.backend.build_optimizer(Adam(lr=1e-3), agent.param)
+    agent.fit(optimizer, episodes, callbacks=callbacks, p=10)
     return agent
 
 

@@ -16,9 +16,12 @@ import argparse
 import importlib
 from typing import Any
 
+from note_rl.backends import backend_info
+from note_rl.optim import Adam
+
 
 def make_agent(backend: str, seed: int = 0) -> Any:
-    mod = importlib.import_module("note_rl.agents." + ("torch" if backend == "torch" else "keras"))
+    mod = importlib.import_module(backend_info(backend).agents)  # note_rl.agents.torch / .keras
 
     class PPO_pr(mod.PPO):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -35,15 +38,11 @@ def make_agent(backend: str, seed: int = 0) -> Any:
     return PPO_pr(4, 64, 2, seed=seed)
 
 
-def optimizers(backend: str, agent: Any) -> list[Any]:
-    """Note_rl's pair: Adam(1e-4) for the policy, Adam(5e-3) for the value function."""
-    if backend == "torch":
-        import torch
-
-        return [torch.optim.Adam(agent.param[0], lr=1e-4), torch.optim.Adam(agent.param[1], lr=5e-3)]
-    import keras
-
-    return [keras.optimizers.Adam(1e-4), keras.optimizers.Adam(5e-3)]
+def optimizers(agent: Any) -> list[Any]:
+    """Note_rl's pair: Adam(1e-4) for the policy, Adam(5e-3) for the value function (built by the
+    agent's backend: torch.optim.Adam or keras.optimizers.Adam)."""
+    build = agent.backend.build_optimizer
+    return [build(Adam(lr=1e-4), agent.param[0]), build(Adam(lr=5e-3), agent.param[1])]
 
 
 def main(backend: str = "torch", episodes: int = 200, seed: int = 0, pool: int = 0,
@@ -55,13 +54,8 @@ def main(backend: str = "torch", episodes: int = 200, seed: int = 0, pool: int =
     agent = make_agent(backend, seed)
     agent.set(policy=SoftmaxPolicy(), pool_size=10000, batch=batch, update_steps=update_steps, PR=True,
               seed=seed)
-    opts = optimizers(backend, agent)
-    kwargs = dict(pool_network=pool > 0, processes=pool or None, window_size=agent.window_size_func,
-                  callbacks=callbacks, p=10)
-    if backend == "torch":
-        agent.train(opts, episodes, **kwargs)
-    else:
-        agent.train(None, opts, episodes, **kwargs)
+    agent.fit(optimizers(agent), episodes, pool_network=pool > 0, processes=pool or None,
+              window_size=agent.window_size_func, callbacks=callbacks, p=10)
     return agent
 
 

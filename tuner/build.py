@@ -7,29 +7,19 @@ resolved config.
 from __future__ import annotations
 
 import importlib
-import os
 from typing import Any
 
-__all__ = ["build_agent", "build_optimizer", "train_kwargs", "logger_callbacks", "make_env", "set_threads",
-           "export_thread_env"]
+from note_rl.backends import backend_info, get_backend
 
-
-def export_thread_env(n: int) -> None:
-    """Ask OpenMP (torch) and TensorFlow for ``n`` threads through the environment, which they
-    read when they start their thread pools."""
-    for var in ("OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"):
-        os.environ[var] = str(n)
+__all__ = ["build_agent", "build_optimizer", "train_kwargs", "logger_callbacks", "make_env", "set_threads"]
 
 
 def set_threads(cfg: dict[str, Any]) -> None:
-    """Apply ``backend.threads`` before the framework starts its thread pools."""
+    """Apply ``backend.threads`` before the framework starts its thread pools (the config's value
+    beats a study's default)."""
     threads = cfg["backend"].get("threads")
     if threads:
-        export_thread_env(threads)  # the config's value beats a study's default
-        if cfg["backend"]["name"] == "torch":
-            import torch
-
-            torch.set_num_threads(int(threads))
+        get_backend(cfg["backend"]["name"]).set_threads(int(threads))
 
 
 def make_env(env_cfg: dict[str, Any]) -> Any:
@@ -41,7 +31,7 @@ def make_env(env_cfg: dict[str, Any]) -> Any:
 
 
 def _agents_module(backend: str) -> Any:
-    return importlib.import_module("note_rl.agents.torch" if backend == "torch" else "note_rl.agents.keras")
+    return importlib.import_module(backend_info(backend).agents)
 
 
 def build_agent(cfg: dict[str, Any]) -> Any:
@@ -57,7 +47,8 @@ def build_agent(cfg: dict[str, Any]) -> Any:
     state_dim = int(env.observation_space.shape[0])
     action_dim = int(env.action_space.n)
     mod = _agents_module(cfg["backend"]["name"])
-    common = dict(env=env, seed=seed, activation=a["activation"], ortho_init=a["ortho_init"])
+    common = dict(env=env, seed=seed, activation=a["activation"], ortho_init=a["ortho_init"],
+                  device=cfg["backend"]["device"])
     if a["name"] == "dqn":
         agent = mod.DQN(state_dim, list(a["hidden_size"]), action_dim, gamma=a["gamma"], tau=a["tau"],
                         loss=a["loss"], double=a["double"], **common)
@@ -82,46 +73,14 @@ def build_agent(cfg: dict[str, Any]) -> Any:
 
 
 def build_optimizer(cfg: dict[str, Any], agent: Any) -> Any:
-    """One optimizer over all of the agent's parameters, for the configured backend."""
+    """One optimizer over all of the agent's parameters, built by the agent's backend."""
+    from note_rl.optim import SPECS
+
     o = cfg["optimizer"]
     lr = o["lr"] if o["lr"] is not None else cfg["agent"]["lr"]
-    if cfg["backend"]["name"] == "torch":
-        return _torch_optimizer(o, lr, agent.backend.flatten(agent.param))
-    return _keras_optimizer(o, lr)
-
-
-def _torch_optimizer(o: dict[str, Any], lr: float, params: list[Any]) -> Any:
-    import torch
-
-    name = o["name"]
-    if name in ("adam", "adamw"):
-        cls = torch.optim.Adam if name == "adam" else torch.optim.AdamW
-        return cls(params, lr=lr, betas=(o["beta1"], o["beta2"]), eps=o["eps"],
-                   weight_decay=o["weight_decay"], foreach=True)
-    if name == "adamax":
-        return torch.optim.Adamax(params, lr=lr, betas=(o["beta1"], o["beta2"]), eps=o["eps"],
-                                  weight_decay=o["weight_decay"])
-    if name == "sgd":
-        return torch.optim.SGD(params, lr=lr, momentum=o["momentum"], weight_decay=o["weight_decay"])
-    return torch.optim.RMSprop(params, lr=lr, alpha=o["rho"], eps=o["eps"], momentum=o["momentum"],
-                               weight_decay=o["weight_decay"])
-
-
-def _keras_optimizer(o: dict[str, Any], lr: float) -> Any:
-    import keras
-
-    wd = o["weight_decay"] or None
-    name = o["name"]
-    if name == "adam":
-        return keras.optimizers.Adam(lr, beta_1=o["beta1"], beta_2=o["beta2"], epsilon=o["eps"], weight_decay=wd)
-    if name == "adamw":
-        return keras.optimizers.AdamW(lr, weight_decay=o["weight_decay"], beta_1=o["beta1"],
-                                      beta_2=o["beta2"], epsilon=o["eps"])
-    if name == "adamax":
-        return keras.optimizers.Adamax(lr, beta_1=o["beta1"], beta_2=o["beta2"], epsilon=o["eps"], weight_decay=wd)
-    if name == "sgd":
-        return keras.optimizers.SGD(lr, momentum=o["momentum"], weight_decay=wd)
-    return keras.optimizers.RMSprop(lr, rho=o["rho"], momentum=o["momentum"], epsilon=o["eps"], weight_decay=wd)
+    fields = {k: v for k, v in o.items() if k not in ("name", "lr") and k in SPECS[o["name"]].__dataclass_fields__}
+    spec = SPECS[o["name"]](lr=lr, **fields)
+    return agent.backend.build_optimizer(spec, agent.backend.flatten(agent.param))
 
 
 def train_kwargs(cfg: dict[str, Any]) -> dict[str, Any]:

@@ -15,27 +15,30 @@ import signal
 import time
 from typing import Any
 
+from note_rl.backends import backend_info
+
 from . import trial_worker
 
 __all__ = ["TrialProcess", "context_for", "exit_reason", "threads_per_trial"]
 
-# everything a torch trial imports, so that a forked child finds it in sys.modules (tuner.app is
-# what the child re-imports as the parent's __main__)
-_PRELOAD = ["tuner.app", "tuner.trial_worker", "tuner.train", "tuner.build", "note_rl.agents.torch",
-            "note_rl.core.loop", "gymnasium", "gymnasium.envs.classic_control",
-            # the first torch.optim optimizer a process builds imports torch._dynamo (~3 s here)
-            "torch._dynamo"]
-_forkserver_configured = False
+# what every trial imports besides its backend's own preload list, so that a forked child finds
+# it in sys.modules (tuner.app is what the child re-imports as the parent's __main__)
+_PRELOAD = ["tuner.app", "tuner.trial_worker", "tuner.train", "tuner.build"]
+_forkserver_preload: list[str] | None = None
 
 
 def context_for(backend: str, preload: bool = True) -> Any:
-    """The multiprocessing context for a trial of ``backend``."""
-    global _forkserver_configured
-    if backend == "torch" and preload and "forkserver" in mp.get_all_start_methods():
+    """The multiprocessing context for a trial of ``backend``: its backend's start method (a
+    forkserver that preloads the backend's modules, or ``spawn``); ``preload=False`` or a platform
+    without forkserver falls back to ``spawn``."""
+    global _forkserver_preload
+    info = backend_info(backend)
+    if info.start_method == "forkserver" and preload and "forkserver" in mp.get_all_start_methods():
         ctx = mp.get_context("forkserver")
-        if not _forkserver_configured:
-            ctx.set_forkserver_preload(_PRELOAD)
-            _forkserver_configured = True
+        wanted = _PRELOAD + list(info.preload)
+        if _forkserver_preload is None:  # one forkserver per driver: the first backend's list
+            ctx.set_forkserver_preload(wanted)
+            _forkserver_preload = wanted
         return ctx
     return mp.get_context("spawn")
 

@@ -44,6 +44,7 @@ class BackendConf:
     name: str = "torch"
     threads: Optional[int] = None
     jit_compile: bool = False
+    device: str = "auto"  # auto (a GPU when present), cpu, cuda, cuda:N, mps
 
 
 @dataclass
@@ -287,10 +288,26 @@ def _check_env(cfg: DictConfig) -> None:
         raise ConfigError(f"env.id: unknown gymnasium environment {cfg.env.id!r}")
 
 
+def _check_device(cfg: DictConfig) -> None:
+    """``backend.device`` names a device; one other than auto / cpu must exist here (asking the
+    backend imports its framework, so only then)."""
+    from note_rl.backends import DeviceError, get_backend
+    from note_rl.backends.base import check_device_name
+
+    device = cfg.backend.device
+    try:
+        check_device_name(device)
+        if device not in ("auto", "cpu"):
+            get_backend(cfg.backend.name).resolve_device(device)
+    except DeviceError as exc:
+        raise ConfigError(f"backend.device: {exc}") from None
+
+
 def validate(cfg: DictConfig, check_env: bool = True) -> DictConfig:
     """Typed, range-checked copy of ``cfg`` (raises :class:`ConfigError`)."""
     typed = _typed(_hidden_size(cfg))
     _check_ranges(typed)
+    _check_device(typed)
     if check_env:
         _check_env(typed)
     from .search import parse_space

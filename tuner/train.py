@@ -103,10 +103,7 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
     digest = weights_digest(agent)
     started = time.perf_counter()
     try:
-        if cfg["backend"]["name"] == "torch":
-            agent.train(optimizer, episodes, **kwargs)
-        else:
-            agent.train(None, optimizer, episodes, **kwargs)
+        agent.fit(optimizer, episodes, **kwargs)
     except NonFiniteLossError:
         if not safe_nan:
             raise
@@ -124,7 +121,7 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
         "env_steps_per_s": agent.step_counter / wall if wall > 0 else None,
         "seed": cfg["seed"],
         "pid": os.getpid(),  # the process that trained (each trial / multirun job has its own)
-        "threads": _framework_threads(cfg["backend"]["name"]),
+        "threads": agent.backend.framework_threads(),
         "initial_weights_sha256": digest,
         "mean_loss": _mean_loss(agent.loss_list),
         "returns": returns,
@@ -136,18 +133,6 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
     if run_dir:
         write_json(os.path.join(run_dir, "result.json"), result)
     return result
-
-
-def _framework_threads(backend: str) -> int | None:
-    """Intra-op threads the framework trained with (``None``: TensorFlow's own default)."""
-    if backend == "torch":
-        import torch
-
-        return torch.get_num_threads()
-    import tensorflow as tf
-
-    n = tf.config.threading.get_intra_op_parallelism_threads() or os.environ.get("TF_NUM_INTRAOP_THREADS")
-    return int(n) if n else None
 
 
 def _mean_loss(losses: list[float | None]) -> float | None:

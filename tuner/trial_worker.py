@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from .build import export_thread_env
+from note_rl.backends import backend_info, backend_names, get_backend
+from note_rl.backends.base import export_thread_env
 
 __all__ = ["main", "aggregate", "SEED_STEP_OFFSET"]
 
@@ -98,13 +99,14 @@ def _limit_memory(extra_mb: int) -> None:
 
 def default_threads(n: int | None) -> None:
     """Use ``n`` framework threads unless the trial's config says otherwise (``backend.threads``,
-    applied later by :func:`tuner.build.set_threads`).  torch may already be imported (forked from
-    the preloading forkserver); TensorFlow and a later torch import read the environment."""
+    applied later by :func:`tuner.build.set_threads`).  A framework already imported (forked from
+    the preloading forkserver) is told through its backend; one imported later reads the environment."""
     if not n:
         return
     export_thread_env(n)
-    if "torch" in sys.modules:
-        sys.modules["torch"].set_num_threads(n)
+    for name in backend_names():
+        if backend_info(name).framework in sys.modules:
+            get_backend(name).set_threads(n)
 
 
 def main(conn: Any, spec: dict[str, Any]) -> None:

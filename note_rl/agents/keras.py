@@ -52,12 +52,15 @@ class DQN(DQNMixin, RL):
     def __init__(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
                  gamma: float = 0.99, tau: float = 1.0, loss: str = "mse", double: bool = True,
                  env: Any = None, seed: int | None = None, activation: str = "relu",
-                 ortho_init: bool = False, max_grad_norm: float | None = None) -> None:
+                 ortho_init: bool = False, max_grad_norm: float | None = None,
+                 device: str | None = "auto") -> None:
         RL.__init__(self)
+        self.device = self.backend.resolve_device(device)
         init = self._setup_dqn(state_dim, hidden_size, action_dim, gamma, tau, loss, double, env, seed,
                                activation, ortho_init, max_grad_norm)
-        self.q_net = mlp(init, activation)
-        self.target_q_net = mlp(init, activation)
+        with tf.device(self.device):
+            self.q_net = mlp(init, activation)
+            self.target_q_net = mlp(init, activation)
         self.param = self.q_net.trainable_weights
         self.gamma = self.backend.make_variable(gamma)
         if seed is not None:
@@ -98,15 +101,18 @@ class PPO(PPOMixin, RL):
                  lam: float = 0.95, n_steps: int | None = None, n_envs: int = 1, n_epochs: int = 10,
                  vf_coef: float = 0.5, normalize_advantage: bool = True,
                  max_grad_norm: float | None = None, linear_decay: bool = False, env: Any = None,
-                 seed: int | None = None, activation: str = "relu", ortho_init: bool = False) -> None:
+                 seed: int | None = None, activation: str = "relu", ortho_init: bool = False,
+                 device: str | None = "auto") -> None:
         RL.__init__(self)
+        self.device = self.backend.resolve_device(device)
         actor, critic = self._setup_ppo(state_dim, hidden_size, action_dim, clip, entropy_coef,
                                         gamma, lam, n_steps, n_envs, n_epochs, vf_coef,
                                         normalize_advantage, max_grad_norm, linear_decay, env, seed,
                                         activation, ortho_init)
-        self.actor = mlp(actor, activation)
-        self.actor_old = mlp(actor, activation)
-        self.critic = mlp(critic, activation)
+        with tf.device(self.device):
+            self.actor = mlp(actor, activation)
+            self.actor_old = mlp(actor, activation)
+            self.critic = mlp(critic, activation)
         self.param = [self.actor.trainable_weights, self.critic.trainable_weights]
         self.gamma = self.backend.make_variable(gamma)
         self.clip = self.backend.make_variable(clip)

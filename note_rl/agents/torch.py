@@ -38,8 +38,8 @@ class MLP(torch.nn.Module):
         return x
 
     def numpy_weights(self) -> list[np.ndarray]:
-        # zero-copy views: the optimizer updates the parameters in place
-        return [p.detach().numpy() for p in self.layers]
+        # on the CPU zero-copy views (the optimizer updates the parameters in place); copies from a GPU
+        return [p.detach().cpu().numpy() for p in self.layers]
 
 
 def _td_loss(q: torch.Tensor, target: torch.Tensor, kind: str, weights: torch.Tensor | None) -> torch.Tensor:
@@ -67,17 +67,20 @@ class DQN(DQNMixin, RL_pytorch):
     :param activation: hidden activation, ``"relu"`` or ``"tanh"``
     :param ortho_init: SB3's orthogonal initialisation
     :param max_grad_norm: clip the gradient's global norm (``None``: no clipping; SB3's DQN uses 10)
+    :param device: ``auto`` (a GPU when one is present), ``cpu``, ``cuda``, ``cuda:N`` or ``mps``
     """
 
     def __init__(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
                  gamma: float = 0.99, tau: float = 1.0, loss: str = "mse", double: bool = True,
                  env: Any = None, seed: int | None = None, activation: str = "relu",
-                 ortho_init: bool = False, max_grad_norm: float | None = None) -> None:
+                 ortho_init: bool = False, max_grad_norm: float | None = None,
+                 device: str | None = "auto") -> None:
         RL_pytorch.__init__(self)
+        self.device = self.backend.resolve_device(device)
         init = self._setup_dqn(state_dim, hidden_size, action_dim, gamma, tau, loss, double, env, seed,
                                activation, ortho_init, max_grad_norm)
-        self.q_net = MLP(init, activation)
-        self.target_q_net = MLP(init, activation)
+        self.q_net = MLP(init, activation).to(self.device)
+        self.target_q_net = MLP(init, activation).to(self.device)
         self.param = list(self.q_net.parameters())
         self.gamma = self.backend.make_variable(gamma)
         if seed is not None:
@@ -127,6 +130,7 @@ class PPO(PPOMixin, RL_pytorch):
     :param normalize_advantage: normalise advantages per mini-batch (rollout mode)
     :param max_grad_norm: clip the global gradient norm (``None``: no clipping)
     :param linear_decay: decay lr and clip linearly to 0 over ``train(steps=...)``
+    :param device: ``auto`` (a GPU when one is present), ``cpu``, ``cuda``, ``cuda:N`` or ``mps``
     :param env: env instance or gymnasium id (default ``CartPole-v1``)
     :param seed: same as ``set(seed=seed)`` right after construction: the initial weights and
         everything else (without it, ``set(seed=...)`` before training re-draws the weights)
@@ -137,15 +141,17 @@ class PPO(PPOMixin, RL_pytorch):
                  lam: float = 0.95, n_steps: int | None = None, n_envs: int = 1, n_epochs: int = 10,
                  vf_coef: float = 0.5, normalize_advantage: bool = True,
                  max_grad_norm: float | None = None, linear_decay: bool = False, env: Any = None,
-                 seed: int | None = None, activation: str = "relu", ortho_init: bool = False) -> None:
+                 seed: int | None = None, activation: str = "relu", ortho_init: bool = False,
+                 device: str | None = "auto") -> None:
         RL_pytorch.__init__(self)
+        self.device = self.backend.resolve_device(device)
         actor, critic = self._setup_ppo(state_dim, hidden_size, action_dim, clip, entropy_coef,
                                         gamma, lam, n_steps, n_envs, n_epochs, vf_coef,
                                         normalize_advantage, max_grad_norm, linear_decay, env, seed,
                                         activation, ortho_init)
-        self.actor = MLP(actor, activation)
-        self.actor_old = MLP(actor, activation)
-        self.critic = MLP(critic, activation)
+        self.actor = MLP(actor, activation).to(self.device)
+        self.actor_old = MLP(actor, activation).to(self.device)
+        self.critic = MLP(critic, activation).to(self.device)
         self.param = [list(self.actor.parameters()), list(self.critic.parameters())]
         self.gamma = self.backend.make_variable(gamma)
         self.clip = self.backend.make_variable(clip)

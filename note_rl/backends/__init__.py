@@ -1,24 +1,77 @@
 """The backend seam: everything framework-specific lives behind :class:`Backend`.
 
-Backends are loaded lazily by name so that ``import note_rl`` never imports TensorFlow or PyTorch.
+Two levels, so that ``import note_rl`` (and a study's driver) never imports TensorFlow or PyTorch:
+
+* :func:`backend_info` - light facts about a backend that callers need *before* the framework is
+  imported: where its built-in agents live, how a fresh trial process must start (PyTorch: forked
+  from a ``forkserver`` that has imported it once; TensorFlow, which is not fork-safe once it runs:
+  ``spawn``) and what such a server preloads;
+* :func:`get_backend` - the implementation (optimizers, threads, device, gradient steps,
+  serialisation), imported on first use.
+
+Code outside this package asks these two functions and never compares backend names itself.
 """
 
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 
-from .base import Backend, StepResult
+from .base import Backend, BoundGroup, DeviceError, StepResult
 
-__all__ = ["Backend", "StepResult", "get_backend"]
+__all__ = ["Backend", "BackendInfo", "BoundGroup", "DeviceError", "StepResult", "backend_info",
+           "backend_names", "get_backend"]
 
-_MODULES = {"torch": "note_rl.backends.torch_backend", "tf": "note_rl.backends.tf_backend"}
+
+@dataclass(frozen=True)
+class BackendInfo:
+    """What is known about a backend without importing its framework.
+
+    :param name: the backend's name (``backend.name`` in configs)
+    :param framework: the framework's top-level module (``torch``, ``tensorflow``)
+    :param module: module holding the implementation (its ``BACKEND`` object)
+    :param agents: module of the built-in agents (``DQN``, ``PPO``, ...)
+    :param base_class: ``module:Class`` that a user agent of this backend subclasses
+    :param start_method: how a fresh trial process starts (``forkserver`` or ``spawn``)
+    :param preload: modules a forkserver imports once so that every forked trial finds them
+    """
+
+    name: str
+    framework: str
+    module: str
+    agents: str
+    base_class: str
+    start_method: str
+    preload: tuple[str, ...] = ()
+
+
+_INFO = {
+    "torch": BackendInfo(
+        "torch", "torch", "note_rl.backends.torch_backend", "note_rl.agents.torch", "note_rl.torch:RL_pytorch",
+        "forkserver",
+        # the first torch.optim optimizer a process builds imports torch._dynamo (~3 s here)
+        ("note_rl.agents.torch", "note_rl.core.loop", "gymnasium", "gymnasium.envs.classic_control",
+         "torch._dynamo")),
+    "tf": BackendInfo("tf", "tensorflow", "note_rl.backends.tf_backend", "note_rl.agents.keras", "note_rl.keras:RL", "spawn"),
+}
 _CACHE: dict[str, Backend] = {}
+
+
+def backend_names() -> list[str]:
+    """Names of the available backends."""
+    return sorted(_INFO)
+
+
+def backend_info(name: str) -> BackendInfo:
+    """Light facts about backend ``name`` (imports no framework)."""
+    if name not in _INFO:
+        raise ValueError(f"unknown backend {name!r}; choose one of {backend_names()}")
+    return _INFO[name]
 
 
 def get_backend(name: str) -> Backend:
     """The backend called ``name`` (``"torch"`` or ``"tf"``), imported on first use."""
-    if name not in _MODULES:
-        raise ValueError(f"unknown backend {name!r}; choose one of {sorted(_MODULES)}")
+    info = backend_info(name)
     if name not in _CACHE:
-        _CACHE[name] = importlib.import_module(_MODULES[name]).BACKEND
+        _CACHE[name] = importlib.import_module(info.module).BACKEND
     return _CACHE[name]

@@ -8,12 +8,31 @@ policies, checkpoints and adjusters are numpy and call the framework only throug
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-__all__ = ["Backend", "StepResult", "BoundGroup", "split_losses", "sum_losses", "DeviceError"]
+__all__ = ["Backend", "StepResult", "BoundGroup", "split_losses", "sum_losses", "DeviceError",
+           "export_thread_env", "check_device_name", "DEVICE_CHOICES"]
+
+#: what ``backend.device`` accepts (``cuda:N`` too); ``auto`` picks a GPU when one is present
+DEVICE_CHOICES = ("auto", "cpu", "cuda", "mps")
+
+
+def export_thread_env(n: int) -> None:
+    """Ask OpenMP (torch) and TensorFlow for ``n`` threads through the environment, which they
+    read when they start their thread pools (so this works before either is imported)."""
+    for var in ("OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"):
+        os.environ[var] = str(n)
+
+
+def check_device_name(device: str) -> None:
+    """Raise :class:`DeviceError` unless ``device`` is ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``."""
+    base, _, index = str(device).partition(":")
+    if base not in DEVICE_CHOICES or (index and (base != "cuda" or not index.isdigit())):
+        raise DeviceError(f"unknown device {device!r}; use auto, cpu, cuda, cuda:N or mps")
 
 
 class StepResult(NamedTuple):
@@ -77,6 +96,20 @@ class Backend(ABC):
 
     name: str = ""
 
+    # -- the process: threads, device ---------------------------------------------------------
+    def set_threads(self, n: int) -> None:
+        """Use ``n`` intra-op threads from now on (and in processes started from this one)."""
+        export_thread_env(n)
+
+    @abstractmethod
+    def framework_threads(self) -> int | None:
+        """Intra-op threads the framework runs with (``None``: its own default, not yet known)."""
+
+    @abstractmethod
+    def resolve_device(self, device: str | None) -> str:
+        """The framework's name of ``device`` (``auto``/``None``: a GPU when one is present, else
+        the CPU); raises :class:`DeviceError` with one line when it does not exist here."""
+
     # -- randomness --------------------------------------------------------------------------
     @abstractmethod
     def seed(self, seed: int) -> None:
@@ -132,8 +165,10 @@ class Backend(ABC):
 
     # -- computation -------------------------------------------------------------------------
     @abstractmethod
-    def make_act(self, fn: Callable[..., Any], jit: bool) -> Callable[[np.ndarray], np.ndarray]:
-        """Wrap the user's ``action(s)`` into numpy-in / numpy-out inference."""
+    def make_act(self, fn: Callable[..., Any], jit: bool,
+                 variables: Sequence[Any] = ()) -> Callable[[np.ndarray], np.ndarray]:
+        """Wrap the user's ``action(s)`` into numpy-in / numpy-out inference (inputs go to the
+        device of ``variables``, the acting network's parameters)."""
 
     @abstractmethod
     def make_update(self, loss_fn: Callable[..., Any], groups: Sequence[BoundGroup], recorder: Any,
@@ -173,6 +208,19 @@ class Backend(ABC):
         without applying it (gradient-noise signals)."""
 
     # -- optimizers --------------------------------------------------------------------------
+    @abstractmethod
+    def build_optimizer(self, spec: Any, params: Sequence[Any]) -> Any:
+        """A framework optimizer over ``params`` from a :class:`note_rl.optim.OptimizerSpec`, or from
+        a factory of this framework's optimizer (e.g. ``functools.partial(torch.optim.NAdam, lr=1e-3)``)."""
+
+    @abstractmethod
+    def optimizer_recipe(self, optimizer: Any) -> dict[str, Any]:
+        """A picklable description of ``optimizer`` (class and hyperparameters, not its state)."""
+
+    @abstractmethod
+    def rebuild_optimizer(self, recipe: dict[str, Any], params: Sequence[Any]) -> Any:
+        """A fresh optimizer over ``params`` from :meth:`optimizer_recipe`."""
+
     @abstractmethod
     def prepare_optimizer(self, optimizer: Any, variables: Sequence[Any]) -> None:
         """Create the optimizer's slots for ``variables`` ahead of the first step."""

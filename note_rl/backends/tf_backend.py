@@ -8,17 +8,44 @@ adjusters can change them between steps and the compiled step sees the new value
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from typing import Any, Callable, Sequence
+import sys
+from typing import Any, Callable, Iterator, Sequence
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
 
-from .base import Backend, BoundGroup, StepFn, StepResult, split_losses, sum_losses  # noqa: E402
+@contextlib.contextmanager
+def _native_stderr_silenced() -> Iterator[None]:
+    """Drop what native code writes to file descriptor 2 meanwhile.  TensorFlow 2.21's C++ logging
+    prints informational lines (oneDNN, missing CUDA drivers, cuInit) at import and when it first
+    looks for devices, whatever TF_CPP_MIN_LOG_LEVEL says; Python exceptions are unaffected."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        null = os.open(os.devnull, os.O_WRONLY)
+    except OSError:  # no file descriptor 2 (embedded interpreters): nothing to silence
+        yield
+        return
+    os.dup2(null, 2)
+    os.close(null)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+with _native_stderr_silenced():
+    import keras  # noqa: E402
+    import tensorflow as tf  # noqa: E402
+import numpy as np  # noqa: E402
+
+from ..optim import OptimizerSpec  # noqa: E402
+from .base import (Backend, BoundGroup, DeviceError, StepFn, StepResult, check_device_name,  # noqa: E402
+                   split_losses, sum_losses)
 
 __all__ = ["TFBackend", "BACKEND"]
 
@@ -77,6 +104,33 @@ def _clip(grads: list[Any], groups: Sequence[BoundGroup], bounds: np.ndarray,
     return list(grads)
 
 
+def _config_value(value: Any) -> Any:
+    """A value ``from_config`` can take back: JSON as it is, a number as a float, else ``None``."""
+    try:
+        json.dumps(value)
+        return value
+    except TypeError:
+        try:
+            return float(np.asarray(value))
+        except (TypeError, ValueError):
+            return None
+
+
+# Keras optimizers and their arguments for each note_rl.optim spec kind (Keras takes
+# weight_decay=None for "none"; AdamW always decays)
+_OPTIMIZERS: dict[str, Callable[[Any], Any]] = {
+    "adam": lambda s: keras.optimizers.Adam(s.lr, beta_1=s.beta1, beta_2=s.beta2, epsilon=s.eps,
+                                            weight_decay=s.weight_decay or None),
+    "adamw": lambda s: keras.optimizers.AdamW(s.lr, weight_decay=s.weight_decay, beta_1=s.beta1,
+                                              beta_2=s.beta2, epsilon=s.eps),
+    "adamax": lambda s: keras.optimizers.Adamax(s.lr, beta_1=s.beta1, beta_2=s.beta2, epsilon=s.eps,
+                                                weight_decay=s.weight_decay or None),
+    "sgd": lambda s: keras.optimizers.SGD(s.lr, momentum=s.momentum, weight_decay=s.weight_decay or None),
+    "rmsprop": lambda s: keras.optimizers.RMSprop(s.lr, rho=s.rho, momentum=s.momentum, epsilon=s.eps,
+                                                  weight_decay=s.weight_decay or None),
+}
+
+
 def _numpy(x: Any) -> np.ndarray | None:
     return None if x is None else np.asarray(x)
 
@@ -99,6 +153,36 @@ class TFBackend(Backend):
 
     def __init__(self) -> None:
         self._grad_fns: dict[int, Callable[..., Any]] = {}
+
+    # -- the process: threads, device ---------------------------------------------------------
+    def set_threads(self, n: int) -> None:
+        super().set_threads(n)
+        try:  # only possible before TensorFlow's runtime has started; the environment covers later
+            tf.config.threading.set_intra_op_parallelism_threads(int(n))
+            tf.config.threading.set_inter_op_parallelism_threads(int(n))
+        except RuntimeError:
+            pass
+
+    def framework_threads(self) -> int | None:
+        n = tf.config.threading.get_intra_op_parallelism_threads() or os.environ.get("TF_NUM_INTRAOP_THREADS")
+        return int(n) if n else None
+
+    def resolve_device(self, device: str | None) -> str:
+        device = device or "auto"
+        check_device_name(device)
+        with _native_stderr_silenced():
+            gpus = tf.config.list_physical_devices("GPU")
+        if device == "auto":
+            return "/GPU:0" if gpus else "/CPU:0"
+        if device == "cpu":
+            return "/CPU:0"
+        if device == "mps":
+            raise DeviceError("mps requested, but TensorFlow has no MPS device (use auto or cpu)")
+        index = int(device.partition(":")[2] or 0)
+        if index >= len(gpus):
+            found = f"{len(gpus)} GPU(s)" if gpus else "no GPU"
+            raise DeviceError(f"{device} requested, but TensorFlow sees {found} on this machine")
+        return f"/GPU:{index}"
 
     def seed(self, seed: int) -> None:
         keras.utils.set_random_seed(seed)
@@ -133,7 +217,8 @@ class TFBackend(Backend):
     def set_module_weights(self, module: Any, arrays: Sequence[np.ndarray]) -> None:
         module.set_weights(list(arrays))
 
-    def make_act(self, fn: Callable[..., Any], jit: bool) -> Callable[[np.ndarray], np.ndarray]:
+    def make_act(self, fn: Callable[..., Any], jit: bool,
+                 variables: Sequence[Any] = ()) -> Callable[[np.ndarray], np.ndarray]:
         compiled = _ByShape(fn, jit)
 
         def act(s: np.ndarray) -> np.ndarray:
@@ -209,6 +294,23 @@ class TFBackend(Backend):
         return np.asarray(self._grad_fns[key](*arrays), dtype=np.float64)
 
     # -- optimizers --------------------------------------------------------------------------
+    def build_optimizer(self, spec: Any, params: Sequence[Any]) -> Any:
+        if isinstance(spec, OptimizerSpec):
+            if spec.lr is None:
+                raise ValueError(f"{type(spec).__name__}: lr is not set")
+            return _OPTIMIZERS[spec.kind](spec)
+        return spec()  # a factory of a Keras optimizer (e.g. a functools.partial)
+
+    def optimizer_recipe(self, optimizer: Any) -> dict[str, Any]:
+        config = {k: _config_value(v) for k, v in optimizer.get_config().items()}
+        return {"cls": f"{type(optimizer).__module__}:{type(optimizer).__qualname__}", "config": config}
+
+    def rebuild_optimizer(self, recipe: dict[str, Any], params: Sequence[Any]) -> Any:
+        import importlib
+
+        module, _, name = recipe["cls"].partition(":")
+        return getattr(importlib.import_module(module), name).from_config(recipe["config"])
+
     def prepare_optimizer(self, optimizer: Any, variables: Sequence[Any]) -> None:
         for attr in _VARIABLE_HPARAMS.values():
             value = getattr(optimizer, attr, None)

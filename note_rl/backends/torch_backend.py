@@ -7,7 +7,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from .base import Backend, BoundGroup, StepFn, StepResult, split_losses, sum_losses
+from ..optim import OptimizerSpec
+from .base import (Backend, BoundGroup, DeviceError, StepFn, StepResult, check_device_name, split_losses,
+                   sum_losses)
 
 __all__ = ["TorchBackend", "BACKEND"]
 
@@ -40,6 +42,25 @@ def _batch_maker(variables: Sequence[Any]) -> Callable[[np.ndarray], torch.Tenso
     if device.type == "cpu":
         return _tensor
     return lambda a: _tensor(a).to(device, non_blocking=True)
+
+
+def _mps_available() -> bool:
+    mps = getattr(torch.backends, "mps", None)
+    return bool(mps is not None and mps.is_available())
+
+
+# torch.optim classes and their arguments for each note_rl.optim spec kind
+_OPTIMIZERS: dict[str, Callable[[Any, Any], Any]] = {
+    "adam": lambda s, p: torch.optim.Adam(p, lr=s.lr, betas=(s.beta1, s.beta2), eps=s.eps,
+                                          weight_decay=s.weight_decay, foreach=True),
+    "adamw": lambda s, p: torch.optim.AdamW(p, lr=s.lr, betas=(s.beta1, s.beta2), eps=s.eps,
+                                            weight_decay=s.weight_decay, foreach=True),
+    "adamax": lambda s, p: torch.optim.Adamax(p, lr=s.lr, betas=(s.beta1, s.beta2), eps=s.eps,
+                                              weight_decay=s.weight_decay),
+    "sgd": lambda s, p: torch.optim.SGD(p, lr=s.lr, momentum=s.momentum, weight_decay=s.weight_decay),
+    "rmsprop": lambda s, p: torch.optim.RMSprop(p, lr=s.lr, alpha=s.rho, eps=s.eps, momentum=s.momentum,
+                                                weight_decay=s.weight_decay),
+}
 
 
 def _grad_resetter(optimizers: Sequence[Any], variables: Sequence[Any]) -> Callable[[], None]:
@@ -80,6 +101,20 @@ def _norm_clipper(variables: Sequence[Any], max_norm: float | None) -> Callable[
     return clip
 
 
+def _plain(value: Any) -> Any:
+    """A JSON/pickle-friendly hyperparameter (tensors become floats)."""
+    if isinstance(value, torch.Tensor):
+        return float(value)
+    return value
+
+
+def _import(path: str) -> Any:
+    import importlib
+
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 def _loss_dict(out: Any) -> dict[str, float] | None:
     """Each loss of a list / dict of losses by group label (``None`` for one loss)."""
     if isinstance(out, dict):
@@ -93,6 +128,31 @@ class TorchBackend(Backend):
     """Eager PyTorch; ``torch.compile`` of the loss when ``jit`` is requested."""
 
     name = "torch"
+
+    # -- the process: threads, device ---------------------------------------------------------
+    def set_threads(self, n: int) -> None:
+        super().set_threads(n)
+        torch.set_num_threads(int(n))
+
+    def framework_threads(self) -> int | None:
+        return torch.get_num_threads()
+
+    def resolve_device(self, device: str | None) -> str:
+        device = device or "auto"
+        check_device_name(device)
+        if device == "auto":
+            if torch.cuda.is_available():
+                return "cuda"
+            return "mps" if _mps_available() else "cpu"
+        if device.startswith("cuda"):
+            count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+            index = int(device.partition(":")[2] or 0)
+            if index >= count:
+                found = f"{count} CUDA device(s)" if count else "no CUDA device"
+                raise DeviceError(f"{device} requested, but torch sees {found} on this machine")
+        if device == "mps" and not _mps_available():
+            raise DeviceError("mps requested, but torch has no MPS device on this machine")
+        return device
 
     def seed(self, seed: int) -> None:
         torch.manual_seed(seed)
@@ -131,10 +191,13 @@ class TorchBackend(Backend):
             raise ValueError(f"module has {len(keys)} tensors, checkpoint {len(arrays)}")
         module.load_state_dict({k: torch.as_tensor(np.asarray(a)) for k, a in zip(keys, arrays)})
 
-    def make_act(self, fn: Callable[..., Any], jit: bool) -> Callable[[np.ndarray], np.ndarray]:
+    def make_act(self, fn: Callable[..., Any], jit: bool,
+                 variables: Sequence[Any] = ()) -> Callable[[np.ndarray], np.ndarray]:
+        to_device = _batch_maker(list(variables))
+
         def act(s: np.ndarray) -> np.ndarray:
             with torch.no_grad():
-                out = fn(_tensor(np.asarray(s, dtype=np.float32)))
+                out = fn(to_device(np.asarray(s, dtype=np.float32)))
             return _to_numpy(out)
 
         return act
@@ -199,6 +262,28 @@ class TorchBackend(Backend):
         return torch.cat(flat).detach().cpu().numpy().astype(np.float64)
 
     # -- optimizers --------------------------------------------------------------------------
+    def build_optimizer(self, spec: Any, params: Sequence[Any]) -> Any:
+        params = list(params)
+        if isinstance(spec, OptimizerSpec):
+            if spec.lr is None:
+                raise ValueError(f"{type(spec).__name__}: lr is not set")
+            return _OPTIMIZERS[spec.kind](spec, params)
+        return spec(params)  # a factory of a torch optimizer (e.g. a functools.partial)
+
+    def optimizer_recipe(self, optimizer: Any) -> dict[str, Any]:
+        defaults = {k: v for k, v in optimizer.defaults.items() if k != "params"}
+        defaults["lr"] = optimizer.param_groups[0]["lr"]
+        kwargs = {k: v if isinstance(v, tuple) else _plain(v) for k, v in defaults.items()}
+        return {"cls": f"{type(optimizer).__module__}:{type(optimizer).__qualname__}", "kwargs": kwargs}
+
+    def rebuild_optimizer(self, recipe: dict[str, Any], params: Sequence[Any]) -> Any:
+        import inspect
+
+        cls = _import(recipe["cls"])
+        # defaults may hold entries the constructor does not take (AdamW's decoupled_weight_decay)
+        accepted = inspect.signature(cls.__init__).parameters
+        return cls(list(params), **{k: v for k, v in recipe["kwargs"].items() if k in accepted})
+
     def prepare_optimizer(self, optimizer: Any, variables: Sequence[Any]) -> None:
         owned = {id(p) for g in optimizer.param_groups for p in g["params"]}
         if not owned & {id(v) for v in variables}:

@@ -234,14 +234,18 @@ class RLBase(AdjusterMixin):
             if not isinstance(actor, dict):
                 actor = self._actor = {}
             if i not in actor:
-                actor[i] = self.backend.make_act(lambda x, _i=i: self.action(x, _i), self.jit_compile)
+                actor[i] = self.backend.make_act(lambda x, _i=i: self.action(x, _i), self.jit_compile,
+                                                 self._variables())
             return actor[i](np.asarray(s, dtype=np.float32))
         if isinstance(actor, dict):  # left by a MARL run
             actor = None
         if actor is None:
-            actor = self.numpy_actor() or self.backend.make_act(self.action, self.jit_compile)
+            actor = self.numpy_actor() or self.backend.make_act(self.action, self.jit_compile, self._variables())
             self._actor = actor
         return actor(np.asarray(s, dtype=np.float32))
+
+    def _variables(self) -> list[Any]:
+        return self.backend.flatten(self.param) if self.param is not None else []
 
     def select_action(self, s: np.ndarray, i: int | None = None, p: int | None = None) -> Any:
         """Action for one state ``s`` (Note_rl signature; ``s`` may carry a leading batch axis).
@@ -323,6 +327,11 @@ class RLBase(AdjusterMixin):
         if self.optimizer is None:
             raise ValueError("train(): no optimizer given and self.optimizer is not set")
         return Trainer(self, episodes, settings).run()
+
+    def fit(self, optimizer: Any = None, episodes: int | None = None, **options: Any) -> float | None:
+        """``train()`` with one signature in both backends: the optimizer (one, a list or a dict),
+        the episode count, then any ``train()`` option by name (``train_loss`` included)."""
+        return self._train(optimizer, episodes, TrainSettings(**options))
 
     def loss_accepts_weights(self) -> bool:
         """Whether ``__call__`` takes importance-sampling weights as a sixth argument."""

@@ -165,3 +165,14 @@ def test_supported_storages_pass_the_check(tmp_path) -> None:
         check_storage(storage)
     with pytest.raises(ConfigError, match="^tuner.storage"):
         check_storage("redis://x")
+
+
+@pytest.mark.parametrize("backend", ["torch", "tf"])
+def test_missing_device_is_one_line_exit_2(backend, tmp_path) -> None:
+    out = run_app([f"backend={backend}", "backend.device=cuda"], cwd=str(tmp_path), check=False)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: backend.device: cuda requested"), lines
+    assert not list(tmp_path.glob("outputs/*/*/result.json"))
+    with pytest.raises(ConfigError, match="^backend.device: unknown device 'gpu'"):
+        validate(compose_cfg(["backend.device=gpu"]))

@@ -58,10 +58,7 @@ def run_pickled(spec: dict[str, Any], report: Callable[[int, float], bool]) -> d
         callbacks.append(WandbCallback(_wandb_config(agent, spec), spec["run_dir"]))
     kwargs = dict(spec["train"], callbacks=callbacks, p=0)
     try:
-        if agent.backend_name == "torch":
-            agent.train(optimizer, spec["episodes"], **kwargs)
-        else:
-            agent.train(None, optimizer, spec["episodes"], **kwargs)
+        agent.fit(optimizer, spec["episodes"], **kwargs)
     except NonFiniteLossError:
         if spec["finder"]["kind"] != "lr":
             raise

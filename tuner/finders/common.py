@@ -3,13 +3,10 @@ studies for the Python API."""
 
 from __future__ import annotations
 
-import importlib
-import json
 import os
 import time
 from typing import Any, Sequence
 
-import numpy as np
 import optuna
 
 from ..storage import describe, make_storage
@@ -28,17 +25,6 @@ def as_list(obj: Any) -> list[Any]:
     return list(obj) if isinstance(obj, (list, tuple)) else [obj]
 
 
-def _jsonable(value: Any) -> Any:
-    try:
-        json.dumps(value)
-        return value
-    except TypeError:
-        try:
-            return float(np.asarray(value))
-        except (TypeError, ValueError):
-            return None
-
-
 def wandb_options(wandb: Any) -> dict[str, Any] | None:
     """The ``logger`` options of a Python-API finder's ``wandb=`` argument: ``None``/``False`` (no
     wandb run, the default), ``True`` (offline runs, project ``note-rl-tuner``) or a dict of
@@ -55,29 +41,21 @@ def wandb_options(wandb: Any) -> dict[str, Any] | None:
     return {**WANDB_DEFAULTS, **wandb, "name": "wandb"}
 
 
-def optimizer_spec(backend: str, opt: Any) -> dict[str, Any]:
+def optimizer_spec(agent: Any, opt: Any) -> dict[str, Any]:
     """A picklable description that rebuilds ``opt`` (same class and hyperparameters, fresh state)."""
-    cls = f"{type(opt).__module__}:{type(opt).__qualname__}"
-    if backend == "torch":
-        defaults = {k: v for k, v in opt.defaults.items() if k != "params"}
-        defaults["lr"] = opt.param_groups[0]["lr"]
-        return {"cls": cls, "kwargs": {k: _jsonable(v) if not isinstance(v, tuple) else v for k, v in defaults.items()}}
-    config = {k: _jsonable(v) for k, v in opt.get_config().items()}
-    return {"cls": cls, "config": config}
+    return agent.backend.optimizer_recipe(opt)
 
 
 def build_optimizers(agent: Any, specs: Sequence[dict[str, Any]]) -> list[Any]:
-    """Optimizers from :func:`optimizer_spec` descriptions, bound to the agent's parameter groups."""
-    out = []
-    groups = agent.backend.groups(agent.param, len(specs))
-    for spec, group in zip(specs, groups):
-        module, _, name = spec["cls"].partition(":")
-        cls = getattr(importlib.import_module(module), name)
-        if "kwargs" in spec:
-            out.append(cls(group, **spec["kwargs"]))
-        else:
-            out.append(cls.from_config(spec["config"]))
-    return out
+    """Optimizers from :func:`optimizer_spec` descriptions: one over all of the agent's parameter
+    groups, or one per group (in the order of its update spec)."""
+    groups = agent.update_spec().groups
+    flat = agent.backend.flatten
+    if len(specs) == 1:
+        return [agent.backend.rebuild_optimizer(specs[0], [v for g in groups for v in flat(g.params)])]
+    if len(specs) != len(groups):
+        raise ValueError(f"{len(specs)} optimizers for {len(groups)} parameter groups {[g.name for g in groups]}")
+    return [agent.backend.rebuild_optimizer(spec, flat(g.params)) for spec, g in zip(specs, groups)]
 
 
 def describe_optimizer(spec: dict[str, Any]) -> str:

@@ -205,5 +205,5 @@ def agent_spec(agent: Any, episodes: int, finder: dict[str, Any], train: dict[st
         raise ValueError(f"the finder runs the agent in a fresh process and could not pickle it: {exc}") from None
     finally:
         agent.optimizer, agent.callbacks = saved
-    return {"agent": blob, "optimizers": [optimizer_spec(agent.backend_name, o) for o in opts],
+    return {"agent": blob, "optimizers": [optimizer_spec(agent, o) for o in opts],
             "episodes": episodes, "finder": finder, "train": train, "report_every": 1, "logger": logger}
