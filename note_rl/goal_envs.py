@@ -73,3 +73,8 @@ class BitFlipEnv(gym.Env):
         """0 where ``achieved_goal == desired_goal`` (all bits), else -1; batches on the last axis."""
         equal = np.all(np.asarray(achieved_goal) == np.asarray(desired_goal), axis=-1)
         return np.where(equal, 0.0, -1.0).astype(np.float32)
+
+
+# `env.id=note_rl/BitFlip-v0 env.module=note_rl.goal_envs` in a config (kwargs: n_bits, max_steps)
+if "note_rl/BitFlip-v0" not in gym.registry:
+    gym.register("note_rl/BitFlip-v0", entry_point="note_rl.goal_envs:BitFlipEnv")

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 __all__ = ["ParamGroup", "LossTerm", "TargetUpdate", "UpdateSpec", "default_spec", "bind_optimizers",
-           "param_groups", "optimizer_list"]
+           "param_groups", "optimizer_list", "shared_groups"]
 
 
 @dataclass
@@ -186,3 +186,15 @@ def bind_optimizers(groups: Sequence[ParamGroup], optimizer: Any) -> dict[str, A
     if optimizer is None:
         raise ValueError("no optimizer given")
     return {n: optimizer for n in names}
+
+
+def shared_groups(spec: UpdateSpec) -> list[list[str]]:
+    """The groups that always step together (every term steps all of them or none of them): each
+    such set can share one optimizer with nothing changed, since optimizers keep per-parameter
+    state (DQN: one set; PPO's joint actor-critic loss: one set; TD3's critic and delayed actor:
+    two).  A builder that makes one optimizer per set steps each optimizer once per term."""
+    steppers = {g.name: frozenset(i for i, t in enumerate(spec.terms) if g.name in t.groups) for g in spec.groups}
+    sets: dict[frozenset[int], list[str]] = {}
+    for name, terms in steppers.items():
+        sets.setdefault(terms, []).append(name)
+    return list(sets.values())

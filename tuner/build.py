@@ -1,7 +1,7 @@
 """Build the training objects a validated config describes (agent, optimizer, train arguments).
 
-Works on plain dicts, so trial processes never need Hydra: the driver sends each child its fully
-resolved config.
+Works on plain dicts (the driver sends each trial its fully resolved config); objects named with
+``_target_`` are built with ``hydra.utils.instantiate`` (:mod:`tuner.targets`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,11 @@ from typing import Any
 
 from note_rl.backends import backend_info, get_backend
 
-__all__ = ["build_agent", "build_optimizer", "train_kwargs", "logger_callbacks", "make_env", "set_threads"]
+from .schema import AGENT_SETTINGS, ConfigError, check_agent_backend
+from .targets import build, import_target
+
+__all__ = ["build_agent", "build_optimizer", "train_kwargs", "logger_callbacks", "make_env", "set_threads",
+           "agent_class"]
 
 
 def set_threads(cfg: dict[str, Any]) -> None:
@@ -30,57 +34,83 @@ def make_env(env_cfg: dict[str, Any]) -> Any:
     return gym.make(env_cfg["id"], **(env_cfg.get("kwargs") or {}))
 
 
-def _agents_module(backend: str) -> Any:
-    return importlib.import_module(backend_info(backend).agents)
+def _spaces(env: Any) -> dict[str, Any]:
+    """``state_dim`` / ``action_dim`` of a flat observation space and a discrete or box action space
+    (what the built-in agents' constructors take; others find the env itself in ``env``)."""
+    import gymnasium as gym
+
+    out: dict[str, Any] = {}
+    obs, act = env.observation_space, env.action_space
+    if isinstance(obs, gym.spaces.Dict) and {"observation", "desired_goal"} <= set(obs.spaces):
+        # a goal env (HER): the agent sees concat(observation, desired_goal)
+        out["state_dim"] = int(obs["observation"].shape[0] + obs["desired_goal"].shape[0])
+    elif isinstance(obs, gym.spaces.Box) and len(obs.shape) == 1:
+        out["state_dim"] = int(obs.shape[0])
+    if isinstance(act, gym.spaces.Discrete):
+        out["action_dim"] = int(act.n)
+    elif isinstance(act, gym.spaces.Box) and len(act.shape) == 1:
+        out["action_dim"] = int(act.shape[0])
+    return out
+
+
+def _action_kind(env: Any) -> str:
+    import gymnasium as gym
+
+    return "discrete" if isinstance(env.action_space, gym.spaces.Discrete) else "continuous"
+
+
+def agent_class(cfg: dict[str, Any]) -> Any:
+    """The class ``agent._target_`` names; it must belong to ``backend.name``."""
+    return check_agent_backend(cfg["agent"]["_target_"], cfg["backend"]["name"]) or \
+        import_target(cfg["agent"]["_target_"])
 
 
 def build_agent(cfg: dict[str, Any]) -> Any:
-    """The built-in agent of ``cfg['agent']`` on ``cfg['backend']``, configured with ``set()``."""
-    import gymnasium as gym
-
-    from note_rl.policy import LinearEpsGreedyPolicy, SoftmaxPolicy
-
+    """The agent ``cfg['agent']`` names with ``_target_`` (built through Hydra with its constructor
+    arguments, plus the env, its dimensions, the seed and the device where it takes them),
+    configured with ``set()`` from the agent's settings and the buffer config."""
     a, buf, seed = cfg["agent"], cfg["buffer"], int(cfg["seed"])
+    cls = agent_class(cfg)
     env = make_env(cfg["env"])
-    if not isinstance(env.action_space, gym.spaces.Discrete):
-        raise ValueError(f"env.id: {cfg['env']['id']} has a continuous action space; dqn/ppo need discrete actions")
-    state_dim = int(env.observation_space.shape[0])
-    action_dim = int(env.action_space.n)
-    mod = _agents_module(cfg["backend"]["name"])
-    common = dict(env=env, seed=seed, activation=a["activation"], ortho_init=a["ortho_init"],
-                  device=cfg["backend"]["device"])
-    if a["name"] == "dqn":
-        agent = mod.DQN(state_dim, list(a["hidden_size"]), action_dim, gamma=a["gamma"], tau=a["tau"],
-                        loss=a["loss"], double=a["double"], **common)
-        agent.max_grad_norm = a["max_grad_norm"]
-        steps = cfg["budget"]["steps"] or 10_000
-        ex = a["exploration"]
-        policy = LinearEpsGreedyPolicy(ex["initial_eps"], ex["final_eps"], max(1, int(ex["fraction"] * steps)))
-    else:
-        agent = mod.PPO(state_dim, list(a["hidden_size"]), action_dim, clip=a["clip"],
-                        entropy_coef=a["entropy_coef"], gamma=a["gamma"], lam=a["lam"],
-                        n_steps=a["n_steps"], n_envs=a["n_envs"], n_epochs=a["n_epochs"],
-                        vf_coef=a["vf_coef"], normalize_advantage=a["normalize_advantage"],
-                        max_grad_norm=a["max_grad_norm"], linear_decay=a["linear_decay"], **common)
-        policy = SoftmaxPolicy()
-    agent.set(policy=policy, pool_size=buf["pool_size"], batch=a["batch"], train_freq=a["train_freq"],
-              num_updates=a["num_updates"], update_steps=a["update_steps"],
-              learning_starts=a["learning_starts"], num_steps=a["num_steps"],
-              PR=buf["name"] == "prioritized", alpha=buf["alpha"], lambda_=buf["lambda_"],
+    supported = getattr(cls, "action_kinds", None)
+    if supported and _action_kind(env) not in supported:
+        raise ConfigError(f"env.id: {cfg['env']['id']} has {_action_kind(env)} actions; "
+                          f"{cls.__name__} supports {' and '.join(supported)} actions")
+    context = dict(env=env, seed=seed, device=cfg["backend"]["device"], **_spaces(env))
+    agent = build(a, drop=(*AGENT_SETTINGS, "name", "lr"), **context)
+    settings = {k: a.get(k) for k in AGENT_SETTINGS if k in a and k not in ("policy", "noise")}
+    agent.set(policy=_object(a.get("policy")), noise=_object(a.get("noise")), pool_size=buf["pool_size"],
+              buffer=import_target(buf["_target_"]), alpha=buf["alpha"], lambda_=buf["lambda_"],
               beta=buf["beta"], initial_TD=buf["initial_TD"], initial_ratio=buf["initial_ratio"],
-              trial_count=cfg["objective"]["last_k"], criterion=cfg["objective"]["criterion"], seed=seed)
+              her_k=buf.get("her_k", 4), trial_count=cfg["objective"]["last_k"],
+              criterion=cfg["objective"]["criterion"], seed=seed, **settings)
     return agent
 
 
-def build_optimizer(cfg: dict[str, Any], agent: Any) -> Any:
-    """One optimizer over all of the agent's parameters, built by the agent's backend."""
-    from note_rl.optim import SPECS
+def _object(node: dict[str, Any] | None) -> Any:
+    return None if node is None else build(node)
 
-    o = cfg["optimizer"]
-    lr = o["lr"] if o["lr"] is not None else cfg["agent"]["lr"]
-    fields = {k: v for k, v in o.items() if k not in ("name", "lr") and k in SPECS[o["name"]].__dataclass_fields__}
-    spec = SPECS[o["name"]](lr=lr, **fields)
-    return agent.backend.build_optimizer(spec, agent.backend.flatten(agent.param))
+
+def build_optimizer(cfg: dict[str, Any], agent: Any) -> Any:
+    """The optimizer(s) of ``cfg['optimizer']`` for the agent, built by its backend: one optimizer
+    for each set of parameter groups that always step together (:func:`note_rl.update.shared_groups`),
+    so DQN and PPO get one optimizer and an actor-critic with separate losses one per group (a dict
+    by group name).  ``lr: null`` takes the agent's ``lr``."""
+    from note_rl.optim import OptimizerSpec
+    from note_rl.update import shared_groups
+
+    o = dict(cfg["optimizer"])
+    o["lr"] = o["lr"] if o["lr"] is not None else cfg["agent"]["lr"]
+    is_spec = issubclass(import_target(o["_target_"]), OptimizerSpec)
+    recipe = build(o, drop=("name",), partial=not is_spec)
+    spec = agent.update_spec()
+    flat = agent.backend.flatten
+    by_group: dict[str, Any] = {}
+    for names in shared_groups(spec):
+        opt = agent.backend.build_optimizer(recipe, [v for n in names for v in flat(spec.group(n).params)])
+        by_group.update({n: opt for n in names})
+    distinct = {id(opt): opt for opt in by_group.values()}
+    return next(iter(distinct.values())) if len(distinct) == 1 else by_group
 
 
 def train_kwargs(cfg: dict[str, Any]) -> dict[str, Any]:

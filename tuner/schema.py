@@ -14,8 +14,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from dataclasses import make_dataclass
+
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
+
+from note_rl.backends import backend_names
+
+from .targets import TargetError, check_node, import_target, signature_schema
 
 __all__ = ["ConfigError", "Config", "validate", "register", "error_line"]
 
@@ -47,31 +53,57 @@ class BackendConf:
     device: str = "auto"  # auto (a GPU when present), cpu, cuda, cuda:N, mps
 
 
-@dataclass
-class ExplorationConf:
-    initial_eps: float = 1.0
-    final_eps: float = 0.05
-    fraction: float = 0.1
+# keys a builder passes to an agent's constructor itself (never from the config)
+AGENT_CONTEXT = ("env", "state_dim", "action_dim", "seed", "device")
+# agent keys that are set() settings of the training loop, not constructor arguments
+AGENT_SETTINGS = ("batch", "train_freq", "num_updates", "update_steps", "update_batches",
+                  "learning_starts", "num_steps", "policy", "noise")
 
 
 @dataclass
-class AgentConf:
-    name: str = "dqn"
-    lr: float = 1e-3
-    hidden_size: list[int] = field(default_factory=lambda: [64, 64])
-    activation: str = "relu"
-    ortho_init: bool = False
-    gamma: float = 0.99
-    tau: float = 1.0
-    loss: str = "mse"
-    double: bool = True
+class AgentCommon:
+    """What every agent config has: the class (``_target_``), a name (studies and runs are named
+    after it), its recommended learning rate, and the ``set()`` settings of the training loop.
+    ``policy`` / ``noise`` are ``_target_`` nodes (exploration for discrete / continuous actions)."""
+
+    _target_: str = "note_rl.agents.${backend.name}.DQN"
+    name: str = "agent"
+    lr: float = 1e-3  # used when optimizer.lr is null
     batch: int = 64
     train_freq: int = 1
     num_updates: int = 1
     update_steps: Optional[int] = None
+    update_batches: Optional[int] = None
     learning_starts: Optional[int] = None
     num_steps: Optional[int] = None
-    exploration: ExplorationConf = field(default_factory=ExplorationConf)
+    policy: Any = None
+    noise: Any = None
+
+
+@dataclass
+class _MLPAgent(AgentCommon):
+    hidden_size: list[int] = field(default_factory=lambda: [64, 64])
+    activation: str = "relu"
+    ortho_init: bool = False
+    gamma: float = 0.99
+    max_grad_norm: Optional[float] = None
+
+
+@dataclass
+class DQNConf(_MLPAgent):
+    """``note_rl.agents.<backend>.DQN``."""
+
+    name: str = "dqn"
+    tau: float = 1.0
+    loss: str = "mse"
+    double: bool = True
+
+
+@dataclass
+class PPOConf(_MLPAgent):
+    """``note_rl.agents.<backend>.PPO``."""
+
+    name: str = "ppo"
     clip: float = 0.2
     entropy_coef: float = 0.0
     lam: float = 0.95
@@ -80,12 +112,18 @@ class AgentConf:
     n_epochs: int = 10
     vf_coef: float = 0.5
     normalize_advantage: bool = True
-    max_grad_norm: Optional[float] = None
     linear_decay: bool = False
+
+
+BUILTIN_AGENTS: dict[str, type] = {"DQN": DQNConf, "PPO": PPOConf}
 
 
 @dataclass
 class BufferConf:
+    """A replay buffer class (``_target_``) and the agent's replay settings (``set()`` arguments:
+    ``alpha`` ... ``initial_ratio`` are read by prioritized replay, ``her_k`` by HER)."""
+
+    _target_: str = "note_rl.buffers.ReplayBuffer"
     name: str = "uniform"
     pool_size: int = 100_000
     alpha: float = 0.7
@@ -93,6 +131,7 @@ class BufferConf:
     beta: Optional[float] = None
     initial_TD: float = 7.0
     initial_ratio: float = 1.0
+    her_k: int = 4
 
 
 @dataclass
@@ -112,15 +151,13 @@ class EnvConf:
 
 
 @dataclass
-class OptimizerConf:
+class OptimizerCommon:
+    """Every optimizer config: the optimizer (``_target_``: a :mod:`note_rl.optim` spec, built for
+    either backend, or a framework optimizer class), a name, and ``lr`` (``None``: ``agent.lr``)."""
+
+    _target_: str = "note_rl.optim.Adam"
     name: str = "adam"
     lr: Optional[float] = None
-    weight_decay: float = 0.0
-    beta1: float = 0.9
-    beta2: float = 0.999
-    eps: float = 1e-7
-    momentum: float = 0.0
-    rho: float = 0.9
 
 
 @dataclass
@@ -161,15 +198,14 @@ class SearchConf:
 
 
 @dataclass
-class Config:
-    """The whole composed config (``tuner`` and ``adjuster`` are checked by their own code)."""
+class ConfigBase:
+    """The composed config besides ``agent`` and ``optimizer``, whose schemas depend on their
+    ``_target_`` (see :func:`config_schema`); ``tuner`` and ``adjuster`` are checked by their own code."""
 
     backend: BackendConf = field(default_factory=BackendConf)
-    agent: AgentConf = field(default_factory=AgentConf)
     buffer: BufferConf = field(default_factory=BufferConf)
     strategy: StrategyConf = field(default_factory=StrategyConf)
     env: EnvConf = field(default_factory=EnvConf)
-    optimizer: OptimizerConf = field(default_factory=OptimizerConf)
     adjuster: dict[str, Any] = field(default_factory=lambda: {"kind": "none"})
     logger: LoggerConf = field(default_factory=LoggerConf)
     tuner: dict[str, Any] = field(default_factory=lambda: {"name": "none"})
@@ -179,19 +215,45 @@ class Config:
     objective: ObjectiveConf = field(default_factory=ObjectiveConf)
 
 
+def agent_schema(target: str) -> type:
+    """The structured config of an agent class: the built-in DQN / PPO schemas, or one read off the
+    class's constructor (a user's own agent)."""
+    found = re.fullmatch(r"note_rl\.agents\.\w+\.(\w+)", target)
+    if found and found.group(1) in BUILTIN_AGENTS:
+        return BUILTIN_AGENTS[found.group(1)]  # known without importing a framework
+    cls = import_target(target)
+    schema = signature_schema(cls, AgentCommon, skip=AGENT_CONTEXT)
+    name = getattr(cls, "__name__", "agent").lower()  # runs and studies are named after the agent
+    return make_dataclass(schema.__name__, [("name", str, field(default=name))], bases=(schema,))
+
+
+def optimizer_schema(target: str) -> type:
+    """The structured config of an optimizer: a :mod:`note_rl.optim` spec's fields, or the
+    constructor arguments of a framework optimizer class (``params`` excluded)."""
+    return signature_schema(import_target(target), OptimizerCommon, skip=("params",))
+
+
+def config_schema(agent: type, optimizer: type) -> type:
+    """The whole config's dataclass with these agent and optimizer schemas."""
+    return make_dataclass("Config", [("agent", agent, field(default_factory=agent)),
+                                     ("optimizer", optimizer, field(default_factory=optimizer))],
+                          bases=(ConfigBase,))
+
+
+#: the default config's schema (DQN, Adam), stored in Hydra's ConfigStore by :func:`register`
+Config = config_schema(DQNConf, optimizer_schema("note_rl.optim.Adam"))
+
+
 CHOICES = {
-    "backend.name": ("torch", "tf"),
-    "agent.name": ("dqn", "ppo"),
+    "backend.name": tuple(backend_names()),
     "agent.activation": ("relu", "tanh"),
     "agent.loss": ("mse", "huber"),
-    "buffer.name": ("uniform", "prioritized"),
     "strategy.name": ("single", "pool_network"),
     "strategy.start_method": ("spawn", "forkserver"),
-    "optimizer.name": ("adam", "adamw", "adamax", "sgd", "rmsprop"),
     "logger.name": ("none", "console", "wandb"),
     "logger.mode": ("offline", "online", "disabled"),
 }
-POSITIVE = ("agent.batch", "agent.train_freq", "agent.num_updates", "agent.update_steps",
+POSITIVE = ("agent.batch", "agent.train_freq", "agent.num_updates", "agent.update_steps", "agent.update_batches",
             "agent.num_steps", "agent.n_steps", "agent.n_envs", "agent.n_epochs", "buffer.pool_size",
             "strategy.processes", "strategy.num_store", "budget.steps", "budget.episodes",
             "budget.max_updates", "objective.last_k", "optimizer.lr", "agent.lr", "agent.clip",
@@ -199,11 +261,24 @@ POSITIVE = ("agent.batch", "agent.train_freq", "agent.num_updates", "agent.updat
 UNIT = {"agent.gamma": (0.0, 1.0, False), "agent.tau": (0.0, 1.0, False),
         "agent.lam": (0.0, 1.0, True), "buffer.lambda_": (0.0, 1.0, True),
         "optimizer.beta1": (0.0, 1.0, True), "optimizer.beta2": (0.0, 1.0, True),
-        "agent.exploration.initial_eps": (0.0, 1.0, True), "agent.exploration.final_eps": (0.0, 1.0, True),
-        "agent.exploration.fraction": (0.0, 1.0, True)}
-NON_NEGATIVE = ("agent.learning_starts", "agent.entropy_coef", "agent.vf_coef", "buffer.alpha",
+        "agent.policy.initial_eps": (0.0, 1.0, True), "agent.policy.final_eps": (0.0, 1.0, True),
+        "agent.policy.eps": (0.0, 1.0, True)}
+NON_NEGATIVE = ("agent.learning_starts", "buffer.her_k", "agent.entropy_coef", "agent.vf_coef", "buffer.alpha",
                 "buffer.beta", "optimizer.weight_decay", "optimizer.eps", "optimizer.momentum",
                 "agent.max_grad_norm")
+
+
+_ABSENT = object()
+
+
+def _budget_fraction(fraction: float, *, _root_: DictConfig) -> int:
+    """``${budget_fraction:0.16}``: 16 % of ``budget.steps`` (10,000 without a step budget), at least 1
+    (rl-zoo's ``exploration_fraction``)."""
+    steps = OmegaConf.select(_root_, "budget.steps") or 10_000
+    return max(1, int(float(fraction) * steps))
+
+
+OmegaConf.register_new_resolver("budget_fraction", _budget_fraction, replace=True)
 
 
 def register() -> None:
@@ -225,20 +300,74 @@ def _hidden_size(cfg: DictConfig) -> DictConfig:
     return cfg
 
 
-def _typed(cfg: DictConfig) -> DictConfig:
-    schema = OmegaConf.structured(Config)
+def _target_of(cfg: DictConfig, group: str) -> str:
     try:
-        return OmegaConf.merge(schema, cfg)
+        target = OmegaConf.select(cfg, f"{group}._target_", throw_on_missing=True)
+    except OmegaConfBaseException as exc:
+        raise ConfigError(f"{group}._target_: {str(getattr(exc, 'msg', exc)).splitlines()[0]}") from None
+    if not isinstance(target, str) or not target:
+        raise ConfigError(f"{group}._target_: missing (the class this {group} config builds)")
+    return target
+
+
+def _typed(cfg: DictConfig) -> DictConfig:
+    schemas = {}
+    for group, make in (("agent", agent_schema), ("optimizer", optimizer_schema)):
+        try:
+            schemas[group] = make(_target_of(cfg, group))
+        except TargetError as exc:
+            raise ConfigError(f"{group}._target_: {exc}") from None
+    try:
+        typed = OmegaConf.merge(OmegaConf.structured(config_schema(**schemas)), cfg)
     except OmegaConfBaseException as exc:
         key = getattr(exc, "full_key", None) or "config"
         msg = str(getattr(exc, "msg", exc)).splitlines()[0]
         raise ConfigError(f"{key}: {msg}") from None
+    missing = sorted(OmegaConf.missing_keys(typed))
+    if missing:
+        group = missing[0].split(".")[0]
+        raise ConfigError(f"{missing[0]}: missing (a required argument of {_target_of(typed, group)})")
+    return typed
+
+
+def check_agent_backend(target: str, backend: str) -> Any:
+    """The agent class ``target`` names, which must subclass ``backend``'s base class (``RL_pytorch``
+    for torch, ``RL`` for tf); built-in targets are checked without importing a framework."""
+    from note_rl.backends import backend_info
+
+    found = re.fullmatch(r"note_rl\.agents\.(\w+)\.(\w+)", target)
+    if found and found.group(2) in BUILTIN_AGENTS:
+        if found.group(1) not in (backend, backend_info(backend).agents.rsplit(".", 1)[1]):
+            raise ConfigError(f"agent._target_: {target} is an agent of another backend than backend={backend}")
+        return None
+    try:
+        cls, base = import_target(target), import_target(backend_info(backend).base_class)
+    except TargetError as exc:
+        raise ConfigError(f"agent._target_: {exc}") from None
+    if not (isinstance(cls, type) and issubclass(cls, base)):
+        raise ConfigError(f"agent._target_: {target} is not a {backend_info(backend).base_class} subclass, "
+                          f"which backend={backend} trains (pick the agent's backend)")
+    return cls
+
+
+def _check_targets(cfg: DictConfig) -> None:
+    """Nested ``_target_`` nodes (the agent's policy and noise) fit their constructors."""
+    for key in ("agent.policy", "agent.noise"):
+        node = OmegaConf.select(cfg, key)
+        if node is None:
+            continue
+        if not OmegaConf.is_dict(node) or "_target_" not in node:
+            raise ConfigError(f"{key}: expected a node with a _target_ (or null), got {node!r}")
+        try:
+            check_node(OmegaConf.to_container(node, resolve=True), key)
+        except TargetError as exc:
+            raise ConfigError(str(exc) if str(exc).startswith(key) else f"{key}._target_: {exc}") from None
 
 
 def _check_ranges(cfg: DictConfig) -> None:
     for key, options in CHOICES.items():
-        value = OmegaConf.select(cfg, key)
-        if value not in options:
+        value = OmegaConf.select(cfg, key, default=_ABSENT)
+        if value is not _ABSENT and value not in options:
             raise ConfigError(f"{key}: {value!r} is not one of {', '.join(options)}")
     for key in POSITIVE:
         value = OmegaConf.select(cfg, key)
@@ -253,9 +382,10 @@ def _check_ranges(cfg: DictConfig) -> None:
         value = OmegaConf.select(cfg, key)
         if value is not None and value < 0:
             raise ConfigError(f"{key}: must be >= 0, got {value}")
-    if any(h <= 0 for h in cfg.agent.hidden_size) or not cfg.agent.hidden_size:
-        raise ConfigError(f"agent.hidden_size: needs positive layer sizes, got {list(cfg.agent.hidden_size)}")
-    if cfg.buffer.name == "prioritized" and cfg.agent.name == "ppo" and cfg.agent.n_steps:
+    hidden = OmegaConf.select(cfg, "agent.hidden_size")
+    if OmegaConf.is_list(hidden) and (not hidden or any(h <= 0 for h in hidden)):
+        raise ConfigError(f"agent.hidden_size: needs positive layer sizes, got {list(hidden)}")
+    if cfg.buffer.name == "prioritized" and OmegaConf.select(cfg, "agent.n_steps"):
         raise ConfigError("buffer: prioritized replay needs agent.n_steps=null (Note_rl-style PPO)")
     if cfg.budget.steps is None and cfg.budget.episodes is None:
         raise ConfigError("budget: set budget.steps or budget.episodes")
@@ -307,6 +437,8 @@ def validate(cfg: DictConfig, check_env: bool = True) -> DictConfig:
     """Typed, range-checked copy of ``cfg`` (raises :class:`ConfigError`)."""
     typed = _typed(_hidden_size(cfg))
     _check_ranges(typed)
+    check_agent_backend(typed.agent._target_, typed.backend.name)
+    _check_targets(typed)
     _check_device(typed)
     if check_env:
         _check_env(typed)

@@ -26,6 +26,9 @@ class DQNMixin(SeededInit):
     first gradient step re-draws both networks from ``s`` (see :class:`SeededInit`).
     """
 
+    #: the action spaces the agent handles (a builder refuses an env with others in one line)
+    action_kinds = ("discrete",)
+
     def _setup_dqn(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
                    gamma: float, tau: float, loss: str, double: bool, env: Any,
                    seed: int | None, activation: str = "relu",

@@ -33,6 +33,9 @@ class PPOMixin(SeededInit):
     """Shared by ``note_rl.agents.torch.PPO`` and ``note_rl.agents.keras.PPO``.  ``set(seed=s)``
     before the first gradient step re-draws the networks from ``s`` (see :class:`SeededInit`)."""
 
+    #: the action spaces the agent handles (a builder refuses an env with others in one line)
+    action_kinds = ("discrete",)
+
     def _setup_ppo(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
                    clip: float, entropy_coef: float, gamma: float, lam: float,
                    n_steps: int | None, n_envs: int, n_epochs: int, vf_coef: float,

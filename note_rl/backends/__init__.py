@@ -31,7 +31,7 @@ class BackendInfo:
     :param framework: the framework's top-level module (``torch``, ``tensorflow``)
     :param module: module holding the implementation (its ``BACKEND`` object)
     :param agents: module of the built-in agents (``DQN``, ``PPO``, ...)
-    :param base_class: ``module:Class`` that a user agent of this backend subclasses
+    :param base_class: the class (dotted path) that a user agent of this backend subclasses
     :param start_method: how a fresh trial process starts (``forkserver`` or ``spawn``)
     :param preload: modules a forkserver imports once so that every forked trial finds them
     """
@@ -47,12 +47,12 @@ class BackendInfo:
 
 _INFO = {
     "torch": BackendInfo(
-        "torch", "torch", "note_rl.backends.torch_backend", "note_rl.agents.torch", "note_rl.torch:RL_pytorch",
+        "torch", "torch", "note_rl.backends.torch_backend", "note_rl.agents.torch", "note_rl.torch.RL_pytorch",
         "forkserver",
         # the first torch.optim optimizer a process builds imports torch._dynamo (~3 s here)
         ("note_rl.agents.torch", "note_rl.core.loop", "gymnasium", "gymnasium.envs.classic_control",
          "torch._dynamo")),
-    "tf": BackendInfo("tf", "tensorflow", "note_rl.backends.tf_backend", "note_rl.agents.keras", "note_rl.keras:RL", "spawn"),
+    "tf": BackendInfo("tf", "tensorflow", "note_rl.backends.tf_backend", "note_rl.agents.keras", "note_rl.keras.RL", "spawn"),
 }
 _CACHE: dict[str, Backend] = {}
 

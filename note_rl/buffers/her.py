@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .replay import Batch, ReplayBuffer
+from .replay import Batch, ReplayBuffer, _seed
 
 __all__ = ["HerReplayBuffer", "flatten_goal_obs", "GOAL_KEYS", "HER_FIELDS"]
 
@@ -64,6 +64,15 @@ class HerReplayBuffer(ReplayBuffer):
         self.reward_fn = reward_fn
         self.her_k = int(her_k)
         self.staged: list[dict[str, np.ndarray]] = []  # the running episode
+
+    flags = {"PR": False, "HER": True}
+
+    @classmethod
+    def for_agent(cls, agent: Any, n_segments: int = 1, window_size: Any = None,
+                  clearing_freq: int | None = None, window_size_: int | None = None) -> "HerReplayBuffer":
+        """HER storage with the agent's ``her_k`` and its relabelling reward (one process, no
+        trimming: the training loop refuses those options with HER before building the buffer)."""
+        return cls(agent.pool_size or 100_000, agent.her_reward_done, her_k=agent.her_k, seed=_seed(agent))
 
     # -- inserting ---------------------------------------------------------------------------
     def add(self, *args: Any, **kwargs: Any) -> np.ndarray:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .replay import Batch, ReplayBuffer, WindowSize
+from .replay import Batch, ReplayBuffer, WindowSize, _seed
 from .sum_tree import SumTree
 
 __all__ = ["PrioritizedReplayBuffer", "PriorityRecorder"]
@@ -88,6 +88,18 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self.max_TD = float(initial_TD)
         self.max_ratio = float(initial_ratio)
         self.tree = SumTree(self.capacity)
+
+    flags = {"PR": True, "HER": False}
+
+    @classmethod
+    def for_agent(cls, agent: Any, n_segments: int = 1, window_size: WindowSize = None,
+                  clearing_freq: int | None = None, window_size_: int | None = None) -> "PrioritizedReplayBuffer":
+        """Prioritized replay with the agent's ``set()`` settings (``alpha`` is its ``priority_alpha``;
+        ``PPO=True`` scores items by TD error and policy ratio)."""
+        return cls(agent.pool_size or 100_000, alpha=agent.priority_alpha, lambda_=agent.lambda_,
+                   PPO=agent.PPO, initial_TD=agent.initial_TD, initial_ratio=agent.initial_ratio,
+                   beta=agent.beta, n_segments=n_segments, window_size=window_size,
+                   clearing_freq=clearing_freq, window_size_=window_size_, seed=_seed(agent))
 
     # -- priorities --------------------------------------------------------------------------
     def score(self, slots: np.ndarray | slice) -> np.ndarray:

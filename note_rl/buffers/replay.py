@@ -25,6 +25,11 @@ FIELDS = ("state", "action", "next_state", "reward", "done")
 WindowSize = int | Callable[..., int] | None
 
 
+def _seed(agent: Any) -> int | None:
+    """The replay sampler's seed: offset from the agent's, so it differs from the policy's."""
+    return None if agent.seed is None else agent.seed + 7
+
+
 class Batch(NamedTuple):
     """A sampled mini-batch (numpy arrays) with the storage indices it came from."""
 
@@ -51,6 +56,8 @@ class ReplayBuffer:
     :param seed: seed of the sampling generator
     """
 
+    #: the set() flags this class stands for (``set(buffer=cls)`` applies them)
+    flags: dict[str, bool] = {"PR": False, "HER": False}
     #: the arrays stored per item
     fields: tuple[str, ...] = FIELDS
     #: fields stored as float32 whatever their input dtype (others: float64 becomes float32)
@@ -80,6 +87,14 @@ class ReplayBuffer:
         self.store_counter = np.zeros(self.n_segments, dtype=np.int64)
 
     # -- bookkeeping -------------------------------------------------------------------------
+    @classmethod
+    def for_agent(cls, agent: Any, n_segments: int = 1, window_size: WindowSize = None,
+                  clearing_freq: int | None = None, window_size_: int | None = None) -> "ReplayBuffer":
+        """The buffer an agent's ``set()`` settings describe, laid out for one ``train()`` call
+        (``n_segments`` collecting processes and Note_rl's trimming options)."""
+        return cls(agent.pool_size or 100_000, n_segments=n_segments, window_size=window_size,
+                   clearing_freq=clearing_freq, window_size_=window_size_, seed=_seed(agent))
+
     def __len__(self) -> int:
         return int(self.sizes.sum())
 

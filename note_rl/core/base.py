@@ -57,6 +57,7 @@ class RLBase(AdjusterMixin):
         self.optimizer: Any = None
         self.prioritized_replay = PriorityRecorder()
         self.buffer: ReplayBuffer | None = None
+        self._buffer_class: type[ReplayBuffer] | None = None  # set(buffer=...)
         # counters and history (all saved in checkpoints)
         self.step_counter = 0       # environment steps, all processes together
         self.batch_counter = 0      # gradient steps
@@ -94,7 +95,7 @@ class RLBase(AdjusterMixin):
             PR: Any = _UNSET, IRL: Any = _UNSET, initial_ratio: Any = _UNSET,
             initial_TD: Any = _UNSET, lambda_: Any = _UNSET, alpha: Any = _UNSET,
             beta: Any = _UNSET, seed: Any = _UNSET, train_freq: Any = _UNSET,
-            learning_starts: Any = _UNSET, her_k: Any = _UNSET) -> None:
+            learning_starts: Any = _UNSET, her_k: Any = _UNSET, buffer: Any = _UNSET) -> None:
         """Configure the agent; arguments not passed keep their current value.
 
         :param policy: exploration policy (or one per process in a list)
@@ -135,10 +136,15 @@ class RLBase(AdjusterMixin):
             scalar ``reward_done_func_ma(rewards, dones)``; off-policy, single-process only, not
             with ``HER``, ``PR``, ``PPO`` or ``num_steps`` (see :func:`~note_rl.core.marl.marl_conflict`)
         :param IRL: accepted for compatibility; not implemented yet
+        :param buffer: the replay buffer class (a :class:`~note_rl.buffers.ReplayBuffer` subclass
+            with a ``for_agent`` constructor), instead of the one ``PR`` / ``HER`` pick; it sets
+            those flags to what the class stands for (``None``: back to the flags' choice)
         """
         given = {k: v for k, v in locals().items() if k != "self" and v is not _UNSET}
         for name, value in given.items():
             _check_set_value(name, value)
+        if "buffer" in given:
+            given = _apply_buffer_class(self, given)
         if given.get("IRL"):
             raise NotImplementedError("set(IRL=True): IRL is not implemented in note_rl yet")
         merged = {k: given.get(k, getattr(self, k, None))
@@ -148,11 +154,12 @@ class RLBase(AdjusterMixin):
         if conflict:
             raise ValueError(f"set(): {conflict}")
         buffer_keys = {"pool_size", "PR", "PPO", "initial_TD", "initial_ratio", "lambda_", "alpha",
-                       "beta", "HER", "her_k"}
+                       "beta", "HER", "her_k", "buffer"}
         if buffer_keys & given.keys():
             self.buffer = None  # rebuilt with the new settings when training starts
         for name, value in given.items():
-            setattr(self, "priority_alpha" if name == "alpha" else name, value)
+            if name != "buffer":
+                setattr(self, "priority_alpha" if name == "alpha" else name, value)
         if given.get("seed") is not None:
             self.apply_seed(int(given["seed"]))
         elif self.seed is not None and ({"policy", "noise"} & given.keys()):
@@ -178,20 +185,22 @@ class RLBase(AdjusterMixin):
                 obj.seed(seed + 101 * (i + 1))
 
     # -- buffers -----------------------------------------------------------------------------
+    @property
+    def buffer_class(self) -> type[ReplayBuffer]:
+        """The replay buffer class of this agent: the one given to ``set(buffer=...)``, else the
+        one Note_rl's flags pick (``HER=True``: HER storage, ``PR=True``: prioritized, else uniform).
+        This is the only place that turns those flags into a component."""
+        if self._buffer_class is not None:
+            return self._buffer_class
+        if self.HER:
+            return HerReplayBuffer
+        return PrioritizedReplayBuffer if self.PR else ReplayBuffer
+
     def make_buffer(self, n_segments: int = 1, window_size: Any = None,
                     clearing_freq: int | None = None, window_size_: int | None = None) -> ReplayBuffer:
-        """Build the replay buffer described by ``set()`` (uniform, prioritized or HER)."""
-        capacity = self.pool_size or 100_000
-        if self.HER:
-            return HerReplayBuffer(capacity, self.her_reward_done, her_k=self.her_k,
-                                   seed=None if self.seed is None else self.seed + 7)
-        common = dict(n_segments=n_segments, window_size=window_size, clearing_freq=clearing_freq,
-                      window_size_=window_size_, seed=None if self.seed is None else self.seed + 7)
-        if self.PR:
-            return PrioritizedReplayBuffer(
-                capacity, alpha=self.priority_alpha, lambda_=self.lambda_, PPO=self.PPO,
-                initial_TD=self.initial_TD, initial_ratio=self.initial_ratio, beta=self.beta, **common)
-        return ReplayBuffer(capacity, **common)
+        """Build the replay buffer described by ``set()`` (:attr:`buffer_class`)."""
+        return self.buffer_class.for_agent(self, n_segments=n_segments, window_size=window_size,
+                                           clearing_freq=clearing_freq, window_size_=window_size_)
 
     def her_reward_done(self, achieved_goal: np.ndarray, desired_goal: np.ndarray) -> tuple[Any, Any]:
         """Reward and done of relabelled HER items, on batches ``(B, goal_dim)``: the agent's
@@ -446,8 +455,25 @@ def _pick(obj: Any, p: int | None) -> Any:
     return obj
 
 
+def _apply_buffer_class(agent: Any, given: dict[str, Any]) -> dict[str, Any]:
+    """``set(buffer=cls)``: remember the class and add the flags it stands for to ``given`` (a flag
+    passed in the same call that contradicts the class is an error)."""
+    cls = given["buffer"]
+    agent._buffer_class = cls
+    flags = dict(cls.flags) if cls is not None else {}
+    for flag, value in flags.items():
+        if flag in given and bool(given[flag]) != value:
+            raise ValueError(f"set(buffer={cls.__name__}, {flag}={given[flag]!r}): the buffer class "
+                             f"stands for {flag}={value}")
+    return {**given, **flags}
+
+
 def _check_set_value(name: str, value: Any) -> None:
     if value is None:
+        return
+    if name == "buffer":
+        if not (isinstance(value, type) and issubclass(value, ReplayBuffer)):
+            raise ValueError(f"set(buffer={value!r}): must be a ReplayBuffer subclass (or None)")
         return
     if name in _POSITIVE_INTS:
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:

@@ -21,7 +21,10 @@ def _options(group):
 def test_every_option_composes_and_validates(group, option) -> None:
     overrides = [f"{group}={option}"]
     if group == "buffer" and option == "prioritized":
+        overrides.append("agent=ppo")
         overrides.append("agent.n_steps=null")  # prioritized PPO trains from the replay buffer
+    if group == "search" and option in _options("agent"):
+        overrides.append(f"agent={option}")  # an agent's search space tunes that agent's fields
     if group == "adjuster" and option == "ess":
         overrides.append("buffer=prioritized")  # the ESS is a property of replay priorities
     cfg = validate(compose_cfg(overrides))
@@ -55,7 +58,8 @@ def test_buffer_options_build_their_replay(agent, buffer) -> None:
     from note_rl.buffers.prioritized import PrioritizedReplayBuffer
     from note_rl.buffers.replay import ReplayBuffer
 
-    cfg = OmegaConf.to_container(validate(compose_cfg([f"agent={agent}", f"buffer={buffer}", "agent.n_steps=null",
+    rollout_off = ["agent.n_steps=null"] if agent == "ppo" else []  # DQN has no n_steps
+    cfg = OmegaConf.to_container(validate(compose_cfg([f"agent={agent}", f"buffer={buffer}", *rollout_off,
                                                        "buffer.pool_size=5000", "buffer.alpha=0.6"])), resolve=True)
     built = build_agent(cfg)
     replay = built.make_buffer()
@@ -176,3 +180,36 @@ def test_missing_device_is_one_line_exit_2(backend, tmp_path) -> None:
     assert not list(tmp_path.glob("outputs/*/*/result.json"))
     with pytest.raises(ConfigError, match="^backend.device: unknown device 'gpu'"):
         validate(compose_cfg(["backend.device=gpu"]))
+
+
+def test_agent_of_another_backend_is_one_line() -> None:
+    with pytest.raises(ConfigError, match="^agent._target_: note_rl.agents.tf.DQN is an agent of another backend"):
+        validate(compose_cfg(["agent._target_=note_rl.agents.tf.DQN"]))  # backend=torch
+    assert validate(compose_cfg(["backend=tf"])).agent._target_ == "note_rl.agents.tf.DQN"
+
+
+def test_config_objects_are_built_from_their_targets() -> None:
+    """Policy, buffer and optimizer nodes are instantiated from ``_target_``: a framework optimizer
+    class works as well as a note_rl.optim spec, a buffer class picks the replay storage."""
+    from note_rl.buffers import HerReplayBuffer, PrioritizedReplayBuffer
+    from note_rl.policy import LinearEpsGreedyPolicy
+
+    cfg = OmegaConf.to_container(validate(compose_cfg(["buffer=prioritized", "budget.steps=1000",
+                                                       "agent.policy.final_eps=0.1"])), resolve=True)
+    agent = build_agent(cfg)
+    assert isinstance(agent.policy, LinearEpsGreedyPolicy) and agent.policy.final_eps == 0.1
+    assert agent.policy.decay_steps == 160  # ${budget_fraction:0.16} of budget.steps
+    assert agent.PR and isinstance(agent.make_buffer(), PrioritizedReplayBuffer)
+
+    nadam = ["optimizer=sgd", "optimizer._target_=torch.optim.NAdam", "~optimizer.momentum",
+             "+optimizer.momentum_decay=0.005"]  # sgd.yaml's keys minus momentum: lr, weight_decay
+    cfg = OmegaConf.to_container(validate(compose_cfg(nadam)), resolve=True)
+    opt = build_optimizer(cfg, build_agent(cfg))
+    assert type(opt).__name__ == "NAdam" and opt.defaults["momentum_decay"] == 0.005
+    assert opt.defaults["lr"] == pytest.approx(2.3e-3)  # optimizer.lr null: the agent's lr
+    with pytest.raises(ConfigError, match="^optimizer.beta1: Key 'beta1' not in"):
+        validate(compose_cfg(["optimizer._target_=torch.optim.NAdam"]))  # NAdam takes betas, not beta1
+
+    her = ["buffer=her", "env.id=note_rl/BitFlip-v0", "env.module=note_rl.goal_envs", "+env.kwargs.n_bits=4"]
+    agent = build_agent(OmegaConf.to_container(validate(compose_cfg(her)), resolve=True))
+    assert agent.HER and isinstance(agent.make_buffer(), HerReplayBuffer) and agent.state_dim == 8

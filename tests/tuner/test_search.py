@@ -39,7 +39,7 @@ def test_fixed_trial_becomes_overrides_groups_first() -> None:
     assert set(overrides[1:]) == {"optimizer.lr=0.003", "agent.batch=64", "agent.n_epochs=7",
                                   "agent.gamma=0.95", "agent.train_freq=8", "agent.num_updates=16",
                                   "agent.hidden_size=[32,32]"}
-    cfg = validate(compose_cfg(overrides))  # the overrides compose into a valid config
+    cfg = validate(compose_cfg(["agent=ppo", *overrides]))  # the overrides compose into a valid config
     assert cfg.optimizer.name == "sgd" and cfg.optimizer.lr == 0.003 and cfg.agent.hidden_size == [32, 32]
 
 

@@ -69,10 +69,11 @@ def _settings(node: Any) -> FinderSettings:
 
 
 def _spec(cfg: DictConfig, episodes: int, finder: dict[str, Any]) -> dict[str, Any]:
+    cfg = cfg.copy()
+    cfg.budget.episodes, cfg.budget.steps = episodes, None  # before resolving: ${budget_fraction:...}
     plain = OmegaConf.to_container(cfg, resolve=True)
     plain["tuner"] = {"name": "none"}
     plain["logger"]["p"] = 0
-    plain["budget"] = dict(plain["budget"], episodes=episodes, steps=None)
     return {"configs": [plain], "finder": finder, "report_every": 1, "aggregation": "mean"}
 
 
