@@ -9,6 +9,7 @@ fork-safe once imported).
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing as mp
 import os
 import signal
@@ -18,6 +19,7 @@ from typing import Any
 from note_rl.backends import backend_info
 
 from . import trial_worker
+from .messages import Decision, TrialSpec
 
 __all__ = ["TrialProcess", "context_for", "exit_reason", "threads_per_trial"]
 
@@ -67,15 +69,16 @@ def exit_reason(exitcode: int | None) -> str:
 
 class TrialProcess:
     """A child running ``target(conn, spec)`` (default :func:`tuner.trial_worker.main`), one of
-    ``n_jobs`` running at once (see :func:`threads_per_trial`)."""
+    ``n_jobs`` running at once (see :func:`threads_per_trial`).  The child leads its own process
+    group, which :meth:`kill` kills whole (pool-network workers included)."""
 
-    def __init__(self, spec: dict[str, Any], ctx: Any, target: Any = None, n_jobs: int = 1) -> None:
-        spec = dict(spec, threads=threads_per_trial(n_jobs))  # read by trial_worker.main
+    def __init__(self, spec: TrialSpec, ctx: Any, target: Any = None, n_jobs: int = 1) -> None:
+        spec = dataclasses.replace(spec, threads=threads_per_trial(n_jobs))  # read by trial_worker.main
         self.spec = spec
         self.conn, child = ctx.Pipe()
         # not a daemon: a trial may start its own pool-network workers
         self.proc = ctx.Process(target=target or trial_worker.main, args=(child, spec), daemon=False,
-                                name=f"trial-{spec.get('trial')}")
+                                name=f"trial-{spec.trial}")
         self.started = time.monotonic()
         self.proc.start()
         child.close()
@@ -97,11 +100,18 @@ class TrialProcess:
 
     def answer(self, prune: bool) -> None:
         try:
-            self.conn.send("prune" if prune else "continue")
+            self.conn.send(Decision(prune))
         except (OSError, BrokenPipeError):
             pass
 
     def kill(self) -> None:
+        """SIGKILL the trial's process group (the trial and every process it started), or the
+        trial alone if it has not made its group yet."""
+        if self.proc.pid is not None:
+            try:  # no such group yet (the child has not called setpgid): the kill below suffices
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         if self.proc.is_alive():
             self.proc.kill()
         self.proc.join(timeout=10)

@@ -16,13 +16,14 @@ import optuna
 from optuna.trial import TrialState
 
 from .launcher import TrialProcess, exit_reason
+from .messages import Failure, Report, Result
 
 __all__ = ["Supervisor", "HEARTBEAT_EVERY_S"]
 
 HEARTBEAT_EVERY_S = 10.0
 
-# called with (trial, payload) after a trial's result was told
-ResultHook = Callable[[optuna.Trial, dict[str, Any]], None]
+# called with (trial, result) after a trial's result was told
+ResultHook = Callable[[optuna.Trial, Result], None]
 
 
 class Supervisor:
@@ -69,20 +70,20 @@ class Supervisor:
     # -- events ------------------------------------------------------------------------------
     def _poll(self, number: int) -> None:
         trial, proc = self.running[number]
-        for event in proc.events():
-            if event[0] == "report":
-                if not self._report(number, event[1], event[2]):
+        for message in proc.events():
+            if isinstance(message, Report):
+                if not self._report(number, message.step, message.value):
                     return
-            elif event[0] == "result":
-                self._result(number, event[1])
+            elif isinstance(message, Result):
+                self._result(number, message)
                 return
-            elif event[0] == "error":
-                self._fail(number, event[1])
+            elif isinstance(message, Failure):
+                self._fail(number, message.message)
                 return
         if not proc.alive():
-            for event in proc.events():  # a result that raced the exit
-                if event[0] == "result":
-                    self._result(number, event[1])
+            for message in proc.events():  # a result that raced the exit
+                if isinstance(message, Result):
+                    self._result(number, message)
                     return
             self._fail(number, exit_reason(proc.proc.exitcode))
         elif self.trial_timeout and proc.elapsed > self.trial_timeout:
@@ -97,13 +98,13 @@ class Supervisor:
         proc.answer(trial.should_prune())
         return True
 
-    def _result(self, number: int, payload: dict[str, Any]) -> None:
+    def _result(self, number: int, payload: Result) -> None:
         trial, proc = self.running.pop(number)
         proc.close()
-        for key, value in (payload.get("attrs") or {}).items():
+        for key, value in payload.attrs.items():
             trial.set_user_attr(key, value)
-        value = payload.get("value")
-        if payload.get("status") == "pruned":
+        value = payload.value
+        if payload.status == "pruned":
             self.tell(trial, state=TrialState.PRUNED)
         elif value is None or not math.isfinite(value):
             self.tell_fail(trial, f"non-finite objective value {value}")

@@ -1,9 +1,11 @@
 """Body of one trial process (started fresh for every trial by :mod:`tuner.launcher`).
 
-The child receives its fully resolved configs (one per seed) and talks to the driver over a pipe:
-``("report", step, value)`` after every ``report_every`` episodes, answered by ``"continue"`` or
-``"prune"``; then ``("result", {...})`` or ``("error", message, traceback)``.  It never imports
-Optuna and never touches the study's storage: the driver owns the trial.
+The child receives a :class:`~tuner.messages.TrialSpec` (its fully resolved configs, one per seed)
+and talks to the driver over a pipe with the typed messages of :mod:`tuner.messages`: a
+:class:`Report` after every ``report_every`` episodes, answered by a :class:`Decision`; then one
+:class:`Result` or :class:`Failure`.  It never imports Optuna and never touches the study's storage:
+the driver owns the trial.  It leads a process group of its own, so that the driver can kill it
+together with whatever it started (pool-network workers).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import numpy as np
 
 from note_rl.backends import backend_info, backend_names, get_backend
 from note_rl.backends.base import export_thread_env
+
+from .messages import Decision, Failure, Report, Result, TrialSpec
 
 __all__ = ["main", "aggregate", "SEED_STEP_OFFSET"]
 
@@ -33,55 +37,60 @@ def aggregate(values: list[float], how: str) -> float:
 
 def _reporter(conn: Any, offset: int = 0) -> Any:
     def report(step: int, value: float) -> bool:
-        conn.send(("report", offset + step, value))
-        return conn.recv() == "prune"
+        conn.send(Report(offset + step, value))
+        answer = conn.recv()
+        return isinstance(answer, Decision) and answer.prune
 
     return report
 
 
-def _run_finder(conn: Any, spec: dict[str, Any]) -> dict[str, Any]:
+def _result(payload: dict[str, Any]) -> Result:
+    return Result(payload["status"], payload.get("value"), payload.get("attrs") or {})
+
+
+def _run_finder(conn: Any, spec: TrialSpec) -> Result:
     from .finders.child import make_recorder, run_pickled, summarise
     from .train import run_training
 
-    if "agent" in spec:  # Python API: a pickled agent
-        return run_pickled(spec, _reporter(conn))
-    recorder = make_recorder(spec["finder"], _reporter(conn))
-    result = run_training(spec["configs"][0], spec["run_dir"], callbacks=[recorder], safe_nan=spec["finder"]["kind"] == "lr")
-    return summarise(recorder, spec["run_dir"], {"initial_weights_sha256": result.get("initial_weights_sha256"),
-                                                 "env_steps": result["env_steps"]})
+    if spec.pickled is not None:  # Python API: a pickled agent
+        return _result(run_pickled(spec.pickled, spec.finder, spec.run_dir, _reporter(conn)))
+    recorder = make_recorder(spec.finder, _reporter(conn))
+    result = run_training(spec.configs[0], spec.run_dir, callbacks=[recorder], safe_nan=spec.finder["kind"] == "lr")
+    return _result(summarise(recorder, spec.run_dir, {"initial_weights_sha256": result.get("initial_weights_sha256"),
+                                                      "env_steps": result["env_steps"]}))
 
 
-def _run(conn: Any, spec: dict[str, Any]) -> dict[str, Any]:
+def _run(conn: Any, spec: TrialSpec) -> Result:
     from .train import run_training, write_json
 
-    if "finder" in spec:
+    if spec.finder is not None:
         return _run_finder(conn, spec)
 
     finals, seeds, pruned = [], [], False
-    for i, cfg in enumerate(spec["configs"]):
+    for i, cfg in enumerate(spec.configs):
         reporter = _reporter(conn, i * SEED_STEP_OFFSET)
-        run_dir = spec["run_dir"] if len(spec["configs"]) == 1 else os.path.join(spec["run_dir"], f"seed_{cfg['seed']}")
-        res = run_training(cfg, run_dir, reporter, spec["report_every"], meta=_seed_meta(spec, cfg, i))
+        run_dir = spec.run_dir if len(spec.configs) == 1 else os.path.join(spec.run_dir, f"seed_{cfg['seed']}")
+        res = run_training(cfg, run_dir, reporter, spec.report_every, meta=_seed_meta(spec, cfg, i))
         finals.append(res["final_mean_return"])
         seeds.append({k: res[k] for k in ("seed", "final_mean_return", "best_mean_return", "env_steps",
                                           "gradient_steps", "wall_time_s")})
         if res["status"] == "pruned":
             pruned = True
             break
-    value = aggregate([f for f in finals if f is not None] or [float("nan")], spec["aggregation"])
+    value = aggregate([f for f in finals if f is not None] or [float("nan")], spec.aggregation)
     attrs = {"seeds": seeds, "env_steps": sum(s["env_steps"] for s in seeds),
              "wall_time_s": sum(s["wall_time_s"] for s in seeds)}
-    summary = {"status": "pruned" if pruned else "complete", "value": value, "attrs": attrs,
-               "trial": spec.get("trial")}
-    if len(spec["configs"]) > 1:
-        write_json(os.path.join(spec["run_dir"], "result.json"), summary)
-    return summary
+    result = Result("pruned" if pruned else "complete", value, attrs)
+    if len(spec.configs) > 1:
+        write_json(os.path.join(spec.run_dir, "result.json"),
+                   {"status": result.status, "value": value, "attrs": attrs, "trial": spec.trial})
+    return result
 
 
-def _seed_meta(spec: dict[str, Any], cfg: dict[str, Any], i: int) -> dict[str, Any] | None:
+def _seed_meta(spec: TrialSpec, cfg: dict[str, Any], i: int) -> dict[str, Any] | None:
     """The wandb identity of seed ``i`` of the trial (one wandb run per training run)."""
-    meta = spec.get("wandb")
-    if meta is None or len(spec["configs"]) == 1:
+    meta = spec.wandb
+    if meta is None or len(spec.configs) == 1:
         return meta
     return {**meta, "name": f"{meta['name']} seed={cfg['seed']}", "seed_index": i}
 
@@ -109,29 +118,32 @@ def default_threads(n: int | None) -> None:
             get_backend(name).set_threads(n)
 
 
-def main(conn: Any, spec: dict[str, Any]) -> None:
+def main(conn: Any, spec: TrialSpec) -> None:
     """Process entry point."""
+    try:
+        os.setpgid(0, 0)  # lead a process group: the driver kills the trial with its workers
+    except OSError:
+        pass
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    default_threads(spec.get("threads"))
-    log = spec.get("log_path")
-    if log:  # keep the driver's terminal clean; the trial's own output goes to its run dir
-        os.makedirs(os.path.dirname(log), exist_ok=True)
-        stream = open(log, "a", buffering=1)
+    default_threads(spec.threads)
+    if spec.log_path:  # keep the driver's terminal clean; the trial's own output goes to its run dir
+        os.makedirs(os.path.dirname(spec.log_path), exist_ok=True)
+        stream = open(spec.log_path, "a", buffering=1)
         os.dup2(stream.fileno(), 1)
         os.dup2(stream.fileno(), 2)
         sys.stdout = sys.stderr = stream
-    if spec.get("wandb"):  # every run this trial process trains (finder runs too) is the trial's
+    if spec.wandb:  # every run this trial process trains (finder runs too) is the trial's
         from .wandb_logger import set_process_meta
 
-        set_process_meta(spec["wandb"])
-    if spec.get("memory_mb"):
-        _limit_memory(int(spec["memory_mb"]))
+        set_process_meta(spec.wandb)
+    if spec.memory_mb:
+        _limit_memory(int(spec.memory_mb))
     try:
-        conn.send(("result", _run(conn, spec)))
+        conn.send(_run(conn, spec))
     except BaseException as exc:  # noqa: BLE001 - everything is reported to the driver
         message = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
         try:
-            conn.send(("error", message, traceback.format_exc()))
+            conn.send(Failure(message, traceback.format_exc()))
         except OSError:
             pass
         raise SystemExit(1) from None

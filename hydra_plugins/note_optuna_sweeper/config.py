@@ -31,6 +31,9 @@ class NoteOptunaSweeperConf:
     max_failures: Optional[int] = None
     report_every: int = 5          # episodes between intermediate reports
     trial_timeout: Optional[float] = None
+    trial_memory_mb: Optional[int] = None  # MiB a trial may allocate beyond its start-up size
+    n_seeds: int = 1               # seeds per trial (seed, seed + 1, ...), aggregated below
+    aggregation: str = "mean"      # mean, median, min
     preload: bool = True
     # true: launch n_jobs trials, then wait for all of them (the published plugin's batches; for comparison)
     blocking: bool = False

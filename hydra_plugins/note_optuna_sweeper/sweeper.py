@@ -2,9 +2,10 @@
 
 Command-line sweep overrides (``key=interval(...)``, ``choice(...)``, ``range(...)``,
 ``tag(log, ...)``) and ``hydra.sweeper.params`` form the search space (see :mod:`tuner.search`);
-plain overrides are fixed for every trial.  Trials run through the same machinery as
-``tuner=optuna`` (:class:`tuner.supervisor.Supervisor`): non-blocking - up to ``n_jobs`` run at
-once and each finished trial frees its slot immediately - and prunable.  The objective is the
+plain overrides are fixed for every trial.  Trials run through the same trial runner as
+``tuner=optuna`` (:class:`tuner.runner.TrialRunner`: zombie trials of dead sweepers, ``n_seeds``,
+memory caps, timeouts, process groups): non-blocking - up to ``n_jobs`` run at once and each
+finished trial frees its slot immediately - and prunable.  The objective is the
 job's ``result.json`` value (mean return of the last ``objective.last_k`` episodes).  Trials log
 to wandb (offline) unless the command line selects a logger (``hydra.sweeper.logger``).  At the end
 ``optimization_results.yaml`` (best params and value) is written in the sweep dir, and the study
@@ -27,8 +28,8 @@ from .config import NoteOptunaSweeperConf
 if TYPE_CHECKING:  # Hydra imports every plugin module at start-up: keep this one light
     import optuna
 
+    from tuner.messages import TrialSpec
     from tuner.search import Param
-    from tuner.supervisor import Supervisor
 
 __all__ = ["NoteOptunaSweeper"]
 
@@ -69,9 +70,10 @@ class NoteOptunaSweeper(Sweeper):
     def sweep(self, arguments: list[str]) -> dict[str, Any]:
         import optuna
 
+        from tuner.runner import RunLimits, TrialRunner, ask_within
+        from tuner.search import distributions
         from tuner.settings import TunerSettings, make_pruner, make_sampler
         from tuner.storage import StudyLock, make_storage
-        from tuner.supervisor import Supervisor
 
         sweep_dir = os.path.abspath(self.config.hydra.sweep.dir)
         os.makedirs(sweep_dir, exist_ok=True)
@@ -87,22 +89,11 @@ class NoteOptunaSweeper(Sweeper):
             study = optuna.create_study(study_name=name, storage=make_storage(self.conf.storage, sweep_dir),
                                         sampler=make_sampler(settings, space), pruner=make_pruner(settings),
                                         direction=self.conf.direction, load_if_exists=True)
-        sup = Supervisor(study, self.conf.trial_timeout)
-        max_failures = self.conf.max_failures if self.conf.max_failures is not None else self.conf.n_trials
-        full = False
-        while True:
-            while self.conf.blocking and len(sup):  # batch mode: the whole batch must finish first
-                sup.wait()
-            while not full and len(sup) < self.conf.n_jobs and sup.failures < max_failures:
-                with lock:
-                    trial = self._ask(study, space, sup)
-                if trial is None:
-                    full = True
-                else:
-                    self._launch(trial, space, fixed, sweep_dir, sup)
-            if not len(sup):
-                break
-            sup.wait()
+        c = self.conf
+        limits = RunLimits(n_jobs=c.n_jobs, trial_timeout=c.trial_timeout, preload=c.preload, blocking=c.blocking,
+                           max_failures=c.max_failures if c.max_failures is not None else c.n_trials)
+        TrialRunner(study, lock, limits).run(lambda: ask_within(study, c.n_trials, distributions(space)),
+                                             lambda trial: self._prepare(trial, space, fixed, sweep_dir))
         results = self._write_results(study, sweep_dir)
         from tuner.report import report_study
         from tuner.storage import describe
@@ -110,51 +101,32 @@ class NoteOptunaSweeper(Sweeper):
         report_study(study, sweep_dir, describe(self.conf.storage, sweep_dir), self._trial_config)
         return results
 
-    def _ask(self, study: "optuna.Study", space: list["Param"], sup: "Supervisor") -> "optuna.Trial | None":
-        from optuna.trial import TrialState
-
-        from tuner.search import distributions
-
-        if sup.grid_exhausted:
-            return None
-        trials = study.get_trials(deepcopy=False)
-        done = sum(t.state in (TrialState.COMPLETE, TrialState.PRUNED) for t in trials)
-        running = sum(t.state == TrialState.RUNNING for t in trials)
-        if done + running >= self.conf.n_trials:
-            return None
-        return study.ask(distributions(space))
-
-    def _launch(self, trial: "optuna.Trial", space: list["Param"], fixed: list[str], sweep_dir: str,
-                sup: "Supervisor") -> None:
-        from tuner.launcher import TrialProcess, context_for
+    def _prepare(self, trial: "optuna.Trial", space: list["Param"], fixed: list[str], sweep_dir: str) -> "TrialSpec":
+        """The job config of a trial (Hydra's sweep config plus the sampled overrides), validated."""
+        from tuner.messages import TrialSpec, seed_configs
         from tuner.schema import validate
         from tuner.search import to_overrides
+        from tuner.wandb_logger import trial_meta  # wandb itself is imported only by logging runs
 
         overrides = fixed + to_overrides(trial.params, space)
         run_dir = os.path.join(sweep_dir, str(trial.number))
         trial.set_user_attr("overrides", overrides)
         trial.set_user_attr("run_dir", run_dir)
-        try:
-            job = self.hydra_context.config_loader.load_sweep_config(self.config, overrides)
-            with open_dict(job):
-                del job["hydra"]
-            cfg = validate(job, check_env=True)
-        except Exception as exc:  # noqa: BLE001 - any composition or validation failure fails the trial
-            sup.tell_fail(trial, f"config error: {str(exc).splitlines()[0]}")
-            return
+        job = self.hydra_context.config_loader.load_sweep_config(self.config, overrides)
+        with open_dict(job):
+            del job["hydra"]
+        cfg = validate(job, check_env=True)
         os.makedirs(run_dir, exist_ok=True)
         OmegaConf.save(cfg, os.path.join(run_dir, "config.yaml"))
         plain = OmegaConf.to_container(cfg, resolve=True)
         plain["logger"]["p"] = 0
         self._trial_config = plain
-        from tuner.wandb_logger import trial_meta  # wandb itself is imported only by logging runs
-
-        spec = {"trial": trial.number, "configs": [plain], "run_dir": run_dir,
-                "report_every": self.conf.report_every, "aggregation": "mean",
-                "log_path": os.path.join(run_dir, "trial.log"),
-                "wandb": trial_meta(trial.study.study_name, trial.number, trial.params)}
-        sup.launch(trial, TrialProcess(spec, context_for(plain["backend"]["name"], self.conf.preload),
-                                       n_jobs=self.conf.n_jobs))
+        c = self.conf
+        return TrialSpec(trial=trial.number, backend=plain["backend"]["name"], run_dir=run_dir,
+                         configs=seed_configs(plain, c.n_seeds), report_every=c.report_every,
+                         aggregation=c.aggregation, memory_mb=c.trial_memory_mb,
+                         log_path=os.path.join(run_dir, "trial.log"),
+                         wandb=trial_meta(trial.study.study_name, trial.number, trial.params))
 
     def _write_results(self, study: "optuna.Study", sweep_dir: str) -> dict[str, Any]:
         import optuna

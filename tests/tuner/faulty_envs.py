@@ -50,6 +50,19 @@ class Hog(_Faulty):
         self.hog = np.ones(2**29)
 
 
+class PidHang(Hang):
+    """Writes its process id into ``$NOTE_TEST_PID_DIR`` (every process that builds one: a trial
+    and its pool workers), then hangs after a few steps."""
+
+    after = 5
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        folder = os.environ.get("NOTE_TEST_PID_DIR")
+        if folder:
+            open(os.path.join(folder, str(os.getpid())), "w").close()
+
+
 class NaNReward(CartPoleEnv):
     def step(self, action):
         obs, _, terminated, truncated, info = super().step(action)
@@ -65,7 +78,7 @@ class Slow(CartPoleEnv):
 
 
 for name, cls in (("Crash", Crash), ("Segfault", Segfault), ("Hang", Hang), ("NaNReward", NaNReward),
-                  ("Slow", Slow), ("Hog", Hog)):
+                  ("Slow", Slow), ("Hog", Hog), ("PidHang", PidHang)):
     if f"{name}-v0" not in gym.registry:
         gym.register(f"{name}-v0", entry_point=f"tests.tuner.faulty_envs:{cls.__name__}", max_episode_steps=500)
 

@@ -281,14 +281,14 @@ def test_a_rerun_reuses_the_study_choices_and_other_candidates_raise() -> None:
     from tuner.finders.runner import Candidate, CandidateMismatch, _distributions
 
     study = optuna.create_study()
-    cands = [Candidate({"optimizer": name}, {}, "torch") for name in ("adam", "sgd")]
+    cands = [Candidate({"optimizer": name}, None) for name in ("adam", "sgd")]
     dists = _distributions(study, cands)
     study.enqueue_trial({"optimizer": "sgd"})
     study.tell(study.ask(dists), 1.0)
     # a subset of the earlier candidates: the study's own distribution, so Optuna accepts it
     assert _distributions(study, cands[1:]) == dists
     with pytest.raises(CandidateMismatch, match=r"\(optimizer: adam, sgd; new: rmsprop\)"):
-        _distributions(study, [Candidate({"optimizer": "rmsprop"}, {}, "torch")])
+        _distributions(study, [Candidate({"optimizer": "rmsprop"}, None)])
     assert len(study.trials) == 1
 
 

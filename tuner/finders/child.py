@@ -42,32 +42,33 @@ def summarise(recorder: EpisodeRecorder, run_dir: str, extra: dict[str, Any]) ->
     return {"status": "complete", "value": value, "attrs": attrs}
 
 
-def run_pickled(spec: dict[str, Any], report: Callable[[int, float], bool]) -> dict[str, Any]:
-    """Train the pickled agent of a Python-API finder in this (fresh) process."""
+def run_pickled(payload: dict[str, Any], finder: dict[str, Any], run_dir: str,
+                report: Callable[[int, float], bool]) -> dict[str, Any]:
+    """Train the pickled agent of a Python-API finder in this (fresh) process (``payload``: see
+    :func:`tuner.finders.lr.agent_spec`)."""
     from note_rl import NonFiniteLossError
 
-    agent = pickle.loads(spec["agent"])  # noqa: S301 - our own bytes, sent by the parent process
-    optimizers = build_optimizers(agent, spec["optimizers"])
-    recorder = make_recorder(spec["finder"], report)
+    agent = pickle.loads(payload["agent"])  # noqa: S301 - our own bytes, sent by the parent process
+    optimizers = build_optimizers(agent, payload["optimizers"])
+    recorder = make_recorder(finder, report)
     digest = weights_digest(agent)
     optimizer = optimizers if len(optimizers) > 1 else optimizers[0]
     callbacks: list[Any] = [recorder]
-    if spec.get("logger"):  # wandb= opt-in; after the recorder, which puts the LR point in the logs
+    if payload.get("logger"):  # wandb= opt-in; after the recorder, which puts the LR point in the logs
         from ..wandb_logger import WandbCallback
 
-        callbacks.append(WandbCallback(_wandb_config(agent, spec), spec["run_dir"]))
-    kwargs = dict(spec["train"], callbacks=callbacks, p=0)
+        callbacks.append(WandbCallback(_wandb_config(agent, payload, finder), run_dir))
+    kwargs = dict(payload["train"], callbacks=callbacks, p=0)
     try:
-        agent.fit(optimizer, spec["episodes"], **kwargs)
+        agent.fit(optimizer, payload["episodes"], **kwargs)
     except NonFiniteLossError:
-        if spec["finder"]["kind"] != "lr":
+        if finder["kind"] != "lr":
             raise
         recorder.ended = recorder.ended or time.time()  # diverged at a high lr: expected
-    return summarise(recorder, spec["run_dir"], {"initial_weights_sha256": digest,
-                                                 "env_steps": agent.step_counter})
+    return summarise(recorder, run_dir, {"initial_weights_sha256": digest, "env_steps": agent.step_counter})
 
 
-def _wandb_config(agent: Any, spec: dict[str, Any]) -> dict[str, Any]:
+def _wandb_config(agent: Any, spec: dict[str, Any], finder: dict[str, Any]) -> dict[str, Any]:
     """What :class:`~tuner.wandb_logger.WandbCallback` needs of a config, for a pickled agent (no
     Hydra config): the logger options, names for the run's tags, and what the finder ran."""
     from .common import describe_optimizer
@@ -75,6 +76,6 @@ def _wandb_config(agent: Any, spec: dict[str, Any]) -> dict[str, Any]:
     env = agent.env[0] if isinstance(agent.env, (list, tuple)) else agent.env
     env_id = getattr(getattr(env, "spec", None), "id", None) or (type(env).__name__ if env is not None else "none")
     return {"logger": spec["logger"], "agent": {"name": type(agent).__name__}, "backend": {"name": agent.backend_name},
-            "env": {"id": env_id}, "objective": {"last_k": 20}, "finder": spec["finder"], "episodes": spec["episodes"],
+            "env": {"id": env_id}, "objective": {"last_k": 20}, "finder": finder, "episodes": spec["episodes"],
             "optimizers": [describe_optimizer(o) for o in spec["optimizers"]],
             "train": {k: v for k, v in spec["train"].items() if isinstance(v, (int, float, str, bool, type(None)))}}

@@ -15,8 +15,9 @@ import optuna
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from ..messages import TrialSpec
 from ..schema import ConfigError, validate
-from ..storage import check_storage, describe, make_storage
+from ..storage import StudyLock, check_storage, describe, make_storage
 from ..train import write_json
 from .lr import LRFinder
 from .parallel import summarise_candidates
@@ -36,6 +37,7 @@ class FinderSettings:
     episodes: int = 77
     metrics: str = "reward"
     trial_timeout: Optional[float] = None
+    trial_memory_mb: Optional[int] = None
     n_jobs: Optional[int] = None
     # lr_finder
     N: int = 77
@@ -68,13 +70,14 @@ def _settings(node: Any) -> FinderSettings:
     return s
 
 
-def _spec(cfg: DictConfig, episodes: int, finder: dict[str, Any]) -> dict[str, Any]:
+def _spec(cfg: DictConfig, episodes: int, finder: dict[str, Any]) -> TrialSpec:
     cfg = cfg.copy()
     cfg.budget.episodes, cfg.budget.steps = episodes, None  # before resolving: ${budget_fraction:...}
     plain = OmegaConf.to_container(cfg, resolve=True)
     plain["tuner"] = {"name": "none"}
     plain["logger"]["p"] = 0
-    return {"configs": [plain], "finder": finder, "report_every": 1, "aggregation": "mean"}
+    return TrialSpec(trial=None, backend=plain["backend"]["name"], run_dir="", configs=[plain], finder=finder,
+                     report_every=1)
 
 
 def _candidate(compose: Composer, overrides: list[str], params: dict[str, Any], episodes: int,
@@ -82,7 +85,7 @@ def _candidate(compose: Composer, overrides: list[str], params: dict[str, Any], 
     keys = {o.split("=", 1)[0].lstrip("+~") for o in extra}
     merged = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in keys] + list(extra)
     cfg = validate(compose(merged), check_env=False)
-    return Candidate(params, _spec(cfg, episodes, finder), cfg.backend.name)
+    return Candidate(params, _spec(cfg, episodes, finder))
 
 
 def run_finder(cfg: DictConfig, compose: Composer, overrides: list[str]) -> dict[str, Any]:
@@ -131,7 +134,8 @@ def _lr(s: FinderSettings, study: Any, folder: str, compose: Composer, overrides
     finder = {"kind": "lr", "start_lr": s.start_lr, "end_lr": s.end_lr, "N": s.N, "window_size": s.window_size,
               "per": s.per, "metrics": s.metrics}
     trial = run_candidates(study, folder, [_candidate(compose, overrides, {}, s.episodes, finder)],
-                           trial_timeout=s.trial_timeout, user_attrs={"finder": finder})[0]
+                           trial_timeout=s.trial_timeout, user_attrs={"finder": finder}, lock=_lock(s, folder),
+                           memory_mb=s.trial_memory_mb)[0]
     if failure(trial):
         raise RuntimeError(f"LR range test failed: {failure(trial)}")
     lr = LRFinder(agent=None)
@@ -152,7 +156,8 @@ def _opt(s: FinderSettings, study: Any, folder: str, compose: Composer, override
     finder = {"kind": "episodes", "metrics": s.metrics}
     candidates = [_candidate(compose, overrides, {"optimizer": name}, s.episodes, finder, [f"optimizer={name}"])
                   for name in s.optimizers]
-    trials = run_candidates(study, folder, candidates, s.n_jobs or 1, s.trial_timeout, {"finder": finder})
+    trials = run_candidates(study, folder, candidates, s.n_jobs or 1, s.trial_timeout, {"finder": finder},
+                            lock=_lock(s, folder), memory_mb=s.trial_memory_mb)
     logs = summarise_candidates(trials, s.metrics)
     table = [{"optimizer": name, "mean_reward": _mean(t.user_attrs.get("rewards")),
               "mean_loss": _mean([v for v in t.user_attrs.get("losses", []) if v is not None]),
@@ -168,12 +173,17 @@ def _parallel(s: FinderSettings, study: Any, folder: str, compose: Composer, ove
     candidates = [_candidate(compose, overrides, {"candidate": i, "label": " ".join(extra)}, s.episodes,
                              finder, list(extra)) for i, extra in enumerate(s.candidates)]
     jobs = s.n_jobs or min(len(candidates), os.cpu_count() or 1)
-    trials = run_candidates(study, folder, candidates, jobs, s.trial_timeout, {"finder": finder})
+    trials = run_candidates(study, folder, candidates, jobs, s.trial_timeout, {"finder": finder},
+                            lock=_lock(s, folder), memory_mb=s.trial_memory_mb)
     # best_config: the best candidate's fully resolved config (what a plain run of it would train)
-    logs = summarise_candidates(trials, s.metrics, configs=[c.spec["configs"][0] for c in candidates])
+    logs = summarise_candidates(trials, s.metrics, configs=[c.spec.configs[0] for c in candidates])
     logs["best_opt"] = s.candidates[logs["best_index"]]
     print(f"best candidate: {logs['best_index']} {logs['best_opt']}", flush=True)
     return logs
+
+
+def _lock(s: FinderSettings, folder: str) -> StudyLock:
+    return StudyLock(s.storage, folder, s.study_name)
 
 
 def _mean(values: Any) -> float | None:

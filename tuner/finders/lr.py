@@ -17,6 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..messages import TrialSpec
 from .common import as_list, optimizer_spec, python_api_study, wandb_options
 from .runner import Candidate, failure, run_candidates
 
@@ -124,7 +125,7 @@ class LRFinder:
         spec = agent_spec(self.agent, episodes, finder, dict(pool_network=pool_network, processes=processes,
                                                              random=random, jit_compile=jit_compile), num_updates,
                           wandb=wandb)
-        trial = run_candidates(study, folder, [Candidate({}, spec, self.agent.backend_name)],
+        trial = run_candidates(study, folder, [Candidate({}, spec)],
                                trial_timeout=trial_timeout, user_attrs={"finder": finder})[0]
         reason = failure(trial)
         if reason:
@@ -187,8 +188,8 @@ class LRFinder:
 
 
 def agent_spec(agent: Any, episodes: int, finder: dict[str, Any], train: dict[str, Any],
-               num_updates: int | None = None, optimizers: Any = None, wandb: Any = None) -> dict[str, Any]:
-    """The child spec of a Python-API finder: the pickled agent (without its optimizer, which is
+               num_updates: int | None = None, optimizers: Any = None, wandb: Any = None) -> TrialSpec:
+    """The trial spec of a Python-API finder: the pickled agent (without its optimizer, which is
     rebuilt from its description in the child) plus what to run; ``logger`` holds the wandb
     options (:func:`~tuner.finders.common.wandb_options`) or ``None``."""
     logger = wandb_options(wandb)  # a bad wandb= fails here, before anything is pickled or run
@@ -205,5 +206,7 @@ def agent_spec(agent: Any, episodes: int, finder: dict[str, Any], train: dict[st
         raise ValueError(f"the finder runs the agent in a fresh process and could not pickle it: {exc}") from None
     finally:
         agent.optimizer, agent.callbacks = saved
-    return {"agent": blob, "optimizers": [optimizer_spec(agent, o) for o in opts],
-            "episodes": episodes, "finder": finder, "train": train, "report_every": 1, "logger": logger}
+    payload = {"agent": blob, "optimizers": [optimizer_spec(agent, o) for o in opts], "episodes": episodes,
+               "train": train, "logger": logger}
+    return TrialSpec(trial=None, backend=agent.backend_name, run_dir="", report_every=1, finder=finder,
+                     pickled=payload)

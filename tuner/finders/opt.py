@@ -53,8 +53,8 @@ class OptFinder:
         candidates = []
         for i, opt in enumerate(self.optimizers):
             spec = agent_spec(self.agent, episodes, finder, train, num_updates, optimizers=[opt], wandb=wandb)
-            params = {"candidate": i, "optimizer": describe_optimizer(spec["optimizers"][0])}
-            candidates.append(Candidate(params, spec, self.agent.backend_name))
+            params = {"candidate": i, "optimizer": describe_optimizer(spec.pickled["optimizers"][0])}
+            candidates.append(Candidate(params, spec))
         trials = run_candidates(study, folder, candidates, n_jobs, trial_timeout, {"finder": finder})
         self.study_dir = folder
         self._collect(trials, metrics)

@@ -47,10 +47,10 @@ class ParallelFinder:
         candidates, configs = [], []
         for i, (agent, opt) in enumerate(zip(self.agents, self.optimizers)):
             spec = agent_spec(agent, episodes, finder, train, optimizers=[opt], wandb=wandb)
-            label = f"{type(agent).__name__}/{describe_optimizer(spec['optimizers'][0])}"
-            candidates.append(Candidate({"candidate": i, "label": label}, spec, agent.backend_name))
+            label = f"{type(agent).__name__}/{describe_optimizer(spec.pickled['optimizers'][0])}"
+            candidates.append(Candidate({"candidate": i, "label": label}, spec))
             configs.append({"agent": f"{type(agent).__module__}:{type(agent).__qualname__}",
-                            "optimizer": spec["optimizers"][0]})
+                            "optimizer": spec.pickled["optimizers"][0]})
         jobs = n_jobs or min(len(candidates), os.cpu_count() or 1)
         trials = run_candidates(study, folder, candidates, jobs, trial_timeout, {"finder": finder})
         self.study_dir = folder

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from ..launcher import TrialProcess, context_for
-from ..supervisor import Supervisor
+from ..messages import TrialSpec
+from ..runner import DONE, OPEN, RunLimits, TrialRunner
+from ..storage import StudyLock
 from ..wandb_logger import JOB_TYPES, trial_meta
 
 __all__ = ["Candidate", "CandidateMismatch", "run_candidates", "failure"]
@@ -21,41 +23,53 @@ class CandidateMismatch(ValueError):
 
 
 class Candidate:
-    """One training to run: its trial parameters and the child's spec (without run_dir / trial)."""
+    """One training to run: its trial parameters and the trial's spec (``trial`` and ``run_dir``
+    are filled in when it becomes a trial)."""
 
-    def __init__(self, params: dict[str, Any], spec: dict[str, Any], backend: str) -> None:
+    def __init__(self, params: dict[str, Any], spec: TrialSpec) -> None:
         self.params = params
         self.spec = spec
-        self.backend = backend
 
 
 def run_candidates(study: optuna.Study, study_dir: str, candidates: list[Candidate], n_jobs: int = 1,
-                   trial_timeout: float | None = None, user_attrs: dict[str, Any] | None = None) -> list[FrozenTrial]:
+                   trial_timeout: float | None = None, user_attrs: dict[str, Any] | None = None,
+                   lock: Any = None, memory_mb: int | None = None) -> list[FrozenTrial]:
     """Each candidate becomes one trial with exactly its ``params`` (enqueued), run at most
-    ``n_jobs`` at a time; returns the finished trials in candidate order."""
+    ``n_jobs`` at a time by the shared :class:`~tuner.runner.TrialRunner`; returns the finished
+    trials in candidate order.  ``lock`` is the study's lock (default: a file lock in
+    ``study_dir``); ``memory_mb`` caps each trial's memory."""
     dists = _distributions(study, candidates)
-    sup = Supervisor(study, trial_timeout, quiet=True)
     pending = list(candidates)
     job_type = study.user_attrs.get("finder")  # lr_finder, opt_finder, parallel_finder: the wandb job_type
     job_type = job_type if job_type in JOB_TYPES else "trial"
     numbers: list[int] = []
-    while pending or len(sup):
-        while pending and len(sup) < max(1, n_jobs):
-            cand = pending.pop(0)
-            study.enqueue_trial(cand.params, skip_if_exists=False)
-            trial = study.ask(dists)
-            for key, value in (user_attrs or {}).items():
-                trial.set_user_attr(key, value)
-            run_dir = os.path.join(study_dir, "trials", f"{trial.number:04d}")
-            trial.set_user_attr("run_dir", run_dir)
-            spec = dict(cand.spec, trial=trial.number, run_dir=run_dir,
-                        log_path=os.path.join(run_dir, "trial.log"),
-                        wandb=trial_meta(study.study_name, trial.number, cand.params, job_type))
-            sup.launch(trial, TrialProcess(spec, context_for(cand.backend), n_jobs=n_jobs))
-            numbers.append(trial.number)
-        sup.wait()
-    by_number = {t.number: t for t in study.get_trials(deepcopy=False)}
-    return [by_number[n] for n in numbers]
+    by_number: dict[int, Candidate] = {}
+
+    def ask() -> tuple[str, optuna.Trial | None]:
+        if not pending:
+            return DONE, None
+        cand = pending.pop(0)
+        study.enqueue_trial(cand.params, skip_if_exists=False)
+        trial = study.ask(dists)
+        by_number[trial.number] = cand
+        numbers.append(trial.number)
+        return OPEN, trial
+
+    def prepare(trial: optuna.Trial) -> TrialSpec:
+        cand = by_number[trial.number]
+        for key, value in (user_attrs or {}).items():
+            trial.set_user_attr(key, value)
+        run_dir = os.path.join(study_dir, "trials", f"{trial.number:04d}")
+        trial.set_user_attr("run_dir", run_dir)
+        return dataclasses.replace(cand.spec, trial=trial.number, run_dir=run_dir, memory_mb=memory_mb,
+                                   log_path=os.path.join(run_dir, "trial.log"),
+                                   wandb=trial_meta(study.study_name, trial.number, cand.params, job_type))
+
+    lock = lock if lock is not None else StudyLock(None, study_dir, study.study_name)
+    runner = TrialRunner(study, lock, RunLimits(n_jobs=max(1, n_jobs), trial_timeout=trial_timeout), quiet=True)
+    runner.run(ask, prepare)
+    finished = {t.number: t for t in study.get_trials(deepcopy=False)}
+    return [finished[n] for n in numbers]
 
 
 def _distributions(study: optuna.Study, candidates: list[Candidate]) -> dict[str, Any]:
