@@ -116,7 +116,14 @@ def _precheck(argv: list[str]) -> None:
     """Compose the command line the way ``@hydra.main`` will, so that an unknown key, an unknown group
     option or an unparsable override is one line naming it (exit 2) instead of Hydra's multi-line
     error.  In a multirun every value of a sweep over a config group is tried, other sweeps at their
-    first value.  Anything else (help, --info, a failure of this check itself) is left to Hydra."""
+    first value.  Anything else (help, --info, a failure of this check itself) is left to Hydra.
+
+    Why Hydra internals (and the ``hydra-core<1.4`` pin in pyproject.toml): the public API
+    (``initialize_config_dir`` + ``compose``) composes overrides, but it cannot (1) parse Hydra's
+    own command-line flags as ``@hydra.main`` does (``get_args_parser``), (2) put a ``--config-dir``
+    ahead of the app's configs in the search path with ``@hydra.main``'s precedence, or (3) tell
+    whether a swept key is a config group (``repository.group_exists``) before Hydra's own launcher
+    runs.  Without them the check would differ from what ``@hydra.main`` then does."""
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
     from hydra._internal.utils import create_automatic_config_search_path, get_args_parser
     from hydra.core.override_parser.overrides_parser import OverridesParser

@@ -107,7 +107,7 @@ def _set_eps(agent: Any, values: list[float]) -> None:
 
 
 def _get_alpha(agent: Any) -> list[float]:
-    if not agent.PR:
+    if not agent.PR:  # the set() setting the alpha rule needs
         raise AdjusterError("alpha_params given but prioritized replay is off (set(PR=True))")
     return [float(agent.priority_alpha)]
 

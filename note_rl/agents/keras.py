@@ -88,8 +88,7 @@ class DQN(DQNMixin, RL):
         discount = self.gamma ** float(self.num_steps or 1)
         target = tf.stop_gradient(r + discount * next_q * (1.0 - d))
         td = q - target
-        if self.PR:
-            self.prioritized_replay.update(tf.stop_gradient(td))
+        self.prioritized_replay.update(tf.stop_gradient(td))  # used by prioritized replay
         return _td_loss(td, self.loss_type, weights)
 
 
@@ -152,8 +151,7 @@ class PPO(PPOMixin, RL):
         v = self.critic(s)[:, 0]
         td = r + self.gamma ** float(self.num_steps or 1) * v_next * (1.0 - d) - v  # n-step bootstrap
         policy_loss, ratio = self._surrogate(logp, logp_old, tf.stop_gradient(td))
-        if self.PR:
-            self.prioritized_replay.update(tf.stop_gradient(td), tf.stop_gradient(ratio))
+        self.prioritized_replay.update(tf.stop_gradient(td), tf.stop_gradient(ratio))  # used by prioritized replay
         loss = policy_loss + self.vf_coef * tf.reduce_mean(td * td)
         return loss - self.entropy_coef * self._entropy(logits) if self.entropy_coef else loss
 

@@ -108,8 +108,7 @@ class DQN(DQNMixin, RL_pytorch):
                 next_q = next_target.max(dim=1).values
             discount = self.gamma ** (self.num_steps or 1)
             target = r + discount * next_q * (1.0 - d)
-            if self.PR:
-                self.prioritized_replay.update(q.detach() - target)
+            self.prioritized_replay.update(q.detach() - target)  # used by prioritized replay
         return _td_loss(q, target, self.loss_type, weights)
 
 
@@ -194,8 +193,7 @@ class PPO(PPOMixin, RL_pytorch):
         v = self.critic(s)[:, 0]
         td = r + self.gamma ** (self.num_steps or 1) * v_next * (1.0 - d) - v  # n-step bootstrap
         policy_loss, ratio = self._surrogate(logp, logp_old, td.detach())
-        if self.PR:
-            self.prioritized_replay.update(td.detach(), ratio.detach())
+        self.prioritized_replay.update(td.detach(), ratio.detach())  # used by prioritized replay
         loss = policy_loss + self.vf_coef * (td * td).mean()
         return loss - self.entropy_coef * self._entropy(logits) if self.entropy_coef else loss
 

@@ -19,7 +19,7 @@ import numpy as np
 from .replay import Batch, ReplayBuffer, WindowSize, _seed
 from .sum_tree import SumTree
 
-__all__ = ["PrioritizedReplayBuffer", "PriorityRecorder"]
+__all__ = ["PrioritizedReplayBuffer", "PriorityRecorder", "TDScore", "TDRatioScore"]
 
 
 class PriorityRecorder:
@@ -45,6 +45,45 @@ class PriorityRecorder:
         td, ratio = self.TD, self.ratio
         self.TD = self.ratio = None
         return td, ratio
+
+
+class TDScore:
+    """Note_rl's score of an item for value-based agents: ``|TD|``."""
+
+    ratio: np.ndarray | None = None
+
+    def score(self, buf: "PrioritizedReplayBuffer", slots: Any) -> np.ndarray:
+        return buf.TD[slots]
+
+    def on_write(self, buf: "PrioritizedReplayBuffer", slots: np.ndarray) -> None:
+        """New items: nothing besides their ``|TD|``."""
+
+    def record(self, buf: "PrioritizedReplayBuffer", slots: np.ndarray, td: np.ndarray,
+               ratio: np.ndarray | None) -> np.ndarray:
+        """The scores of ``slots`` after their ``|TD|`` (already written) came back from a step."""
+        return td  # the score is |TD| itself: no need to read it back (duplicates: last wins either way)
+
+
+class TDRatioScore(TDScore):
+    """Note_rl's PPO score: ``lambda_ * |TD| + (1 - lambda_) * |ratio - 1|``; keeps each item's
+    policy ratio (new items enter with the largest ratio seen)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.ratio = np.ones(capacity, dtype=np.float64)
+
+    def score(self, buf: "PrioritizedReplayBuffer", slots: Any) -> np.ndarray:
+        return buf.lambda_ * buf.TD[slots] + (1.0 - buf.lambda_) * np.abs(self.ratio[slots] - 1.0)
+
+    def on_write(self, buf: "PrioritizedReplayBuffer", slots: np.ndarray) -> None:
+        self.ratio[slots] = buf.max_ratio
+
+    def record(self, buf: "PrioritizedReplayBuffer", slots: np.ndarray, td: np.ndarray,
+               ratio: np.ndarray | None) -> np.ndarray:
+        if ratio is not None:
+            r = np.asarray(ratio, dtype=np.float64).reshape(-1)
+            self.ratio[slots] = r
+            buf.max_ratio = max(buf.max_ratio, float(r.max()))
+        return self.score(buf, slots)
 
 
 class PrioritizedReplayBuffer(ReplayBuffer):
@@ -84,12 +123,13 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self.beta = beta
         self.eps = float(eps)
         self.TD = np.zeros(self.capacity, dtype=np.float64)
-        self.ratio = np.ones(self.capacity, dtype=np.float64) if self.PPO else None
+        self.scoring = TDRatioScore(self.capacity) if self.PPO else TDScore()
         self.max_TD = float(initial_TD)
         self.max_ratio = float(initial_ratio)
         self.tree = SumTree(self.capacity)
 
     flags = {"PR": True, "HER": False}
+    own_segments = True  # segment-wise trims and ESS follow each worker's own data
 
     @classmethod
     def for_agent(cls, agent: Any, n_segments: int = 1, window_size: WindowSize = None,
@@ -101,21 +141,33 @@ class PrioritizedReplayBuffer(ReplayBuffer):
                    beta=agent.beta, n_segments=n_segments, window_size=window_size,
                    clearing_freq=clearing_freq, window_size_=window_size_, seed=_seed(agent))
 
+    def after_update_param(self, window: Any) -> None:
+        """Note_rl's trim after ``update_param()``: drop the oldest ``window(segment)`` items of
+        each segment (``window_size_func`` / the ESS window rule / ``window_size_ppo|pr``)."""
+        for seg in range(self.n_segments):
+            drop = window(seg)
+            if drop:
+                self.drop_oldest(int(drop), seg)
+
+    def post_update_window(self, settings: Any) -> int | None:
+        return settings.window_size_ppo if self.PPO else settings.window_size_pr
+
     # -- priorities --------------------------------------------------------------------------
+    @property
+    def ratio(self) -> np.ndarray | None:
+        """Each item's policy ratio (PPO scoring only)."""
+        return self.scoring.ratio
+
     def score(self, slots: np.ndarray | slice) -> np.ndarray:
         """Note_rl's score of the given slots (before ``eps`` and ``alpha``)."""
-        td = self.TD[slots]
-        if self.PPO:
-            return self.lambda_ * td + (1.0 - self.lambda_) * np.abs(self.ratio[slots] - 1.0)
-        return td
+        return self.scoring.score(self, slots)
 
     def priorities_of(self, score: np.ndarray) -> np.ndarray:
         return (score + self.eps) ** self.alpha
 
     def _on_write(self, slots: np.ndarray) -> None:
         self.TD[slots] = self.max_TD
-        if self.PPO:
-            self.ratio[slots] = self.max_ratio
+        self.scoring.on_write(self, slots)
         self.tree.update(slots, self.priorities_of(self.score(slots)))
 
     def _on_drop(self, slots: np.ndarray) -> None:
@@ -128,15 +180,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
             raise ValueError(f"update_priorities: {len(td)} TD errors for {len(slots)} sampled items")
         self.TD[slots] = td
         self.max_TD = max(self.max_TD, float(td.max())) if len(td) else self.max_TD
-        if self.PPO:
-            if ratio is not None:
-                r = np.asarray(ratio, dtype=np.float64).reshape(-1)
-                self.ratio[slots] = r
-                self.max_ratio = max(self.max_ratio, float(r.max()))
-            score = self.score(slots)
-        else:
-            score = td  # the score is |TD| itself: no need to read it back (duplicates: last wins either way)
-        self.tree.update(slots, self.priorities_of(score))
+        self.tree.update(slots, self.priorities_of(self.scoring.record(self, slots, td, ratio)))
 
     def refresh(self) -> None:
         """Recompute every priority (after ``alpha`` or ``lambda_`` changed)."""
@@ -194,7 +238,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
                     max_ratio=self.max_ratio, beta=self.beta)
         # the tree itself is saved so a restored buffer samples bit-identically
         arrays = dict(arrays, TD=self.TD, tree=self.tree.tree)
-        if self.PPO:
+        if self.ratio is not None:
             arrays["ratio"] = self.ratio
         return meta, arrays
 
@@ -204,6 +248,6 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self.max_TD, self.max_ratio = float(meta["max_TD"]), float(meta["max_ratio"])
         self.beta = meta["beta"]
         self.TD = np.array(arrays["TD"], dtype=np.float64)
-        if self.PPO:
-            self.ratio = np.array(arrays["ratio"], dtype=np.float64)
+        if self.ratio is not None:
+            self.ratio[:] = arrays["ratio"]
         self.tree.tree[:] = arrays["tree"]

@@ -87,13 +87,32 @@ class ReplayBuffer:
         self.store_counter = np.zeros(self.n_segments, dtype=np.int64)
 
     # -- bookkeeping -------------------------------------------------------------------------
+    #: empty the buffer after every ``update_param()`` (on-policy data expires; ``PPO=True``)
+    clear_on_update = False
+    #: pool network: each worker writes to its own segment (else to one drawn by inverse length,
+    #: Note_rl's placement for uniform replay)
+    own_segments = False
+
     @classmethod
     def for_agent(cls, agent: Any, n_segments: int = 1, window_size: WindowSize = None,
                   clearing_freq: int | None = None, window_size_: int | None = None) -> "ReplayBuffer":
         """The buffer an agent's ``set()`` settings describe, laid out for one ``train()`` call
-        (``n_segments`` collecting processes and Note_rl's trimming options)."""
-        return cls(agent.pool_size or 100_000, n_segments=n_segments, window_size=window_size,
-                   clearing_freq=clearing_freq, window_size_=window_size_, seed=_seed(agent))
+        (``n_segments`` collecting processes and Note_rl's trimming options); with ``PPO=True`` its
+        data expires at every ``update_param()``, as Note_rl clears a PPO agent's uniform pool."""
+        buffer = cls(agent.pool_size or 100_000, n_segments=n_segments, window_size=window_size,
+                     clearing_freq=clearing_freq, window_size_=window_size_, seed=_seed(agent))
+        buffer.clear_on_update = bool(agent.PPO)
+        return buffer
+
+    def after_update_param(self, window: Callable[[int], int | None]) -> None:
+        """Maintenance after ``update_param()``: uniform replay keeps its data (or, on-policy,
+        drops all of it); ``window(segment)`` is for buffers that trim (prioritized replay)."""
+        if self.clear_on_update:
+            self.clear()
+
+    def post_update_window(self, settings: Any) -> int | None:
+        """This buffer's default trim after ``update_param()`` from the ``train()`` options."""
+        return None
 
     def __len__(self) -> int:
         return int(self.sizes.sum())

@@ -1,8 +1,8 @@
 """Experience collection in the training process.
 
-* :class:`EpisodeCollector` - one env, off-policy: act, step, store (n-step and HER aware; with
-  HER the agent acts on ``concat(observation, desired_goal)`` and each episode is committed to the
-  :class:`~note_rl.buffers.HerReplayBuffer` when it ends), and train on
+* :class:`EpisodeCollector` - one env, off-policy: act, step, store (n-step aware; its subclass
+  :class:`HerEpisodeCollector` acts on ``concat(observation, desired_goal)`` and commits each
+  episode to the :class:`~note_rl.buffers.HerReplayBuffer` when it ends), and train on
   the cadence ``train_freq`` / ``num_updates`` / ``learning_starts``; ``update_param()`` every
   ``update_steps`` env steps (or after every training round when neither ``update_steps`` nor
   ``update_batches`` is set, as Note_rl does).
@@ -24,7 +24,7 @@ from .envs import EnvFactory, make_vec_env, step_env
 from ..utils import scalar
 from .runners import RolloutRunner, next_values
 
-__all__ = ["EpisodeCollector", "RolloutCollector", "TrainingCadence", "train_on_rollout"]
+__all__ = ["Collector", "EpisodeCollector", "HerEpisodeCollector", "RolloutCollector", "TrainingCadence", "train_on_rollout"]
 
 
 class TrainingCadence:
@@ -77,22 +77,40 @@ class TrainingCadence:
             hook()
 
 
-class EpisodeCollector:
-    """Single-process, single-env, off-policy collection (one unit = one episode)."""
+class Collector:
+    """How one ``train()`` call gathers experience; the trainer calls :meth:`run_unit` until the
+    budget is spent.  Built by ``Collector(agent, learner, trainer, settings)``."""
 
-    def __init__(self, agent: Any, learner: Any, trainer: Any) -> None:
+    #: whether the collector stores into the agent's replay buffer (built before it starts)
+    uses_replay = True
+
+    @classmethod
+    def check(cls, agent: Any, settings: Any) -> None:
+        """Raise a one-line ``ValueError`` if this collector cannot run the agent with these
+        ``train()`` options (called before anything is built)."""
+
+    def run_unit(self) -> None:  # pragma: no cover - every collector defines it
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release processes and envs the collector started."""
+
+
+class EpisodeCollector(Collector):
+    """Single-process, single-env, off-policy collection (one unit = one episode); n-step returns
+    when the agent sets ``num_steps``.  Subclasses change how a state is acted on and stored
+    (:class:`HerEpisodeCollector`, :class:`~note_rl.core.marl.MultiAgentCollector`)."""
+
+    def __init__(self, agent: Any, learner: Any, trainer: Any, settings: Any = None) -> None:
         self.agent = agent
         self.trainer = trainer
         self.cadence = TrainingCadence(agent, learner)
         self.env = agent.env[0] if isinstance(agent.env, (list, tuple)) else agent.env
         gamma = scalar(agent.gamma) if getattr(agent, "gamma", None) is not None else 1.0
         self.nstep = NStepAccumulator(agent.num_steps, gamma) if agent.num_steps else None
-        self.her = bool(agent.HER)
 
     def _reset(self) -> np.ndarray:
         agent = self.agent
-        if self.her:  # a leftover of a run cut short (steps budget, stop_training, restore)
-            agent.buffer.end_episode()
         state, _ = self.env.reset(seed=agent.reset_seed())  # only the first reset after set(seed)
         for noise in (agent.noise if isinstance(agent.noise, (list, tuple)) else [agent.noise]):
             if noise is not None:
@@ -110,29 +128,22 @@ class EpisodeCollector:
             self._store(state, action, next_state, reward, terminated, end, buffer)
             episode_return += reward
             agent.step_counter += 1
-            if self.her and end:
-                buffer.end_episode()  # before training, so this episode's steps count already
             self.cadence.after_steps(1, agent.step_counter - 1)
             if end:
                 trainer.end_episode(episode_return)
                 return
             if agent.stop_training or trainer.out_of_steps():
-                if self.her:
-                    buffer.end_episode()
+                self._cut_short()
                 return
             state = next_state
 
     def _step(self, state: Any) -> tuple[Any, Any, float, bool, bool]:
         """Act and step the env: ``(action, next_state, reward, terminated, episode_end)``."""
-        action = self.agent.select_action(flatten_goal_obs(state) if self.her else state)
+        action = self.agent.select_action(state)
         next_state, reward, terminated, truncated = step_env(self.env, action)
         return action, next_state, reward, terminated, terminated or truncated
 
     def _store(self, s: Any, a: Any, s2: Any, r: float, terminated: bool, end: bool, buffer: Any) -> None:
-        if self.her:
-            buffer.add_step(s["observation"], s["desired_goal"], s2["achieved_goal"], a,
-                            s2["observation"], r, float(terminated))
-            return
         if self.nstep is None:
             buffer.add(s, a, s2, r, float(terminated))
             return
@@ -140,18 +151,59 @@ class EpisodeCollector:
         if ready:
             buffer.add_batch(*stack_transitions(ready))
 
-    def close(self) -> None:
-        pass
+    def _cut_short(self) -> None:
+        """The episode stops unfinished (step budget, ``stop_training``)."""
 
 
-class RolloutCollector:
+class HerEpisodeCollector(EpisodeCollector):
+    """Collection for HER (``set(HER=True)``) on a goal env: the agent acts on
+    ``concat(observation, desired_goal)``, and each episode is staged in the
+    :class:`~note_rl.buffers.HerReplayBuffer` and committed when it ends (before the training it
+    earns, so its own steps count already) or is cut short."""
+
+    @classmethod
+    def check(cls, agent: Any, settings: Any) -> None:
+        """HER runs off-policy agents in one process on a goal env, without trimming options."""
+        from .base import check_her_env, her_conflict
+
+        values = {k: getattr(agent, k) for k in ("HER", "PR", "PPO", "num_steps")}
+        conflict = her_conflict(values, settings.pool_network, bool(getattr(agent, "n_steps", None)))
+        if conflict is None and (settings.window_size is not None or settings.clearing_freq):
+            # trimming would cut episodes at arbitrary points; the ring already drops oldest first
+            conflict = "HER=True cannot be combined with window_size / clearing_freq trimming"
+        if conflict:
+            raise ValueError(f"train(): {conflict}")
+        check_her_env(agent.env)
+
+    def _reset(self) -> np.ndarray:
+        self.agent.buffer.end_episode()  # a leftover of a run cut short (steps budget, stop_training, restore)
+        return super()._reset()
+
+    def _step(self, state: Any) -> tuple[Any, Any, float, bool, bool]:
+        action = self.agent.select_action(flatten_goal_obs(state))
+        next_state, reward, terminated, truncated = step_env(self.env, action)
+        return action, next_state, reward, terminated, terminated or truncated
+
+    def _store(self, s: Any, a: Any, s2: Any, r: float, terminated: bool, end: bool, buffer: Any) -> None:
+        buffer.add_step(s["observation"], s["desired_goal"], s2["achieved_goal"], a,
+                        s2["observation"], r, float(terminated))
+        if end:
+            buffer.end_episode()
+
+    def _cut_short(self) -> None:
+        self.agent.buffer.end_episode()
+
+
+class RolloutCollector(Collector):
     """On-policy vectorised collection for agents implementing the rollout protocol:
     ``n_envs``, ``n_steps``, ``n_epochs``, ``gamma``, ``lam``, ``rollout_act(obs) -> (actions,
     log_probs, values)``, ``rollout_values(obs)``, ``rollout_loss(s, a, logp, adv, ret)`` and
     optionally ``on_rollout_start(progress_remaining)``.
     """
 
-    def __init__(self, agent: Any, learner: Any, trainer: Any) -> None:
+    uses_replay = False
+
+    def __init__(self, agent: Any, learner: Any, trainer: Any, settings: Any = None) -> None:
         self.agent = agent
         self.learner = learner
         self.trainer = trainer

@@ -140,26 +140,23 @@ class Learner:
         return out
 
     def sync_params(self, segment: int | None = None) -> None:
-        """``update_param()`` then Note_rl's post-update buffer maintenance."""
+        """``update_param()`` then the buffer's post-update maintenance (Note_rl's trims of a
+        prioritized buffer, or expiring on-policy data; see ``ReplayBuffer.after_update_param``)."""
         agent, settings, buffer = self.agent, self.settings, self.agent.buffer
         agent.update_param()
         self.updates_since_sync = 0
-        if buffer is None:
-            return
-        if isinstance(buffer, PrioritizedReplayBuffer):
-            for seg in range(buffer.n_segments):
-                window = _post_update_window(agent, settings, seg, buffer.n_segments)
-                if window:
-                    buffer.drop_oldest(int(window), seg)
-        elif agent.PPO:
-            buffer.clear()
+        if buffer is not None:
+            buffer.after_update_param(lambda seg: _post_update_window(agent, settings, seg, buffer))
 
 
-def _post_update_window(agent: Any, settings: TrainSettings, segment: int, n_segments: int) -> int | None:
+def _post_update_window(agent: Any, settings: TrainSettings, segment: int, buffer: Any) -> int | None:
+    """Items to drop from ``segment`` after ``update_param()``: the agent's ``window_size_func``,
+    else the adjuster's window rule, else the buffer's ``train()`` option."""
     func = getattr(agent, "window_size_func", None)
+    single = buffer.n_segments == 1
     if callable(func):
-        return func(segment) if n_segments > 1 else func()
+        return func() if single else func(segment)
     adjuster = agent.adjuster
     if adjuster is not None and adjuster.window is not None:
-        return adjuster.window.window(agent, segment if n_segments > 1 else None)
-    return settings.window_size_ppo if agent.PPO else settings.window_size_pr
+        return adjuster.window.window(agent, None if single else segment)
+    return buffer.post_update_window(settings)

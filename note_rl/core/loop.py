@@ -16,7 +16,7 @@ import numpy as np
 
 from ..callbacks import CallbackList
 from . import checkpoint
-from .collect import EpisodeCollector, RolloutCollector
+from .collect import EpisodeCollector, HerEpisodeCollector, RolloutCollector
 from .learner import Learner
 from .progress import Progress
 from .settings import TrainSettings
@@ -64,15 +64,13 @@ class Trainer:
     # -- run ---------------------------------------------------------------------------------
     def run(self) -> float | None:
         agent, settings = self.agent, self.settings
-        if agent.HER:
-            self._check_her()
-        if agent.MARL:
-            self._check_marl()
+        collector = self._collector_class()
+        collector.check(agent, settings)  # refuse what the collector cannot run, before anything is built
         agent.stop_training = False
         agent.jit_compile = settings.jit_compile
         agent._actor = None  # rebuilt for this run's jit setting and weights
         self.learner = Learner(agent, agent.optimizer, settings, self.callbacks)
-        self.collector = self._make_collector()
+        self.collector = self._make_collector(collector)
         agent._trainer = self  # adjusters report here and reach this call's settings (num_store)
         self._check_adjuster()
         self.callbacks.call("on_train_begin", {})
@@ -93,32 +91,6 @@ class Trainer:
             self.callbacks.call("on_train_end", {"episodes": self.episode, "time": elapsed})
         return self.last_loss
 
-    def _check_her(self) -> None:
-        """Fail before training if HER cannot run with this agent, env or ``train()`` options."""
-        from .base import check_her_env, her_conflict
-
-        agent, settings = self.agent, self.settings
-        values = {k: getattr(agent, k) for k in ("HER", "PR", "PPO", "num_steps")}
-        conflict = her_conflict(values, settings.pool_network, bool(getattr(agent, "n_steps", None)))
-        if conflict is None and (settings.window_size is not None or settings.clearing_freq):
-            # trimming would cut episodes at arbitrary points; the ring already drops oldest first
-            conflict = "HER=True cannot be combined with window_size / clearing_freq trimming"
-        if conflict:
-            raise ValueError(f"train(): {conflict}")
-        check_her_env(agent.env)
-
-    def _check_marl(self) -> None:
-        """Fail before training if MARL cannot run with this agent, env or ``train()`` options."""
-        from .marl import check_marl_agent, check_marl_env, marl_conflict
-
-        agent = self.agent
-        values = {k: getattr(agent, k) for k in ("MARL", "HER", "PR", "PPO", "num_steps")}
-        conflict = marl_conflict(values, self.settings.pool_network, bool(getattr(agent, "n_steps", None)))
-        if conflict:
-            raise ValueError(f"train(): {conflict}")
-        check_marl_env(agent.env)
-        check_marl_agent(agent)
-
     def _check_adjuster(self) -> None:
         """Fail before training if the adjuster cannot work with this agent."""
         if self.agent.adjuster is None:
@@ -130,31 +102,41 @@ class Trainer:
             self.collector.close()
             raise
 
-    def _make_collector(self) -> Any:
+    def _collector_class(self) -> Any:
+        """The collector for this agent and these options: the only place that turns the
+        ``MARL`` / ``HER`` flags, ``pool_network`` and the rollout protocol (``n_steps``) into a
+        component."""
         agent, settings = self.agent, self.settings
         if getattr(agent, "n_steps", None):  # on-policy rollout protocol
             if settings.pool_network:
                 from .pool import PoolRolloutCollector
 
-                return PoolRolloutCollector(agent, self.learner, self, settings)
-            return RolloutCollector(agent, self.learner, self)
-        n_segments = settings.processes if settings.pool_network else 1
-        if agent.buffer is None or agent.buffer.n_segments != n_segments:
-            agent.buffer = agent.make_buffer(n_segments, settings.window_size,
-                                             settings.clearing_freq, settings.window_size_)
-        else:  # the buffer persists across train() calls; refresh this call's trimming rules
-            agent.buffer.window_size = settings.window_size
-            agent.buffer.clearing_freq = settings.clearing_freq
-            agent.buffer.window_size_ = settings.window_size_
-        if settings.pool_network:
-            from .pool import PoolCollector
-
-            return PoolCollector(agent, self.learner, self, settings)
+                return PoolRolloutCollector
+            return RolloutCollector
         if agent.MARL:
             from .marl import MultiAgentCollector
 
-            return MultiAgentCollector(agent, self.learner, self)
-        return EpisodeCollector(agent, self.learner, self)
+            return MultiAgentCollector
+        if agent.HER:
+            return HerEpisodeCollector
+        if settings.pool_network:
+            from .pool import PoolCollector
+
+            return PoolCollector
+        return EpisodeCollector
+
+    def _make_collector(self, collector: Any) -> Any:
+        agent, settings = self.agent, self.settings
+        if collector.uses_replay:
+            n_segments = settings.processes if settings.pool_network else 1
+            if agent.buffer is None or agent.buffer.n_segments != n_segments:
+                agent.buffer = agent.make_buffer(n_segments, settings.window_size,
+                                                 settings.clearing_freq, settings.window_size_)
+            else:  # the buffer persists across train() calls; refresh this call's trimming rules
+                agent.buffer.window_size = settings.window_size
+                agent.buffer.clearing_freq = settings.clearing_freq
+                agent.buffer.window_size_ = settings.window_size_
+        return collector(agent, self.learner, self, settings)
 
     def report_adjust(self, logs: dict[str, float]) -> None:
         """One adjuster run: ``on_adjust(logs)``; the values also go into the next episode's logs

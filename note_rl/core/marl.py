@@ -116,9 +116,19 @@ class MultiAgentCollector(EpisodeCollector):
     terminations (``possible_agents`` order) go through ``agent.marl_reward_done`` and the joint
     transition is stored; training then runs on the usual cadence."""
 
-    def __init__(self, agent: Any, learner: Any, trainer: Any) -> None:
-        super().__init__(agent, learner, trainer)
+    def __init__(self, agent: Any, learner: Any, trainer: Any, settings: Any = None) -> None:
+        super().__init__(agent, learner, trainer, settings)
         self.names = list(self.env.possible_agents)
+
+    @classmethod
+    def check(cls, agent: Any, settings: Any) -> None:
+        """MARL runs off-policy agents in one process on a PettingZoo-parallel-style env."""
+        values = {k: getattr(agent, k) for k in ("MARL", "HER", "PR", "PPO", "num_steps")}
+        conflict = marl_conflict(values, settings.pool_network, bool(getattr(agent, "n_steps", None)))
+        if conflict:
+            raise ValueError(f"train(): {conflict}")
+        check_marl_env(agent.env)
+        check_marl_agent(agent)
 
     def _reset(self) -> np.ndarray:
         return joint_obs(super()._reset(), self.names)

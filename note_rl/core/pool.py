@@ -26,7 +26,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..utils import scalar
-from .collect import TrainingCadence, train_on_rollout
+from .collect import Collector, TrainingCadence, train_on_rollout
 from .envs import EnvFactory, dumps_noting_main, is_discrete
 from .pool_worker import worker_main
 from .settings import TrainSettings
@@ -151,7 +151,7 @@ def _explore_state(agent: Any, p: int) -> dict[str, Any]:
     return {k: copy.copy(getattr(policy, k)) for k in getattr(policy, "_state_keys", ())}
 
 
-class PoolCollector:
+class PoolCollector(Collector):
     """Off-policy pool collection (one unit = one phase)."""
 
     def __init__(self, agent: Any, learner: Any, trainer: Any, settings: TrainSettings) -> None:
@@ -166,8 +166,8 @@ class PoolCollector:
         self.sent_weights: list[np.ndarray] | None = None  # what the workers' actors hold
 
     def _segment(self, p: int) -> int:
-        agent, buffer = self.agent, self.agent.buffer
-        if not (self.settings.random or not agent.PR):
+        buffer = self.agent.buffer
+        if buffer.own_segments and not self.settings.random:
             return p
         if buffer.sizes[p] == 0:
             return p
@@ -251,8 +251,10 @@ class PoolCollector:
         self.pool.close()
 
 
-class PoolRolloutCollector:
+class PoolRolloutCollector(Collector):
     """On-policy pool collection: each worker runs ``n_envs / processes`` envs for ``n_steps``."""
+
+    uses_replay = False
 
     def __init__(self, agent: Any, learner: Any, trainer: Any, settings: TrainSettings) -> None:
         self.agent, self.learner, self.trainer = agent, learner, trainer
