@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from note_rl.backends import backend_info, get_backend
+from note_rl.backends import get_backend
 
 from .schema import AGENT_SETTINGS, ConfigError, check_agent_backend
 from .targets import build, import_target

@@ -21,7 +21,7 @@ this module decides what a trial of a ``tuner=optuna`` study trains.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from typing import Callable
 
 import optuna
 from omegaconf import DictConfig, OmegaConf

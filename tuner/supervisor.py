@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import time
 from multiprocessing.connection import wait
-from typing import Any, Callable
+from typing import Callable
 
 import optuna
 from optuna.trial import TrialState

@@ -91,17 +91,46 @@ def _distinct(items: Any) -> list[Any]:
     return out
 
 
-def _clip(grads: list[Any], groups: Sequence[BoundGroup], bounds: np.ndarray,
-          clip_norm: float | None) -> list[Any]:
-    """Each group's gradient clipped to its ``max_grad_norm``, then all of them to ``clip_norm``."""
-    grads = list(grads)
-    for i, g in enumerate(groups):
-        if g.max_grad_norm is not None:
-            grads[bounds[i]:bounds[i + 1]], _ = tf.clip_by_global_norm(grads[bounds[i]:bounds[i + 1]],
-                                                                       g.max_grad_norm)
-    if clip_norm is not None:
-        grads, _ = tf.clip_by_global_norm(grads, clip_norm)
-    return list(grads)
+class _NeedsPersistentTape(Exception):
+    """Raised while tracing a step whose loss function returned several losses."""
+
+
+class _GroupUpdate:
+    """The graph code of one step after the loss: split the losses over the groups, differentiate,
+    clip (each group to its ``max_grad_norm``, then all to ``clip_norm``), apply each optimizer once
+    and collect what the loss recorded.  Called while tracing; AutoGraph leaves it alone."""
+
+    def __init__(self, groups: Sequence[BoundGroup], clip_norm: float | None, recorder: Any) -> None:
+        self.groups, self.clip_norm, self.recorder = list(groups), clip_norm, recorder
+        self.names = [g.name for g in groups]
+        self.flat = [v for g in groups for v in g.variables]
+        self.bounds = np.cumsum([0] + [len(g.variables) for g in groups])
+        self.optimizers = _distinct(g.optimizer for g in groups)
+        self.labels: list[str | None] = []  # the losses' labels, known once traced
+
+    @tf.autograph.experimental.do_not_convert
+    def __call__(self, tape: Any, out: Any, persistent: bool) -> Any:
+        parts = split_losses(out, self.names)
+        if len(parts) > 1 and not persistent:
+            raise _NeedsPersistentTape
+        b = self.bounds
+        if len(parts) == 1:
+            grads = list(tape.gradient(parts[0][1], self.flat))
+        else:
+            grads = [None] * len(self.flat)
+            for _, loss, (i,) in parts:
+                grads[b[i]:b[i + 1]] = tape.gradient(loss, self.groups[i].variables)
+        for i, g in enumerate(self.groups):
+            if g.max_grad_norm is not None:
+                grads[b[i]:b[i + 1]] = tf.clip_by_global_norm(grads[b[i]:b[i + 1]], g.max_grad_norm)[0]
+        if self.clip_norm is not None:
+            grads = list(tf.clip_by_global_norm(grads, self.clip_norm)[0])
+        for opt in self.optimizers:
+            opt.apply_gradients([(g, v) for i, grp in enumerate(self.groups) if grp.optimizer is opt
+                                 for g, v in zip(grads[b[i]:b[i + 1]], grp.variables) if g is not None])
+        td, ratio = self.recorder.pop()
+        self.labels = [label for label, _, _ in parts]
+        return [loss for _, loss, _ in parts], td, ratio
 
 
 def _config_value(value: Any) -> Any:
@@ -228,39 +257,33 @@ class TFBackend(Backend):
 
     def make_update(self, loss_fn: Callable[..., Any], groups: Sequence[BoundGroup], recorder: Any,
                     jit: bool, clip_norm: float | None = None) -> StepFn:
-        names = [g.name for g in groups]
-        flat = [v for g in groups for v in g.variables]
-        bounds = np.cumsum([0] + [len(g.variables) for g in groups])
-        optimizers = _distinct(g.optimizer for g in groups)
-        labels: list[str | None] = []  # filled while tracing: the losses' labels
+        update = _GroupUpdate(groups, clip_norm, recorder)
+        # A persistent tape (one gradient per loss) only for a loss function that returns several
+        # losses: it makes the traced graph larger and tracing slower.  The first trace finds out.
+        mode = {"persistent": False}
 
         def body(*inputs: Any) -> Any:
-            with tf.GradientTape(persistent=True) as tape:
-                parts = split_losses(loss_fn(*inputs), names)
-            if len(parts) == 1:
-                grads = tape.gradient(parts[0][1], flat)
-            else:
-                grads = [None] * len(flat)
-                for _, loss, (i,) in parts:
-                    grads[bounds[i]:bounds[i + 1]] = tape.gradient(loss, groups[i].variables)
-            del tape
-            grads = _clip(grads, groups, bounds, clip_norm)
-            for opt in optimizers:
-                opt.apply_gradients([(g, v) for i, grp in enumerate(groups) if grp.optimizer is opt
-                                     for g, v in zip(grads[bounds[i]:bounds[i + 1]], grp.variables)
-                                     if g is not None])
-            td, ratio = recorder.pop()
-            labels[:] = [label for label, _, _ in parts]
-            return [loss for _, loss, _ in parts], td, ratio
+            # kept this small: AutoGraph converts it (and through it the user's loss); the update
+            # itself is plain graph code it need not analyse
+            with tf.GradientTape(persistent=mode["persistent"]) as tape:
+                out = loss_fn(*inputs)
+            return update(tape, out, mode["persistent"])
 
         compiled = _ByShape(body, jit)
 
         def step(arrays: Sequence[np.ndarray]) -> StepResult:
-            losses, td, ratio = compiled(*arrays)
+            nonlocal compiled
+            try:
+                losses, td, ratio = compiled(*arrays)
+            except _NeedsPersistentTape:  # raised while tracing: nothing ran yet
+                recorder.pop()
+                mode["persistent"] = True
+                compiled = _ByShape(body, jit)
+                losses, td, ratio = compiled(*arrays)
             values = [float(v) for v in losses]
             if len(values) == 1:
                 return StepResult(values[0], _numpy(td), _numpy(ratio))
-            return StepResult(sum(values), _numpy(td), _numpy(ratio), dict(zip(labels, values)))
+            return StepResult(sum(values), _numpy(td), _numpy(ratio), dict(zip(update.labels, values)))
 
         return step
 

@@ -59,7 +59,6 @@ def test_loss_labels_follow_the_groups() -> None:
 
 
 def _torch_copy(weights):
-    import torch
 
     from note_rl.agents.torch import MLP
 

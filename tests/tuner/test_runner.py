@@ -1,14 +1,13 @@
 """The one trial runner shared by studies, the sweeper and the finders: a timed-out trial is killed
 with every process it started, dead drivers' trials are failed, messages are typed."""
 
-import os
 import socket
 import time
 
 import optuna
 import pytest
 
-from tests.tuner.conftest import TINY, run_app
+from tests.tuner.conftest import run_app
 from tuner.messages import Decision, Failure, Report, Result, TrialSpec, seed_configs
 
 HANG = ["env.module=tests.tuner.faulty_envs", "env.id=PidHang-v0", "strategy=pool_network",

@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .common import describe_optimizer, optimizer_spec, python_api_study
+from .common import describe_optimizer, python_api_study
 from .lr import agent_spec
 from .runner import Candidate, failure, run_candidates
 
