@@ -29,6 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+from .backends.base import distinct
+
 __all__ = ["ParamGroup", "LossTerm", "TargetUpdate", "UpdateSpec", "default_spec", "bind_optimizers",
            "param_groups", "optimizer_list", "shared_groups"]
 
@@ -158,11 +160,7 @@ def optimizer_list(optimizer: Any) -> list[Any]:
         return []
     items = list(optimizer.values()) if isinstance(optimizer, Mapping) else \
         list(optimizer) if isinstance(optimizer, (list, tuple)) else [optimizer]
-    out: list[Any] = []
-    for opt in items:
-        if all(opt is not o for o in out):
-            out.append(opt)
-    return out
+    return distinct(items)
 
 
 def bind_optimizers(groups: Sequence[ParamGroup], optimizer: Any) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-__all__ = ["Backend", "StepResult", "BoundGroup", "split_losses", "sum_losses", "DeviceError",
+__all__ = ["Backend", "StepResult", "BoundGroup", "split_losses", "sum_losses", "distinct", "DeviceError",
            "export_thread_env", "check_device_name", "DEVICE_CHOICES"]
 
 #: what ``backend.device`` accepts (``cuda:N`` too); ``auto`` picks a GPU when one is present
@@ -77,6 +77,15 @@ def split_losses(out: Any, names: Sequence[str]) -> list[tuple[str | None, Any, 
                              f"group(s) {list(names)}: return one loss per group (or a single loss)")
         return [(names[i], v, [i]) for i, v in enumerate(out)]
     return [(None, out, list(range(len(names))))]
+
+
+def distinct(items: Any) -> list[Any]:
+    """The items in order, each object once (by identity: optimizers are not hashable by value)."""
+    out: list[Any] = []
+    for item in items:
+        if all(item is not o for o in out):
+            out.append(item)
+    return out
 
 
 def sum_losses(out: Any) -> Any:
@@ -172,7 +181,7 @@ class Backend(ABC):
 
     @abstractmethod
     def make_update(self, loss_fn: Callable[..., Any], groups: Sequence[BoundGroup], recorder: Any,
-                    jit: bool, clip_norm: float | None = None) -> StepFn:
+                    jit: bool, clip_norm: float | None = None, every_group: bool = True) -> StepFn:
         """Build ``step(arrays) -> StepResult``: one gradient step of ``loss_fn(*arrays)``.
 
         ``loss_fn`` returns one loss, whose gradient with respect to every group is applied by
@@ -181,6 +190,8 @@ class Backend(ABC):
         Each group's gradient is clipped to its ``max_grad_norm``, then all of them together to
         ``clip_norm``.  An optimizer shared by several groups steps once, with all their gradients.
         Whatever the loss gave ``recorder.update(TD, ratio)`` is returned as numpy.
+        ``every_group=False`` says that other groups (stepped by other terms) may be read by the loss:
+        their gradients must then be left alone.
         """
 
     def make_step(self, loss_fn: Callable[..., Any], optimizers: Sequence[Any],

@@ -45,7 +45,7 @@ import numpy as np  # noqa: E402
 
 from ..optim import OptimizerSpec  # noqa: E402
 from .base import (Backend, BoundGroup, DeviceError, StepFn, StepResult, check_device_name,  # noqa: E402
-                   split_losses, sum_losses)
+                   distinct, split_losses, sum_losses)
 
 __all__ = ["TFBackend", "BACKEND"]
 
@@ -83,13 +83,6 @@ class _ByShape:
         return fn(*[tf.constant(a) for a in arrays])
 
 
-def _distinct(items: Any) -> list[Any]:
-    out: list[Any] = []
-    for item in items:
-        if all(item is not o for o in out):
-            out.append(item)
-    return out
-
 
 class _NeedsPersistentTape(Exception):
     """Raised while tracing a step whose loss function returned several losses."""
@@ -105,7 +98,7 @@ class _GroupUpdate:
         self.names = [g.name for g in groups]
         self.flat = [v for g in groups for v in g.variables]
         self.bounds = np.cumsum([0] + [len(g.variables) for g in groups])
-        self.optimizers = _distinct(g.optimizer for g in groups)
+        self.optimizers = distinct(g.optimizer for g in groups)
         self.labels: list[str | None] = []  # the losses' labels, known once traced
 
     @tf.autograph.experimental.do_not_convert
@@ -256,7 +249,8 @@ class TFBackend(Backend):
         return act
 
     def make_update(self, loss_fn: Callable[..., Any], groups: Sequence[BoundGroup], recorder: Any,
-                    jit: bool, clip_norm: float | None = None) -> StepFn:
+                    jit: bool, clip_norm: float | None = None, every_group: bool = True) -> StepFn:
+        # (every_group needs nothing here: a tape differentiates with respect to the given variables only)
         update = _GroupUpdate(groups, clip_norm, recorder)
         # A persistent tape (one gradient per loss) only for a loss function that returns several
         # losses: it makes the traced graph larger and tracing slower.  The first trace finds out.

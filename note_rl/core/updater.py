@@ -82,7 +82,8 @@ class Updater:
         for term in spec.terms:
             bound = [BoundGroup(name, self.group_vars[name], self.by_group[name], spec.group(name).max_grad_norm)
                      for name in term.groups]
-            step = backend.make_update(term.fn, bound, agent.prioritized_replay, jit, term.max_grad_norm)
+            step = backend.make_update(term.fn, bound, agent.prioritized_replay, jit, term.max_grad_norm,
+                                       every_group=len(set(term.groups)) == len(spec.groups))
             self.terms.append((term, step, accepts_weights(term.fn, n_fields)))
         self.targets = [(t, _target_pairs(backend, t)) for t in spec.targets if t.every is not None]
         self.backend = backend

@@ -210,6 +210,13 @@ def test_config_objects_are_built_from_their_targets() -> None:
     with pytest.raises(ConfigError, match="^optimizer.beta1: Key 'beta1' not in"):
         validate(compose_cfg(["optimizer._target_=torch.optim.NAdam"]))  # NAdam takes betas, not beta1
 
+    noise = ["+agent.noise._target_=note_rl.noise.OrnsteinUhlenbeckProcess", "+agent.noise.theta=0.15",
+             "+agent.noise.sigma=0.2"]
+    agent = build_agent(OmegaConf.to_container(validate(compose_cfg(noise)), resolve=True))
+    assert type(agent.noise).__name__ == "OrnsteinUhlenbeckProcess" and agent.noise.theta == 0.15
+    with pytest.raises(ConfigError, match="^agent.noise.theta: missing"):  # theta has no default (Note_rl)
+        validate(compose_cfg(noise[:1]))
+
     her = ["buffer=her", "env.id=note_rl/BitFlip-v0", "env.module=note_rl.goal_envs", "+env.kwargs.n_bits=4"]
     agent = build_agent(OmegaConf.to_container(validate(compose_cfg(her)), resolve=True))
     assert agent.HER and isinstance(agent.make_buffer(), HerReplayBuffer) and agent.state_dim == 8
