@@ -79,7 +79,10 @@ def build_agent(cfg: dict[str, Any]) -> Any:
     context = dict(env=env, seed=seed, device=cfg["backend"]["device"], **_spaces(env))
     agent = build(a, drop=(*AGENT_SETTINGS, "name", "lr"), **context)
     settings = {k: a.get(k) for k in AGENT_SETTINGS if k in a and k not in ("policy", "noise")}
-    agent.set(policy=_object(a.get("policy")), noise=_object(a.get("noise")), pool_size=buf["pool_size"],
+    noise = a.get("noise")
+    if noise is not None and "size" not in noise and "action_dim" in context:
+        noise = {**noise, "size": context["action_dim"]}  # one sample per action dimension
+    agent.set(policy=_object(a.get("policy")), noise=_object(noise), pool_size=buf["pool_size"],
               buffer=import_target(buf["_target_"]), alpha=buf["alpha"], lambda_=buf["lambda_"],
               beta=buf["beta"], initial_TD=buf["initial_TD"], initial_ratio=buf["initial_ratio"],
               her_k=buf.get("her_k", 4), trial_count=cfg["objective"]["last_k"],

@@ -115,7 +115,51 @@ class PPOConf(_MLPAgent):
     linear_decay: bool = False
 
 
-BUILTIN_AGENTS: dict[str, type] = {"DQN": DQNConf, "PPO": PPOConf}
+@dataclass
+class _OffPolicyAC(AgentCommon):
+    hidden_size: list[int] = field(default_factory=lambda: [256, 256])
+    activation: str = "relu"
+    gamma: float = 0.99
+    tau: float = 0.005
+
+
+@dataclass
+class DDPGConf(_OffPolicyAC):
+    """``note_rl.agents.<backend>.DDPG``."""
+
+    name: str = "ddpg"
+
+
+@dataclass
+class TD3Conf(_OffPolicyAC):
+    """``note_rl.agents.<backend>.TD3``."""
+
+    name: str = "td3"
+    policy_delay: int = 2
+    target_policy_noise: float = 0.2
+    target_noise_clip: float = 0.5
+    n_critics: int = 2
+
+
+@dataclass
+class SACConf(_OffPolicyAC):
+    """``note_rl.agents.<backend>.SAC``; ``ent_coef`` / ``target_entropy`` take a number or
+    ``auto`` (``auto_0.1``: learned from 0.1)."""
+
+    name: str = "sac"
+    ent_coef: Any = "auto"
+    target_entropy: Any = "auto"
+    n_critics: int = 2
+    target_update_interval: int = 1
+
+
+BUILTIN_AGENTS: dict[str, type] = {"DQN": DQNConf, "PPO": PPOConf, "DDPG": DDPGConf, "TD3": TD3Conf,
+                                   "SAC": SACConf}
+#: the action spaces each built-in agent handles (its class's ``action_kinds``, known here without
+#: importing a framework)
+BUILTIN_ACTION_KINDS: dict[str, tuple[str, ...]] = {
+    "DQN": ("discrete",), "PPO": ("discrete",), "DDPG": ("continuous",), "TD3": ("continuous",),
+    "SAC": ("continuous",)}
 
 
 @dataclass
@@ -257,7 +301,8 @@ POSITIVE = ("agent.batch", "agent.train_freq", "agent.num_updates", "agent.updat
             "agent.num_steps", "agent.n_steps", "agent.n_envs", "agent.n_epochs", "buffer.pool_size",
             "strategy.processes", "strategy.num_store", "budget.steps", "budget.episodes",
             "budget.max_updates", "objective.last_k", "optimizer.lr", "agent.lr", "agent.clip",
-            "logger.log_every", "logger.gif_max_steps", "logger.init_timeout")
+            "logger.log_every", "logger.gif_max_steps", "logger.init_timeout", "agent.policy_delay",
+            "agent.n_critics", "agent.target_update_interval")
 UNIT = {"agent.gamma": (0.0, 1.0, False), "agent.tau": (0.0, 1.0, False),
         "agent.lam": (0.0, 1.0, True), "buffer.lambda_": (0.0, 1.0, True),
         "optimizer.beta1": (0.0, 1.0, True), "optimizer.beta2": (0.0, 1.0, True),
@@ -265,7 +310,8 @@ UNIT = {"agent.gamma": (0.0, 1.0, False), "agent.tau": (0.0, 1.0, False),
         "agent.policy.eps": (0.0, 1.0, True)}
 NON_NEGATIVE = ("agent.learning_starts", "buffer.her_k", "agent.entropy_coef", "agent.vf_coef", "buffer.alpha",
                 "buffer.beta", "optimizer.weight_decay", "optimizer.eps", "optimizer.momentum",
-                "agent.max_grad_norm")
+                "agent.max_grad_norm", "agent.target_policy_noise", "agent.target_noise_clip",
+                "agent.noise.sigma", "agent.noise.theta")
 
 
 _ABSENT = object()
@@ -416,6 +462,31 @@ def _check_env(cfg: DictConfig) -> None:
             raise ConfigError(f"env.module: cannot import {cfg.env.module!r} ({exc})") from None
     if cfg.env.id not in gym.registry:
         raise ConfigError(f"env.id: unknown gymnasium environment {cfg.env.id!r}")
+    _check_action_space(cfg)
+
+
+def _check_action_space(cfg: DictConfig) -> None:
+    """The env's actions are of a kind the agent handles (``Pendulum-v1`` with DQN is one line)."""
+    import gymnasium as gym
+
+    target = cfg.agent._target_
+    found = re.fullmatch(r"note_rl\.agents\.\w+\.(\w+)", target)
+    kinds = BUILTIN_ACTION_KINDS.get(found.group(1)) if found else None
+    if kinds is None:
+        kinds = getattr(import_target(target), "action_kinds", None)
+    if not kinds:
+        return
+    try:
+        env = gym.make(cfg.env.id, **OmegaConf.to_container(cfg.env.kwargs, resolve=True))
+    except Exception as exc:  # noqa: BLE001 - a missing extra (box2d, mujoco) or bad kwargs
+        raise ConfigError(f"env.id: cannot make {cfg.env.id!r} ({error_line(exc)})") from None
+    space = env.action_space
+    env.close()
+    kind = "discrete" if isinstance(space, gym.spaces.Discrete) else \
+        "continuous" if isinstance(space, gym.spaces.Box) else type(space).__name__
+    if kind not in kinds:
+        raise ConfigError(f"env.id: {cfg.env.id} has {kind} actions ({space}); {cfg.agent.name} "
+                          f"supports {' and '.join(kinds)} actions")
 
 
 def _check_device(cfg: DictConfig) -> None:

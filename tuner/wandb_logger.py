@@ -384,8 +384,9 @@ def _hparams(agent: Any) -> dict[str, float]:
     """Learning rate(s) (``lr``, and ``lr/1``, ``lr/2``... for further optimizers), batch size and
     epsilon as they are now (adjusters change them)."""
     out: dict[str, float] = {}
-    opts = agent.optimizer if isinstance(agent.optimizer, (list, tuple)) else [agent.optimizer]
-    opts = [o for o in opts if o is not None]
+    from note_rl.update import optimizer_list
+
+    opts = optimizer_list(agent.optimizer)
     for i, opt in enumerate(opts):
         try:
             lr = agent.backend.get_hparam(opt, "lr")

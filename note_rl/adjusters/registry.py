@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..utils import scalar
+from ..update import optimizer_list
 from .rule import BATCH, RATE, SCALE
 
 __all__ = ["HParam", "REGISTRY", "ORDER", "AdjusterError"]
@@ -78,7 +79,7 @@ def _scalar_attr(attr: str, hint: str) -> tuple[Getter, Setter]:
 
 def _optimizer_hparam(name: str) -> tuple[Getter, Setter]:
     def get(agent: Any) -> list[float]:
-        opts = _as_list(agent.optimizer)
+        opts = optimizer_list(agent.optimizer)
         if not opts:
             raise AdjusterError(f"{name}_params given but the agent has no optimizer yet")
         values = [agent.backend.get_hparam(opt, name) for opt in opts]
@@ -88,7 +89,7 @@ def _optimizer_hparam(name: str) -> tuple[Getter, Setter]:
         return [float(v) for v in values]
 
     def set_(agent: Any, values: list[float]) -> None:
-        for opt, value in zip(_as_list(agent.optimizer), values):
+        for opt, value in zip(optimizer_list(agent.optimizer), values):
             agent.backend.set_hparam(opt, name, float(value))
 
     return get, set_

@@ -33,6 +33,15 @@ def make_env(env: Any) -> Any:
     return env
 
 
+def discrete_env(name: str, env: Any) -> Any:
+    """``make_env(env)``, refused in one line when its actions are continuous (a Box space)."""
+    env = make_env(env)
+    if isinstance(getattr(env, "action_space", None), gym.spaces.Box):
+        raise ValueError(f"{name} needs a Discrete action space; the env has {env.action_space} "
+                         "(DDPG, TD3 and SAC take continuous actions)")
+    return env
+
+
 def init_mlp(sizes: Sequence[int], rng: np.random.Generator, ortho_gain: float | None = None) -> list[np.ndarray]:
     """``[W0, b0, W1, b1, ...]`` with ``W`` of shape ``(in, out)``.
 
@@ -92,7 +101,8 @@ class MLPActor:
     """Numpy forward pass of a ReLU MLP (picklable; holds plain arrays).
 
     :param weights: ``[W0, b0, W1, b1, ...]`` with ``W`` of shape ``(in, out)``
-    :param output: ``"linear"`` (Q-values, logits) or ``"softmax"`` (probabilities)
+    :param output: ``"linear"`` (Q-values, logits), ``"softmax"`` (probabilities) or ``"tanh"``
+        (actions in ``[-1, 1]``)
     :param activation: hidden activation, ``"relu"`` or ``"tanh"``
     """
 
@@ -117,6 +127,8 @@ class MLPActor:
                     np.maximum(x, 0.0, out=x)
         if self.output == "softmax":
             x = np.exp(log_softmax(x))
+        elif self.output == "tanh":
+            np.tanh(x, out=x)
         return x
 
 

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..update import LossTerm, ParamGroup, TargetUpdate, UpdateSpec
-from .common import ACTIVATIONS, LiveActor, MLPActor, SeededInit, hidden_sizes, init_mlp, make_env
+from .common import ACTIVATIONS, LiveActor, MLPActor, SeededInit, discrete_env, hidden_sizes, init_mlp
 
 __all__ = ["DQNMixin"]
 
@@ -50,7 +50,7 @@ class DQNMixin(SeededInit):
         if max_grad_norm is not None and not max_grad_norm > 0:
             raise ValueError(f"DQN(max_grad_norm={max_grad_norm!r}): must be > 0 or None")
         self.max_grad_norm = max_grad_norm
-        self.env = make_env(env)
+        self.env = discrete_env("DQN", env)
         self.ortho_init = bool(ortho_init)
         return self.initial_weights(seed)[0]
 

@@ -13,15 +13,17 @@ from ..keras import RL
 from .dqn import DQNMixin
 from .ppo import PPOMixin
 
-__all__ = ["DQN", "PPO", "mlp"]
+__all__ = ["DQN", "PPO", "mlp", "DDPG", "TD3", "SAC"]
 
 
-def mlp(weights: Sequence[np.ndarray], activation: str = "relu") -> keras.Sequential:
-    """MLP of ``Dense`` layers (``relu`` or ``tanh``) initialised from ``[W0, b0, W1, b1, ...]``."""
+def mlp(weights: Sequence[np.ndarray], activation: str = "relu", output: str = "linear") -> keras.Sequential:
+    """MLP of ``Dense`` layers (``relu`` or ``tanh``) initialised from ``[W0, b0, W1, b1, ...]``;
+    ``output="tanh"`` squashes the last layer (actions in ``[-1, 1]``)."""
     n = len(weights) // 2
     layers: list[Any] = [keras.Input((weights[0].shape[0],))]
+    last = "tanh" if output == "tanh" else None
     for i in range(n):
-        layers.append(keras.layers.Dense(weights[2 * i].shape[1], activation=activation if i < n - 1 else None))
+        layers.append(keras.layers.Dense(weights[2 * i].shape[1], activation=activation if i < n - 1 else last))
     model = keras.Sequential(layers)
     model.set_weights([np.asarray(w, dtype=np.float32) for w in weights])
     return model
@@ -164,3 +166,6 @@ class PPO(PPOMixin, RL):
         value_loss = tf.reduce_mean(tf.square(ret - self.critic(s)[:, 0]))
         loss = policy_loss + self.vf_coef * value_loss
         return loss - self.entropy_coef * self._entropy(logits) if self.entropy_coef else loss
+
+
+from .keras_ac import DDPG, SAC, TD3  # noqa: E402 - they build on mlp above

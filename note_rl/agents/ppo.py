@@ -24,7 +24,7 @@ import numpy as np
 
 from ..utils import log_softmax
 from ..update import LossTerm, ParamGroup, TargetUpdate, UpdateSpec
-from .common import ACTIVATIONS, LiveActor, MLPActor, SeededInit, hidden_sizes, init_mlp, make_env
+from .common import ACTIVATIONS, LiveActor, MLPActor, SeededInit, discrete_env, hidden_sizes, init_mlp
 
 __all__ = ["PPOMixin"]
 
@@ -66,7 +66,7 @@ class PPOMixin(SeededInit):
         self.normalize_advantage = bool(normalize_advantage)
         self.max_grad_norm = max_grad_norm
         self.linear_decay = bool(linear_decay)
-        self.env = make_env(env)
+        self.env = discrete_env("PPO", env)
         self.PPO = self.n_steps is None  # replay mode scores PR items by TD and ratio
         self._initial_lrs: list[float] | None = None
         self.ortho_init = bool(ortho_init)

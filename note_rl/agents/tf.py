@@ -1,6 +1,6 @@
 """The built-in agents of the ``tf`` backend under the backend's name, so that a config can name
 them as ``note_rl.agents.${backend.name}.DQN`` (the same classes as :mod:`note_rl.agents.keras`)."""
 
-from .keras import DQN, PPO
+from .keras import DDPG, DQN, PPO, SAC, TD3
 
-__all__ = ["DQN", "PPO"]
+__all__ = ["DQN", "PPO", "DDPG", "TD3", "SAC"]

@@ -1,4 +1,5 @@
-"""Built-in agents on the PyTorch backend: ``DQN`` and ``PPO``."""
+"""Built-in agents on the PyTorch backend: ``DQN`` and ``PPO`` here, ``DDPG``, ``TD3`` and ``SAC`` from
+:mod:`note_rl.agents.torch_ac`."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from ..torch import RL_pytorch
 from .dqn import DQNMixin
 from .ppo import PPOMixin
 
-__all__ = ["DQN", "PPO", "MLP"]
+__all__ = ["DQN", "PPO", "MLP", "DDPG", "TD3", "SAC"]
 
 
 class MLP(torch.nn.Module):
@@ -20,11 +21,13 @@ class MLP(torch.nn.Module):
 
     :param weights: initial ``[W0, b0, W1, b1, ...]``
     :param activation: ``"relu"`` or ``"tanh"``
+    :param output: ``"linear"`` or ``"tanh"`` (actions in ``[-1, 1]``)
     """
 
-    def __init__(self, weights: Sequence[np.ndarray], activation: str = "relu") -> None:
+    def __init__(self, weights: Sequence[np.ndarray], activation: str = "relu", output: str = "linear") -> None:
         super().__init__()
         self.act = torch.tanh if activation == "tanh" else torch.relu
+        self.squash = output == "tanh"
         self.layers = torch.nn.ParameterList(
             [torch.nn.Parameter(torch.as_tensor(np.array(w, dtype=np.float32))) for w in weights])
 
@@ -35,7 +38,7 @@ class MLP(torch.nn.Module):
             x = torch.addmm(layers[2 * i + 1], x, layers[2 * i])  # one fused op per layer
             if i < n - 1:
                 x = self.act(x)
-        return x
+        return torch.tanh(x) if self.squash else x
 
     def numpy_weights(self) -> list[np.ndarray]:
         # on the CPU zero-copy views (the optimizer updates the parameters in place); copies from a GPU
@@ -206,3 +209,6 @@ class PPO(PPOMixin, RL_pytorch):
         value_loss = ((ret - self.critic(s)[:, 0]) ** 2).mean()
         loss = policy_loss + self.vf_coef * value_loss
         return loss - self.entropy_coef * self._entropy(logits) if self.entropy_coef else loss
+
+
+from .torch_ac import DDPG, SAC, TD3  # noqa: E402 - they build on MLP above

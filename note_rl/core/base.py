@@ -281,6 +281,11 @@ class RLBase(AdjusterMixin):
             return int(np.argmax(output))
         return output
 
+    def greedy_action(self, output: np.ndarray) -> Any:
+        """The action without exploration for one network output (``run_agent``, evaluation): the
+        best discrete action, or the output itself for continuous actions."""
+        return int(np.argmax(output)) if envs.is_discrete(self.env) else output
+
     def reset_seed(self) -> int | None:
         """Seed for the next env reset: the ``set(seed=...)`` value the first time after seeding,
         then ``None`` so that later episodes continue the env's own generator.  (Note_rl reset
@@ -339,7 +344,10 @@ class RLBase(AdjusterMixin):
 
     def fit(self, optimizer: Any = None, episodes: int | None = None, **options: Any) -> float | None:
         """``train()`` with one signature in both backends: the optimizer (one, a list or a dict),
-        the episode count, then any ``train()`` option by name (``train_loss`` included)."""
+        the episode count, then any ``train()`` option by name (``train_loss`` included).  Options
+        left out take this backend's ``train()`` defaults (``jit_compile`` differs by backend)."""
+        if "jit_compile" not in options:
+            options["jit_compile"] = inspect.signature(self.train).parameters["jit_compile"].default
         return self._train(optimizer, episodes, TrainSettings(**options))
 
     def loss_accepts_weights(self) -> bool:

@@ -69,19 +69,13 @@ def run_agent(agent: Any, max_steps: int, seed: int | None = None,
     for steps in range(1, max_steps + 1):
         flat = flatten_goal_obs(state) if isinstance(state, dict) else state  # goal env (HER)
         output = agent.act_output(np.asarray(flat, dtype=np.float32)[None])[0]
-        action = int(np.argmax(output)) if _discrete(env) else output
+        action = agent.greedy_action(output)
         state, reward, terminated, truncated, _ = env.step(action)
         states.append(state)
         total += float(reward)
         if terminated or truncated:
             break
     return states, total, steps
-
-
-def _discrete(env: Any) -> bool:
-    import gymnasium as gym
-
-    return isinstance(env.action_space, gym.spaces.Discrete)
 
 
 ANIMATION_MODES = ("rgb_array",)
@@ -142,7 +136,7 @@ def animate_agent(agent: Any, max_steps: int, save_path: str | None = None, fps:
         frames.append(np.asarray(env.render()))
         flat = flatten_goal_obs(state) if isinstance(state, dict) else state  # goal env (HER)
         output = agent.act_output(np.asarray(flat, dtype=np.float32)[None])[0]
-        action = int(np.argmax(output)) if _discrete(env) else output
+        action = agent.greedy_action(output)
         state, reward, terminated, truncated, _ = env.step(action)
         total += float(reward)
         if terminated or truncated:

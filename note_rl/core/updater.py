@@ -29,9 +29,11 @@ def accepts_weights(fn: Any, n_fields: int = 5) -> bool:
 
 
 def _variables(backend: Any, obj: Any) -> list[Any]:
-    """Variables of a network object, or of a (nested) list of variables."""
-    if isinstance(obj, (list, tuple)) or backend.is_variable(obj):
-        return backend.flatten(obj)
+    """Variables of a network object, or of a (nested) list of networks or variables."""
+    if backend.is_variable(obj):
+        return [obj]
+    if isinstance(obj, (list, tuple)):
+        return [v for item in obj for v in _variables(backend, item)]
     return backend.module_variables(obj)
 
 

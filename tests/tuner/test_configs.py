@@ -2,6 +2,7 @@
 
 import os
 
+import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
@@ -25,17 +26,30 @@ def test_every_option_composes_and_validates(group, option) -> None:
         overrides.append("agent.n_steps=null")  # prioritized PPO trains from the replay buffer
     if group == "search" and option in _options("agent"):
         overrides.append(f"agent={option}")  # an agent's search space tunes that agent's fields
+    if group == "hyperparams":  # <agent>_<env>: the preset loads for that pair
+        agent, env = option.split("_", 1)
+        overrides = [f"agent={agent}", f"env={env}"]
+    if group == "env" and option in CONTINUOUS_ENVS:
+        overrides.append("agent=sac")
+    if group in ("agent", "search") and option in CONTINUOUS_AGENTS:
+        overrides.append("env=pendulum")
     if group == "adjuster" and option == "ess":
         overrides.append("buffer=prioritized")  # the ESS is a property of replay priorities
     cfg = validate(compose_cfg(overrides))
-    assert OmegaConf.select(cfg, group) is not None
+    assert group == "hyperparams" or OmegaConf.select(cfg, group) is not None  # presets are _global_
     parse_space(cfg.search, cfg)
 
 
+CONTINUOUS_ENVS = ("pendulum", "mountain_car_continuous", "lunar_lander_continuous", "hopper", "half_cheetah")
+CONTINUOUS_AGENTS = ("ddpg", "td3", "sac")
+
+
 @pytest.mark.parametrize("backend", ["torch", "tf"])
-@pytest.mark.parametrize("agent", ["dqn", "ppo"])
+@pytest.mark.parametrize("agent", ["dqn", "ppo", *CONTINUOUS_AGENTS])
 def test_agents_build_on_each_backend(backend, agent) -> None:
-    cfg = OmegaConf.to_container(validate(compose_cfg([f"backend={backend}", f"agent={agent}"])), resolve=True)
+    env = ["env=pendulum"] if agent in CONTINUOUS_AGENTS else []
+    cfg = OmegaConf.to_container(validate(compose_cfg([f"backend={backend}", f"agent={agent}", *env])),
+                                 resolve=True)
     built = build_agent(cfg)
     assert built.backend_name == backend and built.batch == cfg["agent"]["batch"]
     assert built.gamma is not None and train_kwargs(cfg)["steps"] == cfg["budget"]["steps"]
@@ -220,3 +234,37 @@ def test_config_objects_are_built_from_their_targets() -> None:
     her = ["buffer=her", "env.id=note_rl/BitFlip-v0", "env.module=note_rl.goal_envs", "+env.kwargs.n_bits=4"]
     agent = build_agent(OmegaConf.to_container(validate(compose_cfg(her)), resolve=True))
     assert agent.HER and isinstance(agent.make_buffer(), HerReplayBuffer) and agent.state_dim == 8
+
+
+@pytest.mark.parametrize("preset", _options("hyperparams"))
+def test_hyperparams_presets_reach_the_agent(preset) -> None:
+    """``agent=<a> env=<e>`` loads conf/hyperparams/<a>_<e>.yaml over the agent's defaults (and the
+    command line still wins); the agent builds on that env."""
+    agent, env = preset.split("_", 1)
+    data = OmegaConf.load(os.path.join(CONF_DIR, "hyperparams", f"{preset}.yaml"))
+    cfg = validate(compose_cfg([f"agent={agent}", f"env={env}", "backend=torch"]))
+    for key, value in data.agent.items():
+        if key not in ("policy", "noise"):
+            assert cfg.agent[key] == value, key
+    assert cfg.budget.steps == data.budget.steps
+    built = build_agent(OmegaConf.to_container(cfg, resolve=True))
+    assert built.gamma is not None and built.batch == cfg.agent.batch
+    if "noise" in data.agent:
+        assert type(built.noise).__name__ == data.agent.noise._target_.rsplit(".", 1)[1]
+        assert np.shape(built.noise.sample()) == (built.action_dim,)
+    assert compose_cfg([f"agent={agent}", f"env={env}", "agent.lr=0.123"]).agent.lr == 0.123
+
+
+def test_sac_pendulum_preset_is_rl_zoo_s() -> None:
+    cfg = compose_cfg(["agent=sac", "env=pendulum"])
+    assert (cfg.agent.lr, cfg.budget.steps, cfg.agent.hidden_size, cfg.env.id) == (1e-3, 20000, [256, 256], "Pendulum-v1")
+    assert compose_cfg(["agent=sac"]).agent.lr == 3e-4  # no preset for sac + cartpole: the agent's defaults
+
+
+@pytest.mark.parametrize("agent,env,kind", [("dqn", "pendulum", "continuous"), ("sac", "cartpole", "discrete"),
+                                            ("ppo", "hopper", "continuous")])
+def test_agent_and_env_action_kinds_must_match(agent, env, kind) -> None:
+    with pytest.raises(ConfigError) as info:
+        validate(compose_cfg([f"agent={agent}", f"env={env}"]))
+    assert str(info.value).startswith("env.id: ") and f"has {kind} actions" in str(info.value)
+    assert "\n" not in str(info.value)

@@ -8,8 +8,8 @@ from typing import Any, Callable
 import numpy as np
 
 from note_rl.callbacks import Callback
+from note_rl.update import optimizer_list
 
-from .common import as_list
 
 __all__ = ["EpisodeRecorder", "LRRangeTest", "windowed_normalize"]
 
@@ -107,7 +107,7 @@ class LRRangeTest(EpisodeRecorder):
         return self.start_lr * self.factor ** self.k
 
     def _apply(self) -> None:
-        for opt in as_list(self.model.optimizer):
+        for opt in optimizer_list(self.model.optimizer):
             self.model.backend.set_hparam(opt, "lr", self.lr)
 
     def _advance(self) -> None:
@@ -134,7 +134,7 @@ class LRRangeTest(EpisodeRecorder):
         self.normalized.append(float(windowed_normalize(self.rewards, self.window_size)[-1]))
         if logs is not None:  # the episode's point for loggers later in the callback list (wandb);
             # every optimizer follows the schedule: `lr/i` as the wandb logger names the others
-            lr, n = self.episode_lrs[-1], len(as_list(self.model.optimizer))
+            lr, n = self.episode_lrs[-1], len(optimizer_list(self.model.optimizer))
             logs["lr_finder"] = {"lr": lr, **{f"lr/{i}": lr for i in range(1, n)},
                                  "normalized_reward": self.normalized[-1],
                                  **({} if self.losses[-1] is None else {"loss": self.losses[-1]})}

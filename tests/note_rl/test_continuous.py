@@ -1,0 +1,230 @@
+"""The built-in continuous-control agents (DDPG, TD3, SAC): updates worked out by hand, the same
+updates in both backends (to 1e-5), Box-action handling, and a short training run of each."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from note_rl.agents.common import MLPActor
+from note_rl.agents.continuous import squashed_log_prob
+from note_rl.core.updater import Updater
+from tests.conftest import agents_module
+
+pytest.importorskip("torch")
+pytest.importorskip("tensorflow")
+
+LR = 0.05
+HIDDEN = [16, 8]
+
+
+def _batch(rng, n=32, obs=3, act=1):
+    return [rng.normal(size=(n, obs)).astype(np.float32), rng.uniform(-1, 1, (n, act)).astype(np.float32),
+            rng.normal(size=(n, obs)).astype(np.float32), rng.normal(size=n).astype(np.float32),
+            (rng.random(n) < 0.2).astype(np.float32)]
+
+
+def _sgd(backend, variables):
+    if backend == "torch":
+        import torch
+
+        return torch.optim.SGD(variables, lr=LR)
+    import keras
+
+    return keras.optimizers.SGD(learning_rate=LR)
+
+
+def _nets(agent):
+    """Every network's weights as numpy arrays, by name."""
+    b = agent.backend
+    nets = {"actor": agent.actor}
+    nets.update({f"critic{i}": c for i, c in enumerate(agent.critics)})
+    nets.update({f"critic_target{i}": c for i, c in enumerate(agent.critic_targets)})
+    if hasattr(agent, "actor_target"):
+        nets["actor_target"] = agent.actor_target
+    out = {k: b.get_weights(b.module_variables(m)) for k, m in nets.items()}
+    if hasattr(agent, "log_alpha"):
+        alpha = agent.log_alpha.detach().numpy() if backend_of(agent) == "torch" else agent.log_alpha.numpy()
+        out["log_alpha"] = [np.array(alpha)]
+    return out
+
+
+def backend_of(agent) -> str:
+    return "torch" if agent.backend_name == "torch" else "tf"
+
+
+def _fixed_normal(agent, value=0.3):
+    """Replace SAC's Gaussian draws by a constant so both backends sample the same actions."""
+    if backend_of(agent) == "torch":
+        import torch
+
+        agent._normal = lambda like: torch.full_like(like, value)
+    else:
+        import tensorflow as tf
+
+        agent._normal = lambda like: tf.fill(tf.shape(like), value)
+
+
+def _run(backend, cls_name, n_updates, **kwargs):
+    agent = getattr(agents_module(backend), cls_name)(hidden_size=HIDDEN, env="Pendulum-v1", seed=1, **kwargs)
+    if cls_name == "SAC":
+        _fixed_normal(agent)
+    updater = Updater(agent, [_sgd(backend, p) for p in agent.param], jit=False)
+    rng = np.random.default_rng(0)
+    history = []
+    for k in range(1, n_updates + 1):
+        result = updater(k, _batch(rng), None)
+        history.append((result.losses, _nets(agent)))
+    return agent, history
+
+
+@pytest.mark.parametrize("cls_name,kwargs", [("TD3", {"target_policy_noise": 0.0}), ("DDPG", {}),
+                                             ("SAC", {}), ("SAC", {"ent_coef": 0.2})])
+def test_updates_match_across_backends(cls_name, kwargs) -> None:
+    (_, torch_hist), (_, tf_hist) = (_run(b, cls_name, 4, **kwargs) for b in ("torch", "tf"))
+    for (lt, wt), (lk, wk) in zip(torch_hist, tf_hist):
+        assert lt.keys() == lk.keys()
+        for name in lt:
+            assert lt[name] == pytest.approx(lk[name], rel=1e-5, abs=1e-6), name
+        for name in wt:
+            for a, b in zip(wt[name], wk[name]):
+                np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_td3_delays_the_actor_and_the_targets() -> None:
+    _, history = _run("torch", "TD3", 4, target_policy_noise=0.0)
+    start = history[0][1]  # after update 1: critics moved, actor and targets not yet
+    fresh = _nets(agents_module("torch").TD3(hidden_size=HIDDEN, env="Pendulum-v1", seed=1))
+    for name in ("actor", "actor_target", "critic_target0", "critic_target1"):
+        for a, b in zip(start[name], fresh[name]):
+            np.testing.assert_array_equal(a, b, err_msg=name)
+    assert not np.allclose(start["critic0"][0], fresh["critic0"][0])
+    assert set(history[0][0]) == {"critic_loss"}
+    assert set(history[1][0]) == {"critic_loss", "actor_loss"}
+    after2 = history[1][1]
+    assert not np.allclose(after2["actor"][0], fresh["actor"][0])
+    # Polyak: target = (1 - tau) * old target + tau * the online net after update 2
+    for t, t0, w in zip(after2["critic_target0"], fresh["critic_target0"], after2["critic0"]):
+        np.testing.assert_allclose(t, 0.995 * t0 + 0.005 * w, rtol=1e-5, atol=1e-7)
+
+
+def test_td3_critic_loss_by_hand() -> None:
+    import torch
+
+    agent = agents_module("torch").TD3(hidden_size=HIDDEN, env="Pendulum-v1", seed=2, gamma=0.9,
+                                       target_policy_noise=0.0)
+    s, a, s2, r, d = _batch(np.random.default_rng(3))
+    w = _nets(agent)
+    next_a = MLPActor(w["actor_target"], "tanh")(s2)
+    q_next = np.minimum(*(MLPActor(w[f"critic_target{i}"])(np.concatenate([s2, next_a], 1))[:, 0] for i in (0, 1)))
+    y = r + 0.9 * (1 - d) * q_next
+    qs = [MLPActor(w[f"critic{i}"])(np.concatenate([s, a], 1))[:, 0] for i in (0, 1)]
+    expected = sum(np.mean((q - y) ** 2) for q in qs)
+    got = agent.critic_loss(*(torch.as_tensor(x) for x in (s, a, s2, r, d)))
+    assert float(got.detach()) == pytest.approx(expected, rel=1e-5)
+    actor = -np.mean(MLPActor(w["critic0"])(np.concatenate([s, MLPActor(w["actor"], "tanh")(s)], 1)))
+    assert float(agent.actor_loss(*(torch.as_tensor(x) for x in (s, a, s2, r, d)))) == pytest.approx(actor, rel=1e-5)
+
+
+def test_sac_log_prob_and_temperature_by_hand() -> None:
+    import torch
+
+    agent = agents_module("torch").SAC(hidden_size=HIDDEN, env="Pendulum-v1", seed=4, ent_coef="auto_0.5")
+    _fixed_normal(agent, 0.3)
+    s = _batch(np.random.default_rng(5))[0]
+    out = MLPActor(_nets(agent)["actor"])(s)
+    mean, log_std = np.split(out, 2, axis=1)
+    log_std = np.clip(log_std, -20, 2)
+    u = mean + np.exp(log_std) * 0.3
+    action, logp = agent._sample(torch.as_tensor(s))
+    np.testing.assert_allclose(action.detach().numpy(), np.tanh(u), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(logp.detach().numpy(), squashed_log_prob(u, mean, log_std), rtol=1e-4, atol=1e-5)
+    # one SGD step of the temperature: d/d log_alpha of -mean(log_alpha * (logp + target_entropy))
+    assert agent.target_entropy == -1.0
+    opt = torch.optim.SGD([agent.log_alpha], lr=LR)
+    loss = agent.alpha_loss(torch.as_tensor(s), None, None, None, None)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    expected = np.log(0.5) + LR * np.mean(squashed_log_prob(u, mean, log_std) - 1.0)
+    assert float(agent.log_alpha) == pytest.approx(expected, rel=1e-5)
+
+
+def test_box_actions_are_rescaled_and_clipped(backend) -> None:
+    from note_rl.noise import GaussianWhiteNoiseProcess
+
+    agent = agents_module(backend).TD3(hidden_size=HIDDEN, env="Pendulum-v1", seed=0)
+    assert (agent.env.action_space.low, agent.env.action_space.high) == (np.float32(-1.0), np.float32(1.0))
+    agent.env.reset(seed=0)
+    agent.env.step(np.array([0.5], np.float32))
+    assert agent.env.unwrapped.last_u == pytest.approx(1.0)  # 0.5 of the [-2, 2] torque range
+    agent.set(noise=GaussianWhiteNoiseProcess(sigma=10.0, size=1, seed=0))
+    actions = np.array([agent.explore(np.array([0.9], np.float32)) for _ in range(50)])
+    assert actions.min() == -1.0 and actions.max() == 1.0  # big noise, clipped to the bounds
+    assert agent.greedy_action(np.array([0.25], np.float32)) == pytest.approx(0.25)
+
+
+def test_sac_acts_with_its_squashed_policy() -> None:
+    agent = agents_module("torch").SAC(hidden_size=HIDDEN, env="Pendulum-v1", seed=0)
+    output = np.array([0.2, -1.0], np.float32)  # mean, log std
+    assert agent.greedy_action(output) == pytest.approx(np.tanh(0.2))
+    samples = np.array([agent.explore(output) for _ in range(2000)])[:, 0]
+    assert np.all(np.abs(samples) < 1.0)
+    assert np.mean(np.arctanh(samples)) == pytest.approx(0.2, abs=0.03)
+    assert np.std(np.arctanh(samples)) == pytest.approx(np.exp(-1.0), rel=0.1)
+
+
+@pytest.mark.parametrize("cls_name", ["DDPG", "TD3", "SAC"])
+def test_discrete_action_envs_are_refused_in_one_line(cls_name) -> None:
+    with pytest.raises(ValueError, match=f"^{cls_name} needs a Box .*Discrete") as info:
+        getattr(agents_module("torch"), cls_name)(env="CartPole-v1")
+    assert "\n" not in str(info.value)
+
+
+def test_dqn_refuses_a_continuous_env_in_one_line() -> None:
+    with pytest.raises(ValueError) as info:
+        agents_module("torch").DQN(3, 16, 1, env="Pendulum-v1")
+    assert str(info.value).startswith("DQN needs a Discrete action space") and "\n" not in str(info.value)
+
+
+def test_seed_signature_of_ddpg(backend) -> None:
+    """The seeds' ``DDPG(hidden_size=128, tau=0.1, gamma=0.98, lr=0.005)``."""
+    agent = agents_module(backend).DDPG(hidden_size=128, tau=0.1, gamma=0.98, lr=0.005)
+    assert (agent.state_dim, agent.action_dim, agent.tau, agent.lr) == (3, 1, 0.1, 0.005)
+    assert agent.env.unwrapped.spec.id == "Pendulum-v1"
+
+
+@pytest.mark.parametrize("cls_name", ["DDPG", "TD3", "SAC"])
+def test_short_training_run(backend, cls_name) -> None:
+    from note_rl.noise import GaussianWhiteNoiseProcess
+
+    agent = getattr(agents_module(backend), cls_name)(hidden_size=[32, 32], env="Pendulum-v1", seed=0)
+    before = _nets(agent)
+    noise = None if cls_name == "SAC" else GaussianWhiteNoiseProcess(sigma=0.1, size=1)
+    agent.set(noise=noise, pool_size=10_000, batch=64, learning_starts=200, seed=0)
+    agent.fit([_adam(backend, p) for p in agent.param], None, steps=400)
+    assert len(agent.reward_list) == 2  # Pendulum episodes are 200 steps
+    losses = [v for v in agent.loss_list if v is not None]
+    assert losses and np.all(np.isfinite(losses))
+    after = _nets(agent)
+    assert not np.allclose(before["actor"][0], after["actor"][0])
+    assert not np.allclose(before["critic0"][0], after["critic0"][0])
+    _, total, steps = agent.run_agent(200, seed=0)
+    assert steps == 200 and np.isfinite(total)
+
+
+def _adam(backend, variables):
+    if backend == "torch":
+        import torch
+
+        return torch.optim.Adam(variables, lr=1e-3)
+    import keras
+
+    return keras.optimizers.Adam(1e-3)
+
+
+def test_env_with_other_bounds_is_wrapped(backend) -> None:
+    env = gym.make("MountainCarContinuous-v0")
+    agent = agents_module(backend).SAC(hidden_size=HIDDEN, env=env, seed=0)
+    assert agent.env is env  # already in [-1, 1]: not wrapped
+    agent = agents_module(backend).SAC(hidden_size=HIDDEN, env="Pendulum-v1", seed=0)
+    assert isinstance(agent.env, gym.wrappers.RescaleAction)
