@@ -228,3 +228,21 @@ def test_env_with_other_bounds_is_wrapped(backend) -> None:
     assert agent.env is env  # already in [-1, 1]: not wrapped
     agent = agents_module(backend).SAC(hidden_size=HIDDEN, env="Pendulum-v1", seed=0)
     assert isinstance(agent.env, gym.wrappers.RescaleAction)
+
+
+@pytest.mark.parametrize("cls_name", ["TD3", "SAC"])
+def test_checkpoint_round_trip(backend, cls_name, tmp_path) -> None:
+    """save() / restore() bring back every network, the targets and SAC's temperature."""
+    make = getattr(agents_module(backend), cls_name)
+    agent = make(hidden_size=[16], env="Pendulum-v1", seed=0)
+    agent.set(pool_size=1000, batch=32, learning_starts=50, seed=0)
+    agent.fit([_adam(backend, p) for p in agent.param], None, steps=200, p=0)
+    path = agent.save(str(tmp_path / "agent.ckpt"))
+    other = make(hidden_size=[16], env="Pendulum-v1", seed=5)
+    other.restore(path, [_adam(backend, p) for p in other.param])
+    saved, restored = _nets(agent), _nets(other)
+    assert saved.keys() == restored.keys()
+    for name in saved:
+        for a, b in zip(saved[name], restored[name]):
+            np.testing.assert_array_equal(a, b, err_msg=name)
+    assert other.reward_list == agent.reward_list
