@@ -31,7 +31,9 @@ def make_env(env_cfg: dict[str, Any]) -> Any:
 
     if env_cfg.get("module"):
         importlib.import_module(env_cfg["module"])
-    return gym.make(env_cfg["id"], **(env_cfg.get("kwargs") or {}))
+    from note_rl.core.envs import flat_observations
+
+    return flat_observations(gym.make(env_cfg["id"], **(env_cfg.get("kwargs") or {})))
 
 
 def _spaces(env: Any) -> dict[str, Any]:

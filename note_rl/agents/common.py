@@ -8,6 +8,7 @@ from typing import Any, Sequence
 import gymnasium as gym
 import numpy as np
 
+from ..core.envs import flat_observations
 from ..utils import log_softmax
 
 __all__ = ["hidden_sizes", "make_env", "init_mlp", "MLPActor", "LiveActor", "SeededInit"]
@@ -25,12 +26,11 @@ def hidden_sizes(hidden_size: int | Sequence[int]) -> list[int]:
 
 
 def make_env(env: Any) -> Any:
-    """``None`` -> CartPole-v1; an id string -> ``gym.make(id)``; an env instance -> itself."""
+    """``None`` -> CartPole-v1; an id string -> ``gym.make(id)``; an env instance -> itself.  A
+    ``Discrete`` observation space is one-hot encoded (:class:`note_rl.core.envs.OneHotObservation`)."""
     if env is None:
         return gym.make("CartPole-v1")
-    if isinstance(env, str):
-        return gym.make(env)
-    return env
+    return flat_observations(gym.make(env) if isinstance(env, str) else env)
 
 
 def discrete_env(name: str, env: Any) -> Any:

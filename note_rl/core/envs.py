@@ -89,6 +89,29 @@ def _is_plain_make(env: Any) -> bool:
     return same
 
 
+class OneHotObservation(gym.ObservationWrapper):
+    """A ``Discrete(n)`` observation as a one-hot ``float32`` vector of length ``n`` (what an MLP
+    can read; FrozenLake, Taxi, CliffWalking)."""
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        space = env.observation_space
+        self.n, self.start = int(space.n), int(space.start)
+        self.observation_space = gym.spaces.Box(0.0, 1.0, (self.n,), np.float32)
+
+    def observation(self, observation: Any) -> np.ndarray:
+        out = np.zeros(self.n, np.float32)
+        out[int(observation) - self.start] = 1.0
+        return out
+
+
+def flat_observations(env: Any) -> Any:
+    """``env`` with a ``Discrete`` observation space one-hot encoded (others unchanged)."""
+    if isinstance(getattr(env, "observation_space", None), gym.spaces.Discrete):
+        return OneHotObservation(env)
+    return env
+
+
 def make_vec_env(factory: Callable[[], Any], n_envs: int) -> gym.vector.SyncVectorEnv:
     """``n_envs`` copies in one process; an ended episode resets within the same step and its last
     observation is reported in ``info["final_obs"]`` (so truncated episodes can bootstrap)."""

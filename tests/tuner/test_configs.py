@@ -268,3 +268,9 @@ def test_agent_and_env_action_kinds_must_match(agent, env, kind) -> None:
         validate(compose_cfg([f"agent={agent}", f"env={env}"]))
     assert str(info.value).startswith("env.id: ") and f"has {kind} actions" in str(info.value)
     assert "\n" not in str(info.value)
+
+
+def test_discrete_observation_env_builds_with_one_hot_states() -> None:
+    cfg = validate(compose_cfg(["env.id=FrozenLake-v1", "+env.kwargs.is_slippery=false"]))
+    agent = build_agent(OmegaConf.to_container(cfg, resolve=True))
+    assert agent.state_dim == 16 and agent.env.observation_space.shape == (16,)
