@@ -65,7 +65,9 @@ class SGD(OptimizerSpec):
 
 @dataclass
 class RMSprop(OptimizerSpec):
-    """RMSprop; ``rho`` is the decay of the squared-gradient average (torch's ``alpha``)."""
+    """RMSprop; ``rho`` is the decay of the squared-gradient average (torch's ``alpha``) and ``eps``
+    is added to its square root, as torch does (Keras adds its epsilon under the root; the Keras
+    backend is given ``eps**2``, which matches torch where it matters: a near-zero average)."""
 
     kind: ClassVar[str] = "rmsprop"
     rho: float = 0.9

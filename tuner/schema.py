@@ -113,6 +113,26 @@ class PPOConf(_MLPAgent):
     vf_coef: float = 0.5
     normalize_advantage: bool = True
     linear_decay: bool = False
+    log_std_init: float = 0.0
+
+
+@dataclass
+class A2CConf(_MLPAgent):
+    """``note_rl.agents.<backend>.A2C``; ``batch=None`` takes the whole rollout in one step."""
+
+    name: str = "a2c"
+    batch: Optional[int] = None
+    activation: str = "tanh"
+    ortho_init: bool = True
+    lam: float = 1.0
+    n_steps: int = 5
+    n_envs: int = 1
+    entropy_coef: float = 0.0
+    vf_coef: float = 0.5
+    normalize_advantage: bool = False
+    max_grad_norm: Optional[float] = 0.5
+    linear_decay: bool = False
+    log_std_init: float = 0.0
 
 
 @dataclass
@@ -153,12 +173,13 @@ class SACConf(_OffPolicyAC):
     target_update_interval: int = 1
 
 
-BUILTIN_AGENTS: dict[str, type] = {"DQN": DQNConf, "PPO": PPOConf, "DDPG": DDPGConf, "TD3": TD3Conf,
-                                   "SAC": SACConf}
+BUILTIN_AGENTS: dict[str, type] = {"DQN": DQNConf, "PPO": PPOConf, "A2C": A2CConf, "DDPG": DDPGConf,
+                                   "TD3": TD3Conf, "SAC": SACConf}
 #: the action spaces each built-in agent handles (its class's ``action_kinds``, known here without
 #: importing a framework)
 BUILTIN_ACTION_KINDS: dict[str, tuple[str, ...]] = {
-    "DQN": ("discrete",), "PPO": ("discrete",), "DDPG": ("continuous",), "TD3": ("continuous",),
+    "DQN": ("discrete",), "PPO": ("discrete", "continuous"), "A2C": ("discrete", "continuous"),
+    "DDPG": ("continuous",), "TD3": ("continuous",),
     "SAC": ("continuous",)}
 
 

@@ -38,7 +38,7 @@ def discrete_env(name: str, env: Any) -> Any:
     env = make_env(env)
     if isinstance(getattr(env, "action_space", None), gym.spaces.Box):
         raise ValueError(f"{name} needs a Discrete action space; the env has {env.action_space} "
-                         "(DDPG, TD3 and SAC take continuous actions)")
+                         "(PPO, A2C, DDPG, TD3 and SAC take continuous actions)")
     return env
 
 

@@ -1,8 +1,9 @@
-"""Built-in agents on the Keras/TensorFlow backend: ``DQN`` and ``PPO`` (same maths as
+"""Built-in agents on the Keras/TensorFlow backend: ``DQN``, ``PPO`` and ``A2C`` (same maths as
 :mod:`note_rl.agents.torch`; the conformance tests hold them to 1e-5)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import keras
@@ -13,7 +14,9 @@ from ..keras import RL
 from .dqn import DQNMixin
 from .ppo import PPOMixin
 
-__all__ = ["DQN", "PPO", "mlp", "DDPG", "TD3", "SAC"]
+__all__ = ["DQN", "PPO", "A2C", "mlp", "DDPG", "TD3", "SAC"]
+
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 def mlp(weights: Sequence[np.ndarray], activation: str = "relu", output: str = "linear") -> keras.Sequential:
@@ -95,7 +98,8 @@ class DQN(DQNMixin, RL):
 
 
 class PPO(PPOMixin, RL):
-    """PPO with a softmax actor and a value critic (arguments as :class:`note_rl.agents.torch.PPO`)."""
+    """PPO with a softmax (discrete) or Gaussian (Box) actor and a value critic (arguments as
+    :class:`note_rl.agents.torch.PPO`)."""
 
     def __init__(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
                  clip: float = 0.2, entropy_coef: float = 0.0, gamma: float = 0.99,
@@ -103,18 +107,22 @@ class PPO(PPOMixin, RL):
                  vf_coef: float = 0.5, normalize_advantage: bool = True,
                  max_grad_norm: float | None = None, linear_decay: bool = False, env: Any = None,
                  seed: int | None = None, activation: str = "relu", ortho_init: bool = False,
-                 device: str | None = "auto") -> None:
+                 log_std_init: float = 0.0, device: str | None = "auto") -> None:
         RL.__init__(self)
         self.device = self.backend.resolve_device(device)
         actor, critic = self._setup_ppo(state_dim, hidden_size, action_dim, clip, entropy_coef,
                                         gamma, lam, n_steps, n_envs, n_epochs, vf_coef,
                                         normalize_advantage, max_grad_norm, linear_decay, env, seed,
-                                        activation, ortho_init)
+                                        activation, ortho_init, log_std_init)
         with tf.device(self.device):
             self.actor = mlp(actor, activation)
             self.actor_old = mlp(actor, activation)
             self.critic = mlp(critic, activation)
-        self.param = [self.actor.trainable_weights, self.critic.trainable_weights]
+            actor_params = list(self.actor.trainable_weights)
+            if self.continuous:  # trained with the actor, in its parameter group
+                self.log_std = tf.Variable(tf.fill([self.action_dim], self.log_std_init), name="log_std")
+                actor_params.append(self.log_std)
+        self.param = [actor_params, self.critic.trainable_weights]
         self.gamma = self.backend.make_variable(gamma)
         self.clip = self.backend.make_variable(clip)
         if seed is not None:
@@ -126,21 +134,36 @@ class PPO(PPOMixin, RL):
     def load_initial_weights(self, actor: list[np.ndarray], critic: list[np.ndarray]) -> None:
         for net, weights in ((self.actor, actor), (self.actor_old, actor), (self.critic, critic)):
             net.set_weights(weights)
+        if self.continuous:
+            self.log_std.assign(tf.fill([self.action_dim], self.log_std_init))
 
     def critic_weights(self) -> list[np.ndarray]:
         return _numpy_weights(self.critic)
 
+    def log_std_weights(self) -> np.ndarray:
+        return np.array(self.log_std.numpy())
+
     def action(self, s: tf.Tensor) -> tf.Tensor:
+        """Action probabilities, or the Gaussian's mean for Box actions."""
         net = self.actor if self.n_steps else self.actor_old
-        return tf.nn.softmax(net(s), axis=-1)
+        return net(s) if self.continuous else tf.nn.softmax(net(s), axis=-1)
+
+    def _log_prob(self, out: tf.Tensor, a: tf.Tensor) -> tf.Tensor:
+        """``log pi(a|s)`` from the actor's output (logits, or the Gaussian's mean)."""
+        if self.continuous:
+            z = (a - out) * tf.exp(-self.log_std)
+            return tf.reduce_sum(-0.5 * z * z - self.log_std - _HALF_LOG_2PI, axis=-1)
+        return _pick(tf.nn.log_softmax(out, axis=-1), a)
 
     def _surrogate(self, logp: tf.Tensor, logp_old: tf.Tensor, adv: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         ratio = tf.exp(logp - logp_old)
         clipped = tf.clip_by_value(ratio, 1.0 - self.clip, 1.0 + self.clip)
         return -tf.reduce_mean(tf.minimum(ratio * adv, clipped * adv)), ratio
 
-    def _entropy(self, logits: tf.Tensor) -> tf.Tensor:
-        logp = tf.nn.log_softmax(logits, axis=-1)
+    def _entropy(self, out: tf.Tensor) -> tf.Tensor:
+        if self.continuous:  # the same for every state: the log std does not depend on it
+            return tf.reduce_sum(self.log_std + 0.5 + _HALF_LOG_2PI)
+        logp = tf.nn.log_softmax(out, axis=-1)
         return tf.reduce_mean(-tf.reduce_sum(tf.exp(logp) * logp, axis=-1))
 
     def __call__(self, s: tf.Tensor, a: tf.Tensor, next_s: tf.Tensor, r: tf.Tensor,
@@ -159,13 +182,33 @@ class PPO(PPOMixin, RL):
 
     def rollout_loss(self, s: tf.Tensor, a: tf.Tensor, logp_old: tf.Tensor, adv: tf.Tensor,
                      ret: tf.Tensor) -> tf.Tensor:
-        """Rollout-mode loss on a mini-batch with GAE advantages."""
-        logits = self.actor(s)
-        logp = _pick(tf.nn.log_softmax(logits, axis=-1), a)
-        policy_loss, _ = self._surrogate(logp, logp_old, adv)  # adv normalised by the collector
+        """Rollout-mode loss on a mini-batch with GAE advantages (normalised by the collector)."""
+        out = self.actor(s)
+        policy_loss = self.policy_loss(self._log_prob(out, a), logp_old, adv)
         value_loss = tf.reduce_mean(tf.square(ret - self.critic(s)[:, 0]))
         loss = policy_loss + self.vf_coef * value_loss
-        return loss - self.entropy_coef * self._entropy(logits) if self.entropy_coef else loss
+        return loss - self.entropy_coef * self._entropy(out) if self.entropy_coef else loss
+
+
+class A2C(PPO):
+    """A2C (arguments and defaults as :class:`note_rl.agents.torch.A2C`)."""
+
+    def __init__(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
+                 gamma: float = 0.99, lam: float = 1.0, n_steps: int = 5, n_envs: int = 1,
+                 entropy_coef: float = 0.0, vf_coef: float = 0.5, normalize_advantage: bool = False,
+                 max_grad_norm: float | None = 0.5, linear_decay: bool = False, env: Any = None,
+                 seed: int | None = None, activation: str = "tanh", ortho_init: bool = True,
+                 log_std_init: float = 0.0, device: str | None = "auto") -> None:
+        if not n_steps:
+            raise ValueError(f"A2C(n_steps={n_steps!r}): A2C trains on rollouts; give their length")
+        PPO.__init__(self, state_dim, hidden_size, action_dim, gamma=gamma, lam=lam, n_steps=n_steps,
+                     n_envs=n_envs, n_epochs=1, entropy_coef=entropy_coef, vf_coef=vf_coef,
+                     normalize_advantage=normalize_advantage, max_grad_norm=max_grad_norm,
+                     linear_decay=linear_decay, env=env, seed=seed, activation=activation,
+                     ortho_init=ortho_init, log_std_init=log_std_init, device=device)
+
+    def policy_loss(self, logp: tf.Tensor, logp_old: tf.Tensor, adv: tf.Tensor) -> tf.Tensor:
+        return -tf.reduce_mean(logp * adv)
 
 
 from .keras_ac import DDPG, SAC, TD3  # noqa: E402 - they build on mlp above

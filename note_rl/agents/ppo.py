@@ -14,6 +14,14 @@ Two ways to train, chosen by ``n_steps``:
 
 The loss is ``-mean(min(ratio * A, clip(ratio, 1 - c, 1 + c) * A)) + vf_coef * value_loss
 - entropy_coef * mean(entropy)``; the entropy term is a bonus (Note_rl's sign was inverted).
+
+Actions: a softmax over a ``Discrete`` space, or for a ``Box`` space a diagonal Gaussian whose mean
+is the actor's output and whose log standard deviation is one learned vector, independent of the
+state (``log_std_init`` to start; SB3's ``MlpPolicy``).  Gaussian actions are stored as sampled
+and clipped to the env's bounds only when played; they need rollout mode (``n_steps``).
+
+A2C (Mnih et al. 2016, https://arxiv.org/abs/1602.01783) is this rollout machinery with one
+gradient step per rollout on the plain policy gradient ``-mean(log pi(a|s) * A)``.
 """
 
 from __future__ import annotations
@@ -22,9 +30,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
+import gymnasium as gym
+
+from ..core.runners import sample_rollout_actions
+from ..policy import SoftmaxPolicy
 from ..utils import log_softmax
 from ..update import LossTerm, ParamGroup, TargetUpdate, UpdateSpec
-from .common import ACTIVATIONS, LiveActor, MLPActor, SeededInit, discrete_env, hidden_sizes, init_mlp
+from .common import ACTIVATIONS, LiveActor, MLPActor, SeededInit, hidden_sizes, init_mlp, make_env
 
 __all__ = ["PPOMixin"]
 
@@ -34,25 +46,29 @@ class PPOMixin(SeededInit):
     before the first gradient step re-draws the networks from ``s`` (see :class:`SeededInit`)."""
 
     #: the action spaces the agent handles (a builder refuses an env with others in one line)
-    action_kinds = ("discrete",)
+    action_kinds = ("discrete", "continuous")
 
     def _setup_ppo(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
                    clip: float, entropy_coef: float, gamma: float, lam: float,
                    n_steps: int | None, n_envs: int, n_epochs: int, vf_coef: float,
                    normalize_advantage: bool, max_grad_norm: float | None, linear_decay: bool,
                    env: Any, seed: int | None, activation: str = "relu",
-                   ortho_init: bool = False) -> tuple[list[np.ndarray], list[np.ndarray]]:
+                   ortho_init: bool = False,
+                   log_std_init: float = 0.0) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        name = type(self).__name__
         if not 0.0 < gamma <= 1.0:
-            raise ValueError(f"PPO(gamma={gamma!r}): must be in (0, 1]")
+            raise ValueError(f"{name}(gamma={gamma!r}): must be in (0, 1]")
         if not 0.0 <= lam <= 1.0:
-            raise ValueError(f"PPO(lam={lam!r}): must be in [0, 1]")
+            raise ValueError(f"{name}(lam={lam!r}): must be in [0, 1]")
         if clip <= 0:
-            raise ValueError(f"PPO(clip={clip!r}): must be > 0")
-        for name, value in (("n_envs", n_envs), ("n_epochs", n_epochs), ("n_steps", n_steps or 1)):
+            raise ValueError(f"{name}(clip={clip!r}): must be > 0")
+        for arg, value in (("n_envs", n_envs), ("n_epochs", n_epochs), ("n_steps", n_steps or 1)):
             if int(value) <= 0:
-                raise ValueError(f"PPO({name}={value!r}): must be a positive integer")
+                raise ValueError(f"{name}({arg}={value!r}): must be a positive integer")
         if activation not in ACTIVATIONS:
-            raise ValueError(f"PPO(activation={activation!r}): use one of {ACTIVATIONS}")
+            raise ValueError(f"{name}(activation={activation!r}): use one of {ACTIVATIONS}")
+        self.env = make_env(env)
+        action_dim = self._setup_actions(action_dim, n_steps, log_std_init)
         self.activation = activation
         self.state_dim, self.action_dim = int(state_dim), int(action_dim)
         self.hidden = hidden_sizes(hidden_size)
@@ -66,11 +82,29 @@ class PPOMixin(SeededInit):
         self.normalize_advantage = bool(normalize_advantage)
         self.max_grad_norm = max_grad_norm
         self.linear_decay = bool(linear_decay)
-        self.env = discrete_env("PPO", env)
         self.PPO = self.n_steps is None  # replay mode scores PR items by TD and ratio
         self._initial_lrs: list[float] | None = None
         self.ortho_init = bool(ortho_init)
         return self.initial_weights(seed)
+
+    def _setup_actions(self, action_dim: int, n_steps: int | None, log_std_init: float) -> int:
+        """Discrete (softmax) or Box (Gaussian) actions, from the env's action space."""
+        name, space = type(self).__name__, self.env.action_space
+        self.continuous = isinstance(space, gym.spaces.Box)
+        self.log_std_init = float(log_std_init)
+        self.action_bounds: tuple[np.ndarray, np.ndarray] | None = None
+        if not self.continuous:
+            if not isinstance(space, gym.spaces.Discrete):
+                raise ValueError(f"{name} needs a Discrete or Box action space; the env has {space}")
+            return action_dim
+        if not n_steps:
+            raise ValueError(f"{name} with Box actions ({space}) trains on rollouts: give n_steps "
+                             "(n_steps=None, Note_rl's replay mode, is for discrete actions)")
+        size = int(np.prod(space.shape))
+        if int(action_dim) != size:
+            raise ValueError(f"{name}(action_dim={action_dim}): the env's actions have {size} dimensions")
+        self.action_bounds = (space.low.astype(np.float32).ravel(), space.high.astype(np.float32).ravel())
+        return size
 
     def initial_weights(self, seed: int | None) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """``(actor, critic)`` weights drawn from ``seed``; ``actor_old`` starts as the actor."""
@@ -100,13 +134,31 @@ class PPOMixin(SeededInit):
     def critic_weights(self) -> list[np.ndarray]:  # pragma: no cover
         raise NotImplementedError
 
+    def log_std_weights(self) -> np.ndarray:  # pragma: no cover
+        """The Gaussian policy's log standard deviations (continuous actions)."""
+        raise NotImplementedError
+
+    def rollout_log_std(self) -> np.ndarray | None:
+        """What rollout workers need besides the actor: the Gaussian's log std, or ``None``."""
+        return self.log_std_weights() if self.continuous else None
+
+    def policy_loss(self, logp: Any, logp_old: Any, adv: Any) -> Any:
+        """PPO's clipped surrogate (A2C overrides it with the plain policy gradient)."""
+        return self._surrogate(logp, logp_old, adv)[0]
+
+    def _surrogate(self, logp: Any, logp_old: Any, adv: Any) -> tuple[Any, Any]:  # pragma: no cover
+        raise NotImplementedError
+
     # -- acting ------------------------------------------------------------------------------
+    def _output(self) -> str:
+        return "linear" if self.continuous else "softmax"  # the Gaussian's mean, or probabilities
+
     def numpy_actor(self) -> LiveActor:
         old = self.n_steps is None
-        return LiveActor(self, lambda: self.actor_weights(old=old), "softmax", self.activation)
+        return LiveActor(self, lambda: self.actor_weights(old=old), self._output(), self.activation)
 
     def worker_actor(self) -> MLPActor:
-        return MLPActor(self.actor_weights(old=self.n_steps is None), "softmax", self.activation)
+        return MLPActor(self.actor_weights(old=self.n_steps is None), self._output(), self.activation)
 
     def worker_critic(self) -> MLPActor:
         return MLPActor(self.critic_weights(), "linear", self.activation)
@@ -119,15 +171,15 @@ class PPOMixin(SeededInit):
 
     def rollout_act(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Actions, their log-probabilities and state values for a batch of observations."""
-        probs = self.act_output(obs)
-        if self.policy is not None:
-            actions = np.asarray(self.policy.act(probs, self.step_counter), dtype=np.int64)
-        else:
-            cdf = np.cumsum(probs, axis=1)
-            u = self._sample_rng().random((len(probs), 1)) * cdf[:, -1:]
-            actions = np.minimum((u > cdf).sum(axis=1), probs.shape[1] - 1).astype(np.int64)
-        logp = np.log(probs[np.arange(len(actions)), actions] + 1e-12).astype(np.float32)
+        actions, logp = sample_rollout_actions(self.act_output(obs), self._sample_rng(), self.rollout_log_std(),
+                                               None if self.continuous else self.policy, self.step_counter)
         return actions, logp, self.rollout_values(obs)
+
+    def greedy_action(self, output: np.ndarray) -> Any:
+        """The mean action clipped to the bounds (Box), or the most probable action."""
+        if self.continuous:
+            return np.clip(output, *self.action_bounds)
+        return int(np.argmax(output))
 
     def _sample_rng(self) -> np.random.Generator:
         rng = getattr(self, "_rng", None)
@@ -140,6 +192,9 @@ class PPOMixin(SeededInit):
 
     def on_rollout_start(self, progress_remaining: float) -> None:
         """Linear decay of learning rate(s) and clip range (rl-zoo's ``lin_`` schedules)."""
+        if self.continuous and self.policy is not None and not isinstance(self.policy, SoftmaxPolicy):
+            raise ValueError(f"{type(self).__name__} samples Box actions from its Gaussian policy; "
+                             f"policy={type(self.policy).__name__} applies to discrete actions only")
         if not self.linear_decay:
             return
         opts = self.optimizer if isinstance(self.optimizer, (list, tuple)) else [self.optimizer]

@@ -1,9 +1,11 @@
-"""Built-in agents on the PyTorch backend: ``DQN`` and ``PPO`` here, ``DDPG``, ``TD3`` and ``SAC`` from
+"""Built-in agents on the PyTorch backend: ``DQN``, ``PPO`` and ``A2C`` here, ``DDPG``, ``TD3`` and ``SAC`` from
 :mod:`note_rl.agents.torch_ac`."""
 
 from __future__ import annotations
 
 from typing import Any, Sequence
+
+import math
 
 import numpy as np
 import torch
@@ -12,7 +14,9 @@ from ..torch import RL_pytorch
 from .dqn import DQNMixin
 from .ppo import PPOMixin
 
-__all__ = ["DQN", "PPO", "MLP", "DDPG", "TD3", "SAC"]
+__all__ = ["DQN", "PPO", "A2C", "MLP", "DDPG", "TD3", "SAC"]
+
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 class MLP(torch.nn.Module):
@@ -116,11 +120,12 @@ class DQN(DQNMixin, RL_pytorch):
 
 
 class PPO(PPOMixin, RL_pytorch):
-    """PPO with a softmax actor and a value critic (ReLU MLPs); see :mod:`note_rl.agents.ppo`.
+    """PPO with a softmax (discrete) or state-independent Gaussian (Box) actor and a value critic;
+    see :mod:`note_rl.agents.ppo`.
 
     :param state_dim: observation size
     :param hidden_size: hidden units (int or list)
-    :param action_dim: number of discrete actions
+    :param action_dim: number of discrete actions, or the size of a Box action
     :param clip: clip range of the probability ratio
     :param entropy_coef: weight of the entropy bonus
     :param gamma: discount
@@ -136,6 +141,9 @@ class PPO(PPOMixin, RL_pytorch):
     :param env: env instance or gymnasium id (default ``CartPole-v1``)
     :param seed: same as ``set(seed=seed)`` right after construction: the initial weights and
         everything else (without it, ``set(seed=...)`` before training re-draws the weights)
+    :param activation: hidden activation, ``"relu"`` or ``"tanh"``
+    :param ortho_init: SB3's orthogonal initialisation
+    :param log_std_init: starting log standard deviation of the Gaussian policy (Box actions)
     """
 
     def __init__(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
@@ -144,17 +152,22 @@ class PPO(PPOMixin, RL_pytorch):
                  vf_coef: float = 0.5, normalize_advantage: bool = True,
                  max_grad_norm: float | None = None, linear_decay: bool = False, env: Any = None,
                  seed: int | None = None, activation: str = "relu", ortho_init: bool = False,
-                 device: str | None = "auto") -> None:
+                 log_std_init: float = 0.0, device: str | None = "auto") -> None:
         RL_pytorch.__init__(self)
         self.device = self.backend.resolve_device(device)
         actor, critic = self._setup_ppo(state_dim, hidden_size, action_dim, clip, entropy_coef,
                                         gamma, lam, n_steps, n_envs, n_epochs, vf_coef,
                                         normalize_advantage, max_grad_norm, linear_decay, env, seed,
-                                        activation, ortho_init)
+                                        activation, ortho_init, log_std_init)
         self.actor = MLP(actor, activation).to(self.device)
         self.actor_old = MLP(actor, activation).to(self.device)
         self.critic = MLP(critic, activation).to(self.device)
-        self.param = [list(self.actor.parameters()), list(self.critic.parameters())]
+        actor_params = list(self.actor.parameters())
+        if self.continuous:
+            self.log_std = torch.nn.Parameter(
+                torch.full((self.action_dim,), self.log_std_init, dtype=torch.float32, device=self.device))
+            actor_params.append(self.log_std)  # trained with the actor, in its parameter group
+        self.param = [actor_params, list(self.critic.parameters())]
         self.gamma = self.backend.make_variable(gamma)
         self.clip = self.backend.make_variable(clip)
         if seed is not None:
@@ -166,13 +179,27 @@ class PPO(PPOMixin, RL_pytorch):
     def load_initial_weights(self, actor: list[np.ndarray], critic: list[np.ndarray]) -> None:
         for net, weights in ((self.actor, actor), (self.actor_old, actor), (self.critic, critic)):
             self.backend.set_weights(list(net.parameters()), weights)
+        if self.continuous:
+            with torch.no_grad():
+                self.log_std.fill_(self.log_std_init)
 
     def critic_weights(self) -> list[np.ndarray]:
         return self.critic.numpy_weights()
 
+    def log_std_weights(self) -> np.ndarray:
+        return self.log_std.detach().cpu().numpy().copy()
+
     def action(self, s: torch.Tensor) -> torch.Tensor:
+        """Action probabilities, or the Gaussian's mean for Box actions."""
         net = self.actor if self.n_steps else self.actor_old
-        return torch.softmax(net(s), dim=-1)
+        return net(s) if self.continuous else torch.softmax(net(s), dim=-1)
+
+    def _log_prob(self, out: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
+        """``log pi(a|s)`` from the actor's output (logits, or the Gaussian's mean)."""
+        if self.continuous:
+            z = (a - out) * torch.exp(-self.log_std)
+            return (-0.5 * z * z - self.log_std - _HALF_LOG_2PI).sum(dim=-1)
+        return torch.log_softmax(out, dim=-1).gather(1, a.long().reshape(-1, 1)).squeeze(1)
 
     def _surrogate(self, logp: torch.Tensor, logp_old: torch.Tensor,
                    adv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -180,8 +207,10 @@ class PPO(PPOMixin, RL_pytorch):
         clipped = torch.clamp(ratio, 1.0 - self.clip, 1.0 + self.clip)
         return -torch.min(ratio * adv, clipped * adv).mean(), ratio
 
-    def _entropy(self, logits: torch.Tensor) -> torch.Tensor:
-        logp = torch.log_softmax(logits, dim=-1)
+    def _entropy(self, out: torch.Tensor) -> torch.Tensor:
+        if self.continuous:  # the same for every state: the log std does not depend on it
+            return (self.log_std + 0.5 + _HALF_LOG_2PI).sum()
+        logp = torch.log_softmax(out, dim=-1)
         return -(logp.exp() * logp).sum(dim=-1).mean()
 
     def __call__(self, s: torch.Tensor, a: torch.Tensor, next_s: torch.Tensor, r: torch.Tensor,
@@ -202,13 +231,35 @@ class PPO(PPOMixin, RL_pytorch):
 
     def rollout_loss(self, s: torch.Tensor, a: torch.Tensor, logp_old: torch.Tensor,
                      adv: torch.Tensor, ret: torch.Tensor) -> torch.Tensor:
-        """Rollout-mode loss on a mini-batch with GAE advantages."""
-        logits = self.actor(s)
-        logp = torch.log_softmax(logits, dim=-1).gather(1, a.long().reshape(-1, 1)).squeeze(1)
-        policy_loss, _ = self._surrogate(logp, logp_old, adv)  # adv normalised by the collector
+        """Rollout-mode loss on a mini-batch with GAE advantages (normalised by the collector)."""
+        out = self.actor(s)
+        policy_loss = self.policy_loss(self._log_prob(out, a), logp_old, adv)
         value_loss = ((ret - self.critic(s)[:, 0]) ** 2).mean()
         loss = policy_loss + self.vf_coef * value_loss
-        return loss - self.entropy_coef * self._entropy(logits) if self.entropy_coef else loss
+        return loss - self.entropy_coef * self._entropy(out) if self.entropy_coef else loss
+
+
+class A2C(PPO):
+    """A2C: synchronous advantage actor-critic on vectorised rollouts (see :mod:`note_rl.agents.ppo`);
+    defaults are SB3's (give it ``note_rl.optim.RMSprop(lr=7e-4, rho=0.99, eps=1e-5)`` to match).
+    Arguments as :class:`PPO` without the clip range and epochs: one gradient step per rollout."""
+
+    def __init__(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
+                 gamma: float = 0.99, lam: float = 1.0, n_steps: int = 5, n_envs: int = 1,
+                 entropy_coef: float = 0.0, vf_coef: float = 0.5, normalize_advantage: bool = False,
+                 max_grad_norm: float | None = 0.5, linear_decay: bool = False, env: Any = None,
+                 seed: int | None = None, activation: str = "tanh", ortho_init: bool = True,
+                 log_std_init: float = 0.0, device: str | None = "auto") -> None:
+        if not n_steps:
+            raise ValueError(f"A2C(n_steps={n_steps!r}): A2C trains on rollouts; give their length")
+        PPO.__init__(self, state_dim, hidden_size, action_dim, gamma=gamma, lam=lam, n_steps=n_steps,
+                     n_envs=n_envs, n_epochs=1, entropy_coef=entropy_coef, vf_coef=vf_coef,
+                     normalize_advantage=normalize_advantage, max_grad_norm=max_grad_norm,
+                     linear_decay=linear_decay, env=env, seed=seed, activation=activation,
+                     ortho_init=ortho_init, log_std_init=log_std_init, device=device)
+
+    def policy_loss(self, logp: torch.Tensor, logp_old: torch.Tensor, adv: torch.Tensor) -> torch.Tensor:
+        return -(logp * adv).mean()
 
 
 from .torch_ac import DDPG, SAC, TD3  # noqa: E402 - they build on MLP above

@@ -148,7 +148,10 @@ _OPTIMIZERS: dict[str, Callable[[Any], Any]] = {
     "adamax": lambda s: keras.optimizers.Adamax(s.lr, beta_1=s.beta1, beta_2=s.beta2, epsilon=s.eps,
                                                 weight_decay=s.weight_decay or None),
     "sgd": lambda s: keras.optimizers.SGD(s.lr, momentum=s.momentum, weight_decay=s.weight_decay or None),
-    "rmsprop": lambda s: keras.optimizers.RMSprop(s.lr, rho=s.rho, momentum=s.momentum, epsilon=s.eps,
+    # the spec's eps is torch's, added outside the square root; Keras adds it inside, so it gets
+    # eps**2: the same step when the root of the average is far from eps, at most sqrt(2)x larger
+    # where they are equal (eps as given would damp small gradients up to sqrt(1/eps) times more)
+    "rmsprop": lambda s: keras.optimizers.RMSprop(s.lr, rho=s.rho, momentum=s.momentum, epsilon=s.eps ** 2,
                                                   weight_decay=s.weight_decay or None),
 }
 

@@ -209,7 +209,8 @@ class RolloutCollector(Collector):
         self.trainer = trainer
         env = agent.env[0] if isinstance(agent.env, (list, tuple)) else agent.env
         self.runner = RolloutRunner(make_vec_env(EnvFactory(env), agent.n_envs), agent.rollout_act,
-                                    agent.rollout_values, seed=agent.reset_seed())
+                                    agent.rollout_values, seed=agent.reset_seed(),
+                                    bounds=getattr(agent, "action_bounds", None))
         self.rng = np.random.default_rng(None if agent.seed is None else agent.seed + 11)
 
     def run_unit(self) -> None:
@@ -233,7 +234,8 @@ def train_on_rollout(agent: Any, learner: Any, trainer: Any, fields: dict[str, n
         fields["reward"], fields["value"], next_values(fields), fields["terminated"],
         fields["episode_end"], scalar(agent.gamma), agent.lam)
     for _ in range(agent.n_epochs):
-        for mb in rollout_minibatches(fields, agent.batch, rng,
+        # no batch size: one gradient step on the whole rollout (A2C)
+        for mb in rollout_minibatches(fields, agent.batch or fields["reward"].size, rng,
                                       getattr(agent, "normalize_advantage", False)):
             if agent.stop_training:
                 return

@@ -251,6 +251,12 @@ class PoolCollector(Collector):
         self.pool.close()
 
 
+def _log_std(agent: Any) -> np.ndarray | None:
+    """The log standard deviations of a Gaussian rollout policy, ``None`` for a categorical one."""
+    read = getattr(agent, "rollout_log_std", None)
+    return read() if callable(read) else None
+
+
 class PoolRolloutCollector(Collector):
     """On-policy pool collection: each worker runs ``n_envs / processes`` envs for ``n_steps``."""
 
@@ -261,7 +267,8 @@ class PoolRolloutCollector(Collector):
         n = int(settings.processes)
         if agent.n_envs % n:
             raise ValueError(f"pool_network: n_envs={agent.n_envs} must be a multiple of processes={n}")
-        extra = {"actor": agent.worker_actor(), "critic": agent.worker_critic(), "n_envs": agent.n_envs // n}
+        extra = {"actor": agent.worker_actor(), "critic": agent.worker_critic(), "n_envs": agent.n_envs // n,
+                 "log_std": _log_std(agent), "action_bounds": getattr(agent, "action_bounds", None)}
         self.pool = WorkerPool(_worker_inits(agent, n, extra), settings.start_method)
         self.rng = np.random.default_rng(None if agent.seed is None else agent.seed + 11)
 
@@ -271,7 +278,7 @@ class PoolRolloutCollector(Collector):
         if callable(hook):
             hook(self.trainer.progress_remaining())
         payload = {"actor": agent.worker_actor().weights, "critic": agent.worker_critic().weights,
-                   "n_steps": agent.n_steps}
+                   "n_steps": agent.n_steps, "log_std": _log_std(agent)}
         results = self.pool.call_all("rollout", [payload] * len(self.pool))
         fields = {k: np.concatenate([r["fields"][k] for r in results], axis=-1 if k == "last_value" else 1)
                   for k in results[0]["fields"]}

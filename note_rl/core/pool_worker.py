@@ -22,7 +22,7 @@ import numpy as np
 
 from ..utils import log_softmax
 from .envs import make_vec_env
-from .runners import EpisodeRunner, RolloutRunner, explore_action
+from .runners import EpisodeRunner, RolloutRunner, explore_action, sample_rollout_actions
 
 __all__ = ["worker_main"]
 
@@ -41,6 +41,7 @@ class _Worker:
         self.rng = np.random.default_rng(self.seed)
         self.env = None if init.get("n_envs") else init["env_factory"]()
         self.discrete = bool(init.get("discrete", True))
+        self.log_std = init.get("log_std")  # a Gaussian rollout policy's (continuous PPO / A2C)
         self.episodes: EpisodeRunner | None = None
         self.rollouts: RolloutRunner | None = None
 
@@ -49,6 +50,8 @@ class _Worker:
             self.actor.set_weights(payload["actor"])
         if payload.get("critic") is not None:
             self.critic.set_weights(payload["critic"])
+        if payload.get("log_std") is not None:
+            self.log_std = payload["log_std"]
         for key, value in (payload.get("explore") or {}).items():
             setattr(self.policy, key, value)
 
@@ -71,15 +74,10 @@ class _Worker:
         return {"data": data, "returns": returns, "steps": steps}
 
     def _rollout_act(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        logits = self.actor(obs)
-        probs = np.exp(log_softmax(logits)) if self.actor.output == "linear" else logits
-        if self.policy is not None:
-            actions = np.asarray(self.policy.act(probs, 0), dtype=np.int64)
-        else:
-            cdf = np.cumsum(probs, axis=1)
-            u = self.rng.random((len(probs), 1)) * cdf[:, -1:]
-            actions = np.minimum((u > cdf).sum(axis=1), probs.shape[1] - 1).astype(np.int64)
-        logp = np.log(probs[np.arange(len(actions)), actions] + 1e-12).astype(np.float32)
+        output = self.actor(obs)
+        if self.log_std is None and self.actor.output == "linear":
+            output = np.exp(log_softmax(output))  # logits -> probabilities
+        actions, logp = sample_rollout_actions(output, self.rng, self.log_std, self.policy)
         return actions, logp, self._values(obs)
 
     def _values(self, obs: np.ndarray) -> np.ndarray:
@@ -89,7 +87,8 @@ class _Worker:
         self._update(payload)
         if self.rollouts is None:
             vec = make_vec_env(self.init["env_factory"], self.init["n_envs"])
-            self.rollouts = RolloutRunner(vec, self._rollout_act, self._values, seed=self.seed)
+            self.rollouts = RolloutRunner(vec, self._rollout_act, self._values, seed=self.seed,
+                                          bounds=self.init.get("action_bounds"))
         fields, finished = self.rollouts.collect(payload["n_steps"])
         return {"fields": fields, "returns": finished}
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..buffers.nstep import NStepAccumulator
 
-__all__ = ["EpisodeRunner", "RolloutRunner", "explore_action"]
+__all__ = ["EpisodeRunner", "RolloutRunner", "explore_action", "sample_rollout_actions", "gaussian_log_prob"]
 
 # (obs batch) -> (actions, log_probs, values)
 RolloutAct = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
@@ -22,6 +22,34 @@ def explore_action(output: np.ndarray, policy: Any, noise: Any, step_counter: in
     if noise is not None:
         return output + noise.sample()
     return int(np.argmax(output)) if discrete else output
+
+
+def gaussian_log_prob(actions: np.ndarray, mean: np.ndarray, log_std: np.ndarray) -> np.ndarray:
+    """Log density of ``actions`` under a diagonal Gaussian, summed over the action axis."""
+    z = (actions - mean) * np.exp(-log_std)
+    return (-0.5 * z * z - log_std - 0.5 * np.log(2.0 * np.pi)).sum(axis=-1)
+
+
+def sample_rollout_actions(output: np.ndarray, rng: np.random.Generator, log_std: np.ndarray | None = None,
+                           policy: Any = None, step_counter: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Actions and their log-probabilities for a batch of policy outputs.
+
+    With ``log_std`` the policy is a diagonal Gaussian (continuous actions): ``output`` is its mean
+    and the sampled actions are returned unclipped (the log-probability is of what was sampled; the
+    env step clips).  Otherwise ``output`` holds action probabilities and an action is drawn from
+    them, by ``policy`` when one is given."""
+    if log_std is not None:
+        log_std = np.asarray(log_std, dtype=np.float32)
+        actions = output + np.exp(log_std) * rng.standard_normal(output.shape)
+        return actions.astype(np.float32), gaussian_log_prob(actions, output, log_std).astype(np.float32)
+    if policy is not None:
+        actions = np.asarray(policy.act(output, step_counter), dtype=np.int64)
+    else:
+        cdf = np.cumsum(output, axis=1)
+        u = rng.random((len(output), 1)) * cdf[:, -1:]
+        actions = np.minimum((u > cdf).sum(axis=1), output.shape[1] - 1).astype(np.int64)
+    logp = np.log(output[np.arange(len(actions)), actions] + 1e-12).astype(np.float32)
+    return actions, logp
 
 
 class EpisodeRunner:
@@ -90,20 +118,24 @@ class RolloutRunner:
     :param act: ``obs -> (actions, log_probs, values)``
     :param values: ``obs -> values``
     :param seed: seed of the first reset
+    :param bounds: ``(low, high)`` of a Box action space: the env receives the actions clipped to
+        them while the rollout stores what the policy sampled (SB3's convention)
     """
 
     def __init__(self, vec: Any, act: RolloutAct, values: Callable[[np.ndarray], np.ndarray],
-                 seed: int | None = None) -> None:
+                 seed: int | None = None, bounds: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         self.vec = vec
         self.act = act
         self.values = values
+        self.bounds = bounds
         self.obs, _ = vec.reset(seed=seed)
         self.returns = np.zeros(vec.num_envs)
 
     def step(self) -> tuple[dict[str, np.ndarray], list[float]]:
         """One vectorised step: the stored fields and the returns of episodes that ended."""
         actions, log_probs, values = self.act(self.obs)
-        next_obs, rewards, terminated, truncated, info = self.vec.step(actions)
+        played = actions if self.bounds is None else np.clip(actions, *self.bounds)
+        next_obs, rewards, terminated, truncated, info = self.vec.step(played)
         ended = terminated | truncated
         final_values = np.zeros(len(ended), dtype=np.float32)
         if truncated.any():  # bootstrap from the state really reached, not the reset state

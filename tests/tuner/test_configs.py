@@ -45,14 +45,26 @@ CONTINUOUS_AGENTS = ("ddpg", "td3", "sac")
 
 
 @pytest.mark.parametrize("backend", ["torch", "tf"])
-@pytest.mark.parametrize("agent", ["dqn", "ppo", *CONTINUOUS_AGENTS])
-def test_agents_build_on_each_backend(backend, agent) -> None:
-    env = ["env=pendulum"] if agent in CONTINUOUS_AGENTS else []
-    cfg = OmegaConf.to_container(validate(compose_cfg([f"backend={backend}", f"agent={agent}", *env])),
+@pytest.mark.parametrize("agent,env", [("dqn", "cartpole"), ("ppo", "cartpole"), ("a2c", "cartpole"),
+                                       ("ppo", "pendulum"), ("a2c", "pendulum"),
+                                       *[(a, "pendulum") for a in CONTINUOUS_AGENTS]])
+def test_agents_build_on_each_backend(backend, agent, env) -> None:
+    cfg = OmegaConf.to_container(validate(compose_cfg([f"backend={backend}", f"agent={agent}", f"env={env}"])),
                                  resolve=True)
     built = build_agent(cfg)
     assert built.backend_name == backend and built.batch == cfg["agent"]["batch"]
     assert built.gamma is not None and train_kwargs(cfg)["steps"] == cfg["budget"]["steps"]
+    if agent in ("ppo", "a2c"):  # softmax on CartPole, a Gaussian on Pendulum
+        assert built.continuous == (env == "pendulum")
+
+
+def test_a2c_config_picks_rmsprop_unless_told_otherwise() -> None:
+    cfg = compose_cfg(["agent=a2c"])
+    assert (cfg.optimizer.name, cfg.optimizer.rho, cfg.optimizer.eps, cfg.agent.lr) == ("rmsprop", 0.99, 1e-5, 7e-4)
+    assert compose_cfg(["agent=a2c", "optimizer=adam"]).optimizer.name == "adam"
+    assert compose_cfg(["agent=dqn"]).optimizer.name == "adam"
+    built = build_agent(OmegaConf.to_container(validate(cfg), resolve=True))
+    assert built.batch is None and (built.n_steps, built.n_envs, built.n_epochs) == (5, 8, 1)
 
 
 @pytest.mark.parametrize("backend", ["torch", "tf"])
@@ -262,7 +274,7 @@ def test_sac_pendulum_preset_is_rl_zoo_s() -> None:
 
 
 @pytest.mark.parametrize("agent,env,kind", [("dqn", "pendulum", "continuous"), ("sac", "cartpole", "discrete"),
-                                            ("ppo", "hopper", "continuous")])
+                                            ("td3", "acrobot", "discrete")])
 def test_agent_and_env_action_kinds_must_match(agent, env, kind) -> None:
     with pytest.raises(ConfigError) as info:
         validate(compose_cfg([f"agent={agent}", f"env={env}"]))
