@@ -4,7 +4,6 @@ on PATH), clear errors for everything else."""
 import os
 import stat
 
-import numpy as np
 import pytest
 
 from tests.conftest import agents_module

@@ -1,7 +1,6 @@
 """The Note_rl user contract: the README snippets, the custom-agent example, callbacks, stopping,
 seeding, plots."""
 
-import os
 
 import gymnasium as gym
 import numpy as np
@@ -98,7 +97,6 @@ def test_custom_keras_agent_from_the_seed_docs() -> None:
             for target_param, param in zip(self.target_q_net.param, self.q_net.param):
                 target_param.assign(tau * param + (1.0 - tau) * target_param)
 
-    import tensorflow as tf
     from note_rl.policy import EpsGreedyQPolicy
 
     # Instantiate and configure
