@@ -501,8 +501,10 @@ def _check_action_space(cfg: DictConfig) -> None:
         env = gym.make(cfg.env.id, **OmegaConf.to_container(cfg.env.kwargs, resolve=True))
     except Exception as exc:  # noqa: BLE001 - a missing extra (box2d, mujoco) or bad kwargs
         raise ConfigError(f"env.id: cannot make {cfg.env.id!r} ({error_line(exc)})") from None
-    space = env.action_space
+    space, observations = env.action_space, env.observation_space
     env.close()
+    if isinstance(observations, gym.spaces.Dict) and cfg.buffer.name != "her" and not cfg.agent.get("MARL"):
+        raise ConfigError(f"buffer: {cfg.env.id} is a goal env (dict observations); train it with buffer=her")
     kind = "discrete" if isinstance(space, gym.spaces.Discrete) else \
         "continuous" if isinstance(space, gym.spaces.Box) else type(space).__name__
     if kind not in kinds:

@@ -30,6 +30,8 @@ def make_env(env: Any) -> Any:
     ``Discrete`` observation space is one-hot encoded (:class:`note_rl.core.envs.OneHotObservation`)."""
     if env is None:
         return gym.make("CartPole-v1")
+    if isinstance(env, str) and env.startswith("note_rl/"):
+        from .. import goal_envs  # noqa: F401 - registers note_rl's own envs
     return flat_observations(gym.make(env) if isinstance(env, str) else env)
 
 

@@ -87,7 +87,14 @@ class Collector:
     @classmethod
     def check(cls, agent: Any, settings: Any) -> None:
         """Raise a one-line ``ValueError`` if this collector cannot run the agent with these
-        ``train()`` options (called before anything is built)."""
+        ``train()`` options (called before anything is built).  Here: the env's observations are
+        flat (a goal env's dict observations need HER's collector)."""
+        import gymnasium as gym
+
+        env = agent.env[0] if isinstance(agent.env, (list, tuple)) else agent.env
+        if isinstance(getattr(env, "observation_space", None), gym.spaces.Dict):
+            raise ValueError("train(): the env's observations are dicts (a goal env); train it with HER=True "
+                             "(config: buffer=her) or flatten its observations")
 
     def run_unit(self) -> None:  # pragma: no cover - every collector defines it
         raise NotImplementedError

@@ -40,7 +40,8 @@ def test_every_option_composes_and_validates(group, option) -> None:
     parse_space(cfg.search, cfg)
 
 
-CONTINUOUS_ENVS = ("pendulum", "mountain_car_continuous", "lunar_lander_continuous", "hopper", "half_cheetah")
+CONTINUOUS_ENVS = ("pendulum", "mountain_car_continuous", "lunar_lander_continuous", "hopper", "half_cheetah",
+                   "point_reach")
 CONTINUOUS_AGENTS = ("ddpg", "td3", "sac")
 
 
@@ -280,6 +281,15 @@ def test_agent_and_env_action_kinds_must_match(agent, env, kind) -> None:
         validate(compose_cfg([f"agent={agent}", f"env={env}"]))
     assert str(info.value).startswith("env.id: ") and f"has {kind} actions" in str(info.value)
     assert "\n" not in str(info.value)
+
+
+def test_goal_env_preset_brings_her_and_plain_buffers_are_refused() -> None:
+    cfg = validate(compose_cfg(["agent=ddpg", "env=point_reach"]))
+    assert cfg.buffer.name == "her" and cfg.agent.tau == 0.05  # the env's choice and the ddpg preset
+    agent = build_agent(OmegaConf.to_container(cfg, resolve=True))
+    assert agent.HER and (agent.state_dim, agent.action_dim) == (4, 2)
+    with pytest.raises(ConfigError, match=r"^buffer: note_rl/PointReach-v0 is a goal env .*buffer=her$"):
+        validate(compose_cfg(["agent=ddpg", "env=point_reach", "buffer=uniform"]))
 
 
 def test_discrete_observation_env_builds_with_one_hot_states() -> None:
