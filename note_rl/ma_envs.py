@@ -11,7 +11,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-__all__ = ["MatchingGame"]
+__all__ = ["MatchingGame", "RescaledParallelEnv"]
 
 
 class MatchingGame:
@@ -85,3 +85,48 @@ class MatchingGame:
 
     def close(self) -> None:
         """Nothing to release."""
+
+
+class RescaledParallelEnv:
+    """A PettingZoo-parallel env whose ``Box`` action spaces are presented as ``[-1, 1]``: actions
+    are mapped linearly onto each agent's own bounds (and clipped to them) before the env steps
+    (the multi-agent counterpart of gymnasium's ``RescaleAction``).  Everything else passes through."""
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+        self.possible_agents = list(env.possible_agents)
+        self._bounds = {}
+        self._spaces = {}
+        for name in self.possible_agents:
+            space = env.action_space(name)
+            self._bounds[name] = (np.asarray(space.low, np.float32), np.asarray(space.high, np.float32))
+            self._spaces[name] = gym.spaces.Box(-1.0, 1.0, space.shape, np.float32)
+
+    @property
+    def agents(self) -> list[str]:
+        return self.env.agents
+
+    @property
+    def unwrapped(self) -> Any:
+        return getattr(self.env, "unwrapped", self.env)
+
+    def observation_space(self, agent: str) -> Any:
+        return self.env.observation_space(agent)
+
+    def action_space(self, agent: str) -> gym.spaces.Box:
+        """``Box(-1, 1)`` of the agent's action shape."""
+        return self._spaces[agent]
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        mapped = {}
+        for name, action in actions.items():
+            low, high = self._bounds[name]
+            unit = np.clip(np.asarray(action, np.float32), -1.0, 1.0)
+            mapped[name] = np.clip(low + (unit + 1.0) * 0.5 * (high - low), low, high).astype(np.float32)
+        return self.env.step(mapped)
+
+    def close(self) -> None:
+        self.env.close()

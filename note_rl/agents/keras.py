@@ -14,7 +14,7 @@ from ..keras import RL
 from .dqn import DQNMixin
 from .ppo import PPOMixin
 
-__all__ = ["DQN", "PPO", "A2C", "mlp", "DDPG", "TD3", "SAC"]
+__all__ = ["DQN", "PPO", "A2C", "mlp", "DDPG", "TD3", "SAC", "MADDPG"]
 
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
@@ -211,4 +211,4 @@ class A2C(PPO):
         return -tf.reduce_mean(logp * adv)
 
 
-from .keras_ac import DDPG, SAC, TD3  # noqa: E402 - they build on mlp above
+from .keras_ac import DDPG, MADDPG, SAC, TD3  # noqa: E402 - they build on mlp above

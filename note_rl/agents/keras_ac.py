@@ -1,5 +1,5 @@
-"""Built-in continuous-control agents on the Keras/TensorFlow backend: ``DDPG``, ``TD3`` and ``SAC``
-(same maths as :mod:`note_rl.agents.torch_ac`; the conformance tests hold them to 1e-5)."""
+"""Built-in actor-critic agents on the Keras/TensorFlow backend: ``DDPG``, ``TD3``, ``SAC`` and
+``MADDPG`` (same maths as :mod:`note_rl.agents.torch_ac`; the conformance tests hold them to 1e-5)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ import tensorflow as tf
 from ..keras import RL
 from .continuous import LOG_STD_MAX, LOG_STD_MIN, SACMixin, TD3Mixin
 from .keras import mlp
+from .maddpg import MADDPGMixin
 
-__all__ = ["DDPG", "TD3", "SAC"]
+__all__ = ["DDPG", "TD3", "SAC", "MADDPG"]
 
 
 def _q_values(critics: Any, s: tf.Tensor, a: tf.Tensor) -> list[tf.Tensor]:
@@ -170,3 +171,66 @@ class SAC(SACMixin, _Critics, RL):
     def alpha_loss(self, s: tf.Tensor, a: tf.Tensor, next_s: tf.Tensor, r: tf.Tensor, d: tf.Tensor) -> tf.Tensor:
         _, logp = self._sample(s)
         return -tf.reduce_mean(self.log_alpha * tf.stop_gradient(logp + self.target_entropy))
+
+
+class MADDPG(MADDPGMixin, RL):
+    """MADDPG (arguments as :class:`note_rl.agents.torch_ac.MADDPG`)."""
+
+    def __init__(self, hidden_size: int | Sequence[int] = (64, 64), gamma: float = 0.95, tau: float = 0.01,
+                 env: Any = None, seed: int | None = None, activation: str = "relu",
+                 device: str | None = "auto", lr: float | None = None) -> None:
+        RL.__init__(self)
+        self.device = self.backend.resolve_device(device)
+        actors, critics = self._setup_maddpg(hidden_size, gamma, tau, env, seed, activation)
+        self.lr = lr
+        out = "linear" if self.discrete else "tanh"
+        with tf.device(self.device):
+            self.actors = [mlp(w, activation, output=out) for w in actors]
+            self.actor_targets = [mlp(w, activation, output=out) for w in actors]
+            self.critics = [mlp(w, activation) for w in critics]
+            self.critic_targets = [mlp(w, activation) for w in critics]
+        self.param = [[v for m in self.actors for v in m.trainable_weights],
+                      [v for m in self.critics for v in m.trainable_weights]]
+        self.gamma = self.backend.make_variable(gamma)
+        self.set(MARL=True)
+        if seed is not None:
+            self.set(seed=seed)
+
+    def load_initial_weights(self, actors: list[list[np.ndarray]], critics: list[list[np.ndarray]]) -> None:
+        for nets, weights in ((self.actors, actors), (self.actor_targets, actors),
+                              (self.critics, critics), (self.critic_targets, critics)):
+            for net, w in zip(nets, weights):
+                net.set_weights(w)
+
+    def action(self, s: tf.Tensor, i: int = 0) -> tf.Tensor:
+        """Agent ``i``'s action (continuous) or action probabilities (discrete)."""
+        out = self.actors[i](s)
+        return tf.nn.softmax(out, axis=-1) if self.discrete else out
+
+    def _policy_actions(self, actors: Any, s: tf.Tensor) -> list[tf.Tensor]:
+        return [tf.nn.softmax(net(s[:, j]), axis=-1) if self.discrete else net(s[:, j])
+                for j, net in enumerate(actors)]
+
+    def _stored_actions(self, a: tf.Tensor) -> list[tf.Tensor]:
+        if self.discrete:
+            onehot = tf.one_hot(tf.cast(a, tf.int32), self.action_dim)
+            return [onehot[:, j] for j in range(self.n_agents)]
+        a = tf.reshape(a, [-1, self.n_agents, self.action_dim])
+        return [a[:, j] for j in range(self.n_agents)]
+
+    def _flat(self, s: tf.Tensor) -> tf.Tensor:
+        return tf.reshape(s, [-1, self.n_agents * self.obs_dim])
+
+    def critic_loss(self, s: tf.Tensor, a: tf.Tensor, next_s: tf.Tensor, r: tf.Tensor, d: tf.Tensor) -> tf.Tensor:
+        next_x = tf.concat([self._flat(next_s), *self._policy_actions(self.actor_targets, next_s)], axis=1)
+        targets = [tf.stop_gradient(r + self.gamma * (1.0 - d) * net(next_x)[:, 0]) for net in self.critic_targets]
+        x = tf.concat([self._flat(s), *self._stored_actions(a)], axis=1)
+        return tf.add_n([_mse(net(x)[:, 0], y) for net, y in zip(self.critics, targets)])
+
+    def actor_loss(self, s: tf.Tensor, a: tf.Tensor, next_s: tf.Tensor, r: tf.Tensor, d: tf.Tensor) -> tf.Tensor:
+        flat_s, stored, mine = self._flat(s), self._stored_actions(a), self._policy_actions(self.actors, s)
+        losses = []
+        for i, critic in enumerate(self.critics):  # agent i's own action from its policy, the others' as stored
+            actions = [mine[j] if j == i else stored[j] for j in range(self.n_agents)]
+            losses.append(-tf.reduce_mean(critic(tf.concat([flat_s, *actions], axis=1))))
+        return tf.add_n(losses)

@@ -14,7 +14,7 @@ from ..torch import RL_pytorch
 from .dqn import DQNMixin
 from .ppo import PPOMixin
 
-__all__ = ["DQN", "PPO", "A2C", "MLP", "DDPG", "TD3", "SAC"]
+__all__ = ["DQN", "PPO", "A2C", "MLP", "DDPG", "TD3", "SAC", "MADDPG"]
 
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
@@ -262,4 +262,4 @@ class A2C(PPO):
         return -(logp * adv).mean()
 
 
-from .torch_ac import DDPG, SAC, TD3  # noqa: E402 - they build on MLP above
+from .torch_ac import DDPG, MADDPG, SAC, TD3  # noqa: E402 - they build on MLP above

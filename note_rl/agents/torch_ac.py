@@ -1,5 +1,6 @@
-"""Built-in continuous-control agents on the PyTorch backend: ``DDPG``, ``TD3`` and ``SAC`` (the maths
-is in :mod:`note_rl.agents.continuous`; :mod:`note_rl.agents.keras_ac` is the same in Keras)."""
+"""Built-in actor-critic agents on the PyTorch backend: ``DDPG``, ``TD3``, ``SAC`` and ``MADDPG`` (the
+maths is in :mod:`note_rl.agents.continuous` and :mod:`note_rl.agents.maddpg`;
+:mod:`note_rl.agents.keras_ac` is the same in Keras)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import torch
 
 from ..torch import RL_pytorch
 from .continuous import LOG_STD_MAX, LOG_STD_MIN, SACMixin, TD3Mixin
+from .maddpg import MADDPGMixin
 from .torch import MLP
 
-__all__ = ["DDPG", "TD3", "SAC"]
+__all__ = ["DDPG", "TD3", "SAC", "MADDPG"]
 
 
 def _q_values(critics: Any, s: torch.Tensor, a: torch.Tensor) -> list[torch.Tensor]:
@@ -202,3 +204,77 @@ class SAC(SACMixin, _Critics, RL_pytorch):
         with torch.no_grad():
             _, logp = self._sample(s)
         return -(self.log_alpha * (logp + self.target_entropy)).mean()
+
+
+class MADDPG(MADDPGMixin, RL_pytorch):
+    """MADDPG: per-agent actors on their own observations, centralised per-agent critics (see
+    :mod:`note_rl.agents.maddpg`); trains with ``set(MARL=True)``'s joint storage, which the
+    constructor switches on.  Defaults are the paper's (two layers of 64, gamma 0.95, tau 0.01).
+
+    :param hidden_size: hidden units of every network (int or list)
+    :param gamma: discount
+    :param tau: Polyak rate of the target networks
+    :param env: a PettingZoo-parallel env (default: MPE ``simple_spread_v3``, 3 agents, continuous)
+    :param seed: same as ``set(seed=seed)`` right after construction
+    :param activation: hidden activation, ``"relu"`` or ``"tanh"``
+    :param device: ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``
+    :param lr: the recommended learning rate (kept as ``self.lr``; the paper's is 1e-2)
+    """
+
+    def __init__(self, hidden_size: int | Sequence[int] = (64, 64), gamma: float = 0.95, tau: float = 0.01,
+                 env: Any = None, seed: int | None = None, activation: str = "relu",
+                 device: str | None = "auto", lr: float | None = None) -> None:
+        RL_pytorch.__init__(self)
+        self.device = self.backend.resolve_device(device)
+        actors, critics = self._setup_maddpg(hidden_size, gamma, tau, env, seed, activation)
+        self.lr = lr
+        out = "linear" if self.discrete else "tanh"
+        self.actors = torch.nn.ModuleList([MLP(w, activation, output=out) for w in actors]).to(self.device)
+        self.actor_targets = torch.nn.ModuleList([MLP(w, activation, output=out) for w in actors]).to(self.device)
+        self.critics = torch.nn.ModuleList([MLP(w, activation) for w in critics]).to(self.device)
+        self.critic_targets = torch.nn.ModuleList([MLP(w, activation) for w in critics]).to(self.device)
+        self.param = [list(self.actors.parameters()), list(self.critics.parameters())]
+        self.gamma = self.backend.make_variable(gamma)
+        self.set(MARL=True)
+        if seed is not None:
+            self.set(seed=seed)
+
+    def load_initial_weights(self, actors: list[list[np.ndarray]], critics: list[list[np.ndarray]]) -> None:
+        for nets, weights in ((self.actors, actors), (self.actor_targets, actors),
+                              (self.critics, critics), (self.critic_targets, critics)):
+            for net, w in zip(nets, weights):
+                self.backend.set_weights(list(net.parameters()), w)
+
+    def action(self, s: torch.Tensor, i: int = 0) -> torch.Tensor:
+        """Agent ``i``'s action (continuous) or action probabilities (discrete)."""
+        out = self.actors[i](s)
+        return torch.softmax(out, dim=-1) if self.discrete else out
+
+    def _policy_actions(self, actors: Any, s: torch.Tensor) -> list[torch.Tensor]:
+        return [torch.softmax(net(s[:, j]), dim=-1) if self.discrete else net(s[:, j])
+                for j, net in enumerate(actors)]
+
+    def _stored_actions(self, a: torch.Tensor) -> list[torch.Tensor]:
+        if self.discrete:
+            onehot = torch.nn.functional.one_hot(a.long(), self.action_dim).to(torch.float32)
+            return [onehot[:, j] for j in range(self.n_agents)]
+        a = a.reshape(-1, self.n_agents, self.action_dim)
+        return [a[:, j] for j in range(self.n_agents)]
+
+    def critic_loss(self, s: torch.Tensor, a: torch.Tensor, next_s: torch.Tensor, r: torch.Tensor,
+                    d: torch.Tensor) -> torch.Tensor:
+        flat_s, flat_next = s.flatten(1), next_s.flatten(1)
+        with torch.no_grad():
+            next_x = torch.cat([flat_next, *self._policy_actions(self.actor_targets, next_s)], dim=1)
+            targets = [r + self.gamma * (1.0 - d) * net(next_x)[:, 0] for net in self.critic_targets]
+        x = torch.cat([flat_s, *self._stored_actions(a)], dim=1)
+        return sum(torch.nn.functional.mse_loss(net(x)[:, 0], y) for net, y in zip(self.critics, targets))
+
+    def actor_loss(self, s: torch.Tensor, a: torch.Tensor, next_s: torch.Tensor, r: torch.Tensor,
+                   d: torch.Tensor) -> torch.Tensor:
+        flat_s, stored, mine = s.flatten(1), self._stored_actions(a), self._policy_actions(self.actors, s)
+        loss = 0.0
+        for i, critic in enumerate(self.critics):  # agent i's own action from its policy, the others' as stored
+            actions = [mine[j] if j == i else stored[j] for j in range(self.n_agents)]
+            loss = loss - critic(torch.cat([flat_s, *actions], dim=1)).mean()
+        return loss
