@@ -27,13 +27,18 @@ def set_threads(cfg: dict[str, Any]) -> None:
 
 
 def make_env(env_cfg: dict[str, Any]) -> Any:
+    """The env of an ``env`` config: ``factory(**kwargs)`` when a factory is named, else
+    ``gym.make(id, **kwargs)`` (discrete observations one-hot encoded)."""
     import gymnasium as gym
 
     if env_cfg.get("module"):
         importlib.import_module(env_cfg["module"])
+    kwargs = env_cfg.get("kwargs") or {}
+    if env_cfg.get("factory"):
+        return import_target(env_cfg["factory"])(**kwargs)
     from note_rl.core.envs import flat_observations
 
-    return flat_observations(gym.make(env_cfg["id"], **(env_cfg.get("kwargs") or {})))
+    return flat_observations(gym.make(env_cfg["id"], **kwargs))
 
 
 def _spaces(env: Any) -> dict[str, Any]:
@@ -75,15 +80,16 @@ def build_agent(cfg: dict[str, Any]) -> Any:
     cls = agent_class(cfg)
     env = make_env(cfg["env"])
     supported = getattr(cls, "action_kinds", None)
-    if supported and _action_kind(env) not in supported:
+    if supported and not hasattr(env, "possible_agents") and _action_kind(env) not in supported:
         raise ConfigError(f"env.id: {cfg['env']['id']} has {_action_kind(env)} actions; "
                           f"{cls.__name__} supports {' and '.join(supported)} actions")
     context = dict(env=env, seed=seed, device=cfg["backend"]["device"], **_spaces(env))
     agent = build(a, drop=(*AGENT_SETTINGS, "name", "lr"), **context)
     settings = {k: a.get(k) for k in AGENT_SETTINGS if k in a and k not in ("policy", "noise")}
     noise = a.get("noise")
-    if noise is not None and "size" not in noise and "action_dim" in context:
-        noise = {**noise, "size": context["action_dim"]}  # one sample per action dimension
+    action_dim = context.get("action_dim", getattr(agent, "action_dim", None))
+    if noise is not None and "size" not in noise and action_dim is not None:
+        noise = {**noise, "size": action_dim}  # one sample per action dimension
     agent.set(policy=_object(a.get("policy")), noise=_object(noise), pool_size=buf["pool_size"],
               buffer=import_target(buf["_target_"]), alpha=buf["alpha"], lambda_=buf["lambda_"],
               beta=buf["beta"], initial_TD=buf["initial_TD"], initial_ratio=buf["initial_ratio"],

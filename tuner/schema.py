@@ -144,6 +144,16 @@ class _OffPolicyAC(AgentCommon):
 
 
 @dataclass
+class MADDPGConf(_OffPolicyAC):
+    """``note_rl.agents.<backend>.MADDPG`` (a multi-agent env: ``env.factory``)."""
+
+    name: str = "maddpg"
+    hidden_size: list[int] = field(default_factory=lambda: [64, 64])
+    gamma: float = 0.95
+    tau: float = 0.01
+
+
+@dataclass
 class DDPGConf(_OffPolicyAC):
     """``note_rl.agents.<backend>.DDPG``."""
 
@@ -174,13 +184,15 @@ class SACConf(_OffPolicyAC):
 
 
 BUILTIN_AGENTS: dict[str, type] = {"DQN": DQNConf, "PPO": PPOConf, "A2C": A2CConf, "DDPG": DDPGConf,
-                                   "TD3": TD3Conf, "SAC": SACConf}
+                                   "TD3": TD3Conf, "SAC": SACConf, "MADDPG": MADDPGConf}
 #: the action spaces each built-in agent handles (its class's ``action_kinds``, known here without
 #: importing a framework)
 BUILTIN_ACTION_KINDS: dict[str, tuple[str, ...]] = {
     "DQN": ("discrete",), "PPO": ("discrete", "continuous"), "A2C": ("discrete", "continuous"),
     "DDPG": ("continuous",), "TD3": ("continuous",),
-    "SAC": ("continuous",)}
+    "SAC": ("continuous",), "MADDPG": ("continuous", "discrete")}
+#: built-in agents that train teams on multi-agent envs (a class says so with ``multi_agent = True``)
+BUILTIN_MULTI_AGENT = ("MADDPG",)
 
 
 @dataclass
@@ -210,9 +222,14 @@ class StrategyConf:
 
 @dataclass
 class EnvConf:
+    """A gymnasium id (``gym.make(id, **kwargs)``), or with ``factory`` a callable's dotted path
+    called as ``factory(**kwargs)`` (a PettingZoo parallel env, an unregistered env); ``id`` then
+    only names the env in runs and studies.  ``module`` is imported first (it may register envs)."""
+
     id: str = "CartPole-v1"
     kwargs: dict[str, Any] = field(default_factory=dict)
     module: Optional[str] = None
+    factory: Optional[str] = None
 
 
 @dataclass
@@ -481,35 +498,58 @@ def _check_env(cfg: DictConfig) -> None:
             importlib.import_module(cfg.env.module)
         except ImportError as exc:
             raise ConfigError(f"env.module: cannot import {cfg.env.module!r} ({exc})") from None
-    if cfg.env.id not in gym.registry:
+    if cfg.env.factory:
+        try:
+            import_target(cfg.env.factory)
+        except Exception as exc:  # noqa: BLE001 - reported in one line
+            raise ConfigError(f"env.factory: cannot import {cfg.env.factory!r} ({error_line(exc)})") from None
+    elif cfg.env.id not in gym.registry:
         raise ConfigError(f"env.id: unknown gymnasium environment {cfg.env.id!r}")
     _check_action_space(cfg)
 
 
+def _agent_facts(cfg: DictConfig) -> tuple[tuple[str, ...] | None, bool]:
+    """The action kinds the agent handles and whether it trains a team (multi-agent env)."""
+    found = re.fullmatch(r"note_rl\.agents\.\w+\.(\w+)", cfg.agent._target_)
+    if found and found.group(1) in BUILTIN_ACTION_KINDS:
+        return BUILTIN_ACTION_KINDS[found.group(1)], found.group(1) in BUILTIN_MULTI_AGENT
+    cls = import_target(cfg.agent._target_)
+    return getattr(cls, "action_kinds", None), bool(getattr(cls, "multi_agent", False))
+
+
 def _check_action_space(cfg: DictConfig) -> None:
-    """The env's actions are of a kind the agent handles (``Pendulum-v1`` with DQN is one line)."""
+    """The env suits the agent: single- or multi-agent, and actions of a kind the agent handles
+    (``Pendulum-v1`` with DQN is one line)."""
     import gymnasium as gym
 
-    target = cfg.agent._target_
-    found = re.fullmatch(r"note_rl\.agents\.\w+\.(\w+)", target)
-    kinds = BUILTIN_ACTION_KINDS.get(found.group(1)) if found else None
-    if kinds is None:
-        kinds = getattr(import_target(target), "action_kinds", None)
-    if not kinds:
+    from .build import make_env
+
+    kinds, multi = _agent_facts(cfg)
+    if not kinds and not multi:
         return
+    name = cfg.env.id
     try:
-        env = gym.make(cfg.env.id, **OmegaConf.to_container(cfg.env.kwargs, resolve=True))
-    except Exception as exc:  # noqa: BLE001 - a missing extra (box2d, mujoco) or bad kwargs
-        raise ConfigError(f"env.id: cannot make {cfg.env.id!r} ({error_line(exc)})") from None
-    space, observations = env.action_space, env.observation_space
-    env.close()
-    if isinstance(observations, gym.spaces.Dict) and cfg.buffer.name != "her" and not cfg.agent.get("MARL"):
-        raise ConfigError(f"buffer: {cfg.env.id} is a goal env (dict observations); train it with buffer=her")
-    kind = "discrete" if isinstance(space, gym.spaces.Discrete) else \
-        "continuous" if isinstance(space, gym.spaces.Box) else type(space).__name__
-    if kind not in kinds:
-        raise ConfigError(f"env.id: {cfg.env.id} has {kind} actions ({space}); {cfg.agent.name} "
-                          f"supports {' and '.join(kinds)} actions")
+        env = make_env(OmegaConf.to_container(cfg.env, resolve=True))
+    except Exception as exc:  # noqa: BLE001 - a missing extra (box2d, mujoco, mpe2) or bad kwargs
+        raise ConfigError(f"env.id: cannot make {name!r} ({error_line(exc)})") from None
+    try:
+        team = hasattr(env, "possible_agents")
+        if team != multi:
+            raise ConfigError(f"env.id: {name} is a multi-agent env; {cfg.agent.name} trains one agent "
+                              "(agent=maddpg trains teams)" if team else
+                              f"env.id: {cfg.agent.name} trains a team on a multi-agent env (PettingZoo "
+                              f"parallel API, e.g. env=simple_spread); {name} has one agent")
+        spaces = [env.action_space(n) for n in env.possible_agents] if team else [env.action_space]
+        if not team and isinstance(env.observation_space, gym.spaces.Dict) and cfg.buffer.name != "her":
+            raise ConfigError(f"buffer: {name} is a goal env (dict observations); train it with buffer=her")
+    finally:
+        env.close()
+    for space in spaces:
+        kind = "discrete" if isinstance(space, gym.spaces.Discrete) else \
+            "continuous" if isinstance(space, gym.spaces.Box) else type(space).__name__
+        if kinds and kind not in kinds:
+            raise ConfigError(f"env.id: {name} has {kind} actions ({space}); {cfg.agent.name} "
+                              f"supports {' and '.join(kinds)} actions")
 
 
 def _check_device(cfg: DictConfig) -> None:

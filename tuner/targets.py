@@ -28,14 +28,24 @@ class TargetError(ValueError):
 
 def import_target(path: str) -> Any:
     """The class (or function) a ``_target_`` string names."""
+    getter = get_method if _names_function(path) else get_class  # the other one logs an ERROR line
     try:
-        return get_class(path)
-    except Exception:  # noqa: BLE001 - Hydra raises ImportError or ValueError with long messages
-        try:
-            return get_method(path)
-        except Exception as exc:  # noqa: BLE001
-            cause = str(exc.__cause__ or exc).splitlines()[0]
-            raise TargetError(f"cannot import {path!r} ({cause})") from None
+        return getter(path)
+    except Exception as exc:  # noqa: BLE001 - Hydra raises ImportError or ValueError with long messages
+        cause = str(exc.__cause__ or exc).splitlines()[0]
+        raise TargetError(f"cannot import {path!r} ({cause})") from None
+
+
+def _names_function(path: str) -> bool:
+    """Whether ``path`` (``pkg.module.name``) names a function: its module imports and the
+    attribute is a plain function (anything unclear goes to ``get_class``, which reports it)."""
+    import importlib
+
+    module, _, name = path.rpartition(".")
+    try:
+        return inspect.isfunction(getattr(importlib.import_module(module), name, None))
+    except Exception:  # noqa: BLE001 - not importable this way: let Hydra's getter explain
+        return False
 
 
 def _init_of(target: Any) -> Any:

@@ -48,6 +48,8 @@ class MADDPGMixin(SeededInit):
 
     #: per-agent action spaces the agent handles (all agents of one kind)
     action_kinds = ("continuous", "discrete")
+    #: it trains a team on a multi-agent env (the tuner checks the env against this)
+    multi_agent = True
 
     def _setup_maddpg(self, hidden_size: int | Sequence[int], gamma: float, tau: float, env: Any,
                       seed: int | None, activation: str) -> tuple[list[list[np.ndarray]], list[list[np.ndarray]]]:

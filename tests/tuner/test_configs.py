@@ -33,6 +33,10 @@ def test_every_option_composes_and_validates(group, option) -> None:
         overrides.append("agent=sac")
     if group in ("agent", "search") and option in CONTINUOUS_AGENTS:
         overrides.append("env=pendulum")
+    if group == "env" and option in MULTI_AGENT_ENVS:
+        overrides.append("agent=maddpg")
+    if group in ("agent", "search") and option == "maddpg":
+        overrides.append("env=simple_spread")
     if group == "adjuster" and option == "ess":
         overrides.append("buffer=prioritized")  # the ESS is a property of replay priorities
     cfg = validate(compose_cfg(overrides))
@@ -43,12 +47,13 @@ def test_every_option_composes_and_validates(group, option) -> None:
 CONTINUOUS_ENVS = ("pendulum", "mountain_car_continuous", "lunar_lander_continuous", "hopper", "half_cheetah",
                    "point_reach")
 CONTINUOUS_AGENTS = ("ddpg", "td3", "sac")
+MULTI_AGENT_ENVS = ("simple_spread",)
 
 
 @pytest.mark.parametrize("backend", ["torch", "tf"])
 @pytest.mark.parametrize("agent,env", [("dqn", "cartpole"), ("ppo", "cartpole"), ("a2c", "cartpole"),
                                        ("ppo", "pendulum"), ("a2c", "pendulum"),
-                                       *[(a, "pendulum") for a in CONTINUOUS_AGENTS]])
+                                       *[(a, "pendulum") for a in CONTINUOUS_AGENTS], ("maddpg", "simple_spread")])
 def test_agents_build_on_each_backend(backend, agent, env) -> None:
     cfg = OmegaConf.to_container(validate(compose_cfg([f"backend={backend}", f"agent={agent}", f"env={env}"])),
                                  resolve=True)
@@ -57,6 +62,8 @@ def test_agents_build_on_each_backend(backend, agent, env) -> None:
     assert built.gamma is not None and train_kwargs(cfg)["steps"] == cfg["budget"]["steps"]
     if agent in ("ppo", "a2c"):  # softmax on CartPole, a Gaussian on Pendulum
         assert built.continuous == (env == "pendulum")
+    if agent == "maddpg":  # a team of 3 on MPE; the noise sized from the agent's action dimension
+        assert built.MARL and built.n_agents == 3 and np.shape(built.noise.sample()) == (5,)
 
 
 def test_a2c_config_picks_rmsprop_unless_told_otherwise() -> None:
@@ -256,13 +263,13 @@ def test_hyperparams_presets_reach_the_agent(preset) -> None:
     agent, env = preset.split("_", 1)
     data = OmegaConf.load(os.path.join(CONF_DIR, "hyperparams", f"{preset}.yaml"))
     cfg = validate(compose_cfg([f"agent={agent}", f"env={env}", "backend=torch"]))
-    for key, value in data.agent.items():
+    for key, value in data.get("agent", {}).items():
         if key not in ("policy", "noise"):
             assert cfg.agent[key] == value, key
     assert cfg.budget.steps == data.budget.steps
     built = build_agent(OmegaConf.to_container(cfg, resolve=True))
     assert built.gamma is not None and built.batch == cfg.agent.batch
-    if "noise" in data.agent:
+    if "noise" in data.get("agent", {}):
         assert type(built.noise).__name__ == data.agent.noise._target_.rsplit(".", 1)[1]
         assert np.shape(built.noise.sample()) == (built.action_dim,)
     assert compose_cfg([f"agent={agent}", f"env={env}", "agent.lr=0.123"]).agent.lr == 0.123
@@ -281,6 +288,24 @@ def test_agent_and_env_action_kinds_must_match(agent, env, kind) -> None:
         validate(compose_cfg([f"agent={agent}", f"env={env}"]))
     assert str(info.value).startswith("env.id: ") and f"has {kind} actions" in str(info.value)
     assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("agent,env,message", [
+    ("dqn", "simple_spread", "env.id: simple_spread_v3 is a multi-agent env; dqn trains one agent"),
+    ("maddpg", "cartpole", "env.id: maddpg trains a team on a multi-agent env"),
+])
+def test_single_and_multi_agent_envs_must_match_the_agent(agent, env, message) -> None:
+    with pytest.raises(ConfigError) as info:
+        validate(compose_cfg([f"agent={agent}", f"env={env}"]))
+    assert str(info.value).startswith(message) and "\n" not in str(info.value)
+
+
+def test_env_factory_builds_discrete_mpe_and_bad_factories_are_one_line() -> None:
+    cfg = validate(compose_cfg(["agent=maddpg", "env=simple_spread", "env.kwargs.continuous=false"]))
+    agent = build_agent(OmegaConf.to_container(cfg, resolve=True))
+    assert agent.discrete and agent.action_dim == 5
+    with pytest.raises(ConfigError, match=r"^env.factory: cannot import 'nowhere.env'"):
+        validate(compose_cfg(["agent=maddpg", "env=simple_spread", "env.factory=nowhere.env"]))
 
 
 def test_goal_env_preset_brings_her_and_plain_buffers_are_refused() -> None:
