@@ -42,22 +42,11 @@ def make_env(env_cfg: dict[str, Any]) -> Any:
 
 
 def _spaces(env: Any) -> dict[str, Any]:
-    """``state_dim`` / ``action_dim`` of a flat observation space and a discrete or box action space
-    (what the built-in agents' constructors take; others find the env itself in ``env``)."""
-    import gymnasium as gym
+    """``state_dim`` / ``action_dim`` where the env has them (what the built-in agents' constructors
+    take; others find the env itself in ``env``)."""
+    from note_rl.core.envs import space_dims
 
-    out: dict[str, Any] = {}
-    obs, act = env.observation_space, env.action_space
-    if isinstance(obs, gym.spaces.Dict) and {"observation", "desired_goal"} <= set(obs.spaces):
-        # a goal env (HER): the agent sees concat(observation, desired_goal)
-        out["state_dim"] = int(obs["observation"].shape[0] + obs["desired_goal"].shape[0])
-    elif isinstance(obs, gym.spaces.Box) and len(obs.shape) == 1:
-        out["state_dim"] = int(obs.shape[0])
-    if isinstance(act, gym.spaces.Discrete):
-        out["action_dim"] = int(act.n)
-    elif isinstance(act, gym.spaces.Box) and len(act.shape) == 1:
-        out["action_dim"] = int(act.shape[0])
-    return out
+    return {k: v for k, v in zip(("state_dim", "action_dim"), space_dims(env)) if v is not None}
 
 
 def _action_kind(env: Any) -> str:

@@ -11,10 +11,22 @@ import numpy as np
 from ..core.envs import flat_observations
 from ..utils import log_softmax
 
-__all__ = ["hidden_sizes", "make_env", "init_mlp", "MLPActor", "LiveActor", "SeededInit"]
+__all__ = ["hidden_sizes", "make_env", "init_mlp", "MLPActor", "LiveActor", "SeededInit", "check_args"]
 
 
 ACTIVATIONS = ("relu", "tanh")
+
+
+def check_args(name: str, gamma: float | None = None, tau: float | None = None,
+               activation: str | None = None) -> None:
+    """The constructor arguments every built-in agent shares, checked with one-line errors that
+    name the agent and the argument."""
+    if gamma is not None and not 0.0 < gamma <= 1.0:
+        raise ValueError(f"{name}(gamma={gamma!r}): must be in (0, 1]")
+    if tau is not None and not 0.0 < tau <= 1.0:
+        raise ValueError(f"{name}(tau={tau!r}): must be in (0, 1]")
+    if activation is not None and activation not in ACTIVATIONS:
+        raise ValueError(f"{name}(activation={activation!r}): use one of {ACTIVATIONS}")
 
 
 def hidden_sizes(hidden_size: int | Sequence[int]) -> list[int]:

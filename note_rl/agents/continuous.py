@@ -21,22 +21,13 @@ from typing import Any, Sequence
 import gymnasium as gym
 import numpy as np
 
+from ..core.envs import space_dims
 from ..update import LossTerm, ParamGroup, TargetUpdate, UpdateSpec
-from .common import ACTIVATIONS, LiveActor, SeededInit, hidden_sizes, init_mlp, make_env
+from .common import LiveActor, SeededInit, check_args, hidden_sizes, init_mlp, make_env
 
 __all__ = ["BoxActions", "TD3Mixin", "SACMixin", "LOG_STD_MIN", "LOG_STD_MAX", "squashed_log_prob"]
 
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0  # SB3's clip of the actor's log standard deviation
-
-
-def _space_dims(env: Any) -> tuple[int, int]:
-    """Observation size (goal envs: observation + desired goal, as HER feeds them) and action size."""
-    obs = env.observation_space
-    if isinstance(obs, gym.spaces.Dict):
-        state = int(obs["observation"].shape[0] + obs["desired_goal"].shape[0])
-    else:
-        state = int(np.prod(obs.shape))
-    return state, int(np.prod(env.action_space.shape))
 
 
 class BoxActions:
@@ -57,7 +48,9 @@ class BoxActions:
             ones = np.ones(space.shape, dtype=space.dtype)
             env = gym.wrappers.RescaleAction(env, -ones, ones)
         self.env = env
-        dims = _space_dims(env)
+        dims = space_dims(env)
+        if None in dims:
+            raise ValueError(f"{name} needs flat observations and actions; the env has {env.observation_space}, {space}")
         for arg, given, found in (("state_dim", state_dim, dims[0]), ("action_dim", action_dim, dims[1])):
             if given is not None and int(given) != found:
                 raise ValueError(f"{name}({arg}={given}): the env has {found}")
@@ -99,7 +92,7 @@ class TD3Mixin(BoxActions, SeededInit):
                    target_noise_clip: float, n_critics: int, env: Any, seed: int | None,
                    activation: str) -> tuple[list[np.ndarray], ...]:
         name = type(self).__name__
-        _check(name, gamma=gamma, tau=tau, activation=activation)
+        check_args(name, gamma=gamma, tau=tau, activation=activation)
         if int(policy_delay) < 1 or int(n_critics) < 1:
             raise ValueError(f"{name}(policy_delay={policy_delay!r}, n_critics={n_critics!r}): must be >= 1")
         if target_policy_noise < 0 or target_noise_clip < 0:
@@ -150,7 +143,7 @@ class SACMixin(BoxActions, SeededInit):
                    n_critics: int, target_update_interval: int, env: Any, seed: int | None,
                    activation: str) -> tuple[list[np.ndarray], ...]:
         name = type(self).__name__
-        _check(name, gamma=gamma, tau=tau, activation=activation)
+        check_args(name, gamma=gamma, tau=tau, activation=activation)
         self.state_dim, self.action_dim = self._setup_box(env, state_dim, action_dim)
         auto = isinstance(ent_coef, str)
         if auto and not ent_coef.startswith("auto"):
@@ -216,12 +209,3 @@ def squashed_log_prob(u: np.ndarray, mean: np.ndarray, log_std: np.ndarray) -> n
     std = np.exp(log_std)
     gauss = -0.5 * ((u - mean) / std) ** 2 - log_std - 0.5 * np.log(2 * np.pi)
     return (gauss - np.log(1 - np.tanh(u) ** 2 + 1e-6)).sum(axis=-1)
-
-
-def _check(name: str, gamma: float, tau: float, activation: str) -> None:
-    if not 0.0 < gamma <= 1.0:
-        raise ValueError(f"{name}(gamma={gamma!r}): must be in (0, 1]")
-    if not 0.0 < tau <= 1.0:
-        raise ValueError(f"{name}(tau={tau!r}): must be in (0, 1]")
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"{name}(activation={activation!r}): use one of {ACTIVATIONS}")

@@ -8,7 +8,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..update import LossTerm, ParamGroup, TargetUpdate, UpdateSpec
-from .common import ACTIVATIONS, LiveActor, MLPActor, SeededInit, discrete_env, hidden_sizes, init_mlp
+from .common import LiveActor, MLPActor, SeededInit, check_args, discrete_env, hidden_sizes, init_mlp
 
 __all__ = ["DQNMixin"]
 
@@ -35,12 +35,7 @@ class DQNMixin(SeededInit):
                    ortho_init: bool = False, max_grad_norm: float | None = None) -> list[np.ndarray]:
         if loss not in ("mse", "huber"):
             raise ValueError(f"DQN(loss={loss!r}): use 'mse' or 'huber'")
-        if not 0.0 < gamma <= 1.0:
-            raise ValueError(f"DQN(gamma={gamma!r}): must be in (0, 1]")
-        if not 0.0 < tau <= 1.0:
-            raise ValueError(f"DQN(tau={tau!r}): must be in (0, 1]")
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"DQN(activation={activation!r}): use one of {ACTIVATIONS}")
+        check_args("DQN", gamma=gamma, tau=tau, activation=activation)
         self.activation = activation
         self.state_dim, self.action_dim = int(state_dim), int(action_dim)
         self.hidden = hidden_sizes(hidden_size)

@@ -28,8 +28,7 @@ from ..core.base import _pick
 from ..core.marl import check_marl_env
 from ..ma_envs import RescaledParallelEnv
 from ..update import LossTerm, ParamGroup, TargetUpdate, UpdateSpec
-from .common import SeededInit, hidden_sizes, init_mlp
-from .continuous import _check
+from .common import SeededInit, check_args, hidden_sizes, init_mlp
 
 __all__ = ["MADDPGMixin", "simple_spread"]
 
@@ -54,7 +53,7 @@ class MADDPGMixin(SeededInit):
     def _setup_maddpg(self, hidden_size: int | Sequence[int], gamma: float, tau: float, env: Any,
                       seed: int | None, activation: str) -> tuple[list[list[np.ndarray]], list[list[np.ndarray]]]:
         name = type(self).__name__
-        _check(name, gamma=gamma, tau=tau, activation=activation)
+        check_args(name, gamma=gamma, tau=tau, activation=activation)
         env = simple_spread() if env is None else env
         check_marl_env(env)
         names = list(env.possible_agents)

@@ -36,7 +36,7 @@ from ..core.runners import sample_rollout_actions
 from ..policy import SoftmaxPolicy
 from ..utils import log_softmax
 from ..update import LossTerm, ParamGroup, TargetUpdate, UpdateSpec
-from .common import ACTIVATIONS, LiveActor, MLPActor, SeededInit, hidden_sizes, init_mlp, make_env
+from .common import LiveActor, MLPActor, SeededInit, check_args, hidden_sizes, init_mlp, make_env
 
 __all__ = ["PPOMixin"]
 
@@ -56,8 +56,7 @@ class PPOMixin(SeededInit):
                    ortho_init: bool = False,
                    log_std_init: float = 0.0) -> tuple[list[np.ndarray], list[np.ndarray]]:
         name = type(self).__name__
-        if not 0.0 < gamma <= 1.0:
-            raise ValueError(f"{name}(gamma={gamma!r}): must be in (0, 1]")
+        check_args(name, gamma=gamma, activation=activation)
         if not 0.0 <= lam <= 1.0:
             raise ValueError(f"{name}(lam={lam!r}): must be in [0, 1]")
         if clip <= 0:
@@ -65,8 +64,6 @@ class PPOMixin(SeededInit):
         for arg, value in (("n_envs", n_envs), ("n_epochs", n_epochs), ("n_steps", n_steps or 1)):
             if int(value) <= 0:
                 raise ValueError(f"{name}({arg}={value!r}): must be a positive integer")
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"{name}(activation={activation!r}): use one of {ACTIVATIONS}")
         self.env = make_env(env)
         action_dim = self._setup_actions(action_dim, n_steps, log_std_init)
         self.activation = activation

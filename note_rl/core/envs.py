@@ -10,7 +10,7 @@ from typing import Any, Callable
 import gymnasium as gym
 import numpy as np
 
-__all__ = ["is_discrete", "EnvFactory", "make_vec_env", "step_env", "dumps_noting_main"]
+__all__ = ["is_discrete", "EnvFactory", "make_vec_env", "step_env", "dumps_noting_main", "space_dims"]
 
 _MAIN_NAMES = ("__main__", "__mp_main__")
 
@@ -44,6 +44,24 @@ def dumps_noting_main(obj: Any) -> tuple[bytes, bool]:
 def is_discrete(env: Any) -> bool:
     env = env[0] if isinstance(env, (list, tuple)) else env
     return isinstance(getattr(env, "action_space", None), gym.spaces.Discrete)
+
+
+def space_dims(env: Any) -> tuple[int | None, int | None]:
+    """``(state_dim, action_dim)`` of a single-agent env, as the built-in agents' constructors take
+    them: the size of a flat observation (a goal env's: observation + desired goal, what HER feeds
+    the agent), and the number of discrete actions or the size of a flat Box action; ``None``
+    where a space has no such size (images, tuples, multi-agent envs)."""
+    obs, act = getattr(env, "observation_space", None), getattr(env, "action_space", None)
+    state = action = None
+    if isinstance(obs, gym.spaces.Dict) and {"observation", "desired_goal"} <= set(obs.spaces):
+        state = int(obs["observation"].shape[0] + obs["desired_goal"].shape[0])
+    elif isinstance(obs, gym.spaces.Box) and len(obs.shape) == 1:
+        state = int(obs.shape[0])
+    if isinstance(act, gym.spaces.Discrete):
+        action = int(act.n)
+    elif isinstance(act, gym.spaces.Box) and len(act.shape) == 1:
+        action = int(act.shape[0])
+    return state, action
 
 
 def step_env(env: Any, action: Any) -> tuple[Any, float, bool, bool]:
