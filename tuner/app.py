@@ -44,7 +44,8 @@ def _run_plain(cfg: DictConfig, run_dir: str, isolated: bool) -> dict[str, Any]:
         from .study_jobs import run_in_fresh_process
 
         result = run_in_fresh_process(plain, run_dir, context_for(plain["backend"]["name"]))
-    print(f"final mean return {_num(result['final_mean_return'])} over the last "
+    print(f"evaluation {_num(result['final_eval_mean_return'])} ({cfg.eval.episodes} greedy episodes); "
+          f"final mean return {_num(result['final_mean_return'])} over the last "
           f"{cfg.objective.last_k} episodes; best {_num(result['best_mean_return'])}; "
           f"{result['env_steps']} env steps in {result['wall_time_s']:.1f} s -> {run_dir}/result.json")
     return result
@@ -193,7 +194,7 @@ def _variants(parsed: list[Any], loader: Any, multirun: bool) -> list[list[str]]
 
 def main() -> None:
     """Console entry point (``note-tune``)."""
-    if len(sys.argv) > 1 and sys.argv[1] in ("report", "dashboard"):
+    if len(sys.argv) > 1 and sys.argv[1] in ("report", "dashboard", "eval"):
         from .subcommands import main as subcommand
 
         raise SystemExit(subcommand(sys.argv[1], sys.argv[2:]))

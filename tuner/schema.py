@@ -268,7 +268,17 @@ class BudgetConf:
 
 
 @dataclass
+class EvalConf:
+    """Evaluation episodes (see :mod:`note_rl.evaluation`); ``every=None``: five per run."""
+
+    every: Optional[int] = None
+    episodes: int = 5
+    seed: int = 1_000_000
+
+
+@dataclass
 class ObjectiveConf:
+    source: str = "eval"
     last_k: int = 20
     criterion: Optional[float] = None
 
@@ -294,6 +304,7 @@ class ConfigBase:
     search: SearchConf = field(default_factory=SearchConf)
     seed: int = 0
     budget: BudgetConf = field(default_factory=BudgetConf)
+    eval: EvalConf = field(default_factory=EvalConf)
     objective: ObjectiveConf = field(default_factory=ObjectiveConf)
 
 
@@ -334,8 +345,9 @@ CHOICES = {
     "strategy.start_method": ("spawn", "forkserver"),
     "logger.name": ("none", "console", "wandb"),
     "logger.mode": ("offline", "online", "disabled"),
+    "objective.source": ("eval", "train"),
 }
-POSITIVE = ("agent.batch", "agent.train_freq", "agent.num_updates", "agent.update_steps", "agent.update_batches",
+POSITIVE = ("eval.every", "eval.episodes", "agent.batch", "agent.train_freq", "agent.num_updates", "agent.update_steps", "agent.update_batches",
             "agent.num_steps", "agent.n_steps", "agent.n_envs", "agent.n_epochs", "buffer.pool_size",
             "strategy.processes", "strategy.num_store", "budget.steps", "budget.episodes",
             "budget.max_updates", "objective.last_k", "optimizer.lr", "agent.lr", "agent.clip",
@@ -346,7 +358,7 @@ UNIT = {"agent.gamma": (0.0, 1.0, False), "agent.tau": (0.0, 1.0, False),
         "optimizer.beta1": (0.0, 1.0, True), "optimizer.beta2": (0.0, 1.0, True),
         "agent.policy.initial_eps": (0.0, 1.0, True), "agent.policy.final_eps": (0.0, 1.0, True),
         "agent.policy.eps": (0.0, 1.0, True)}
-NON_NEGATIVE = ("agent.learning_starts", "buffer.her_k", "agent.entropy_coef", "agent.vf_coef", "buffer.alpha",
+NON_NEGATIVE = ("eval.seed", "agent.learning_starts", "buffer.her_k", "agent.entropy_coef", "agent.vf_coef", "buffer.alpha",
                 "buffer.beta", "optimizer.weight_decay", "optimizer.eps", "optimizer.momentum",
                 "agent.max_grad_norm", "agent.target_policy_noise", "agent.target_noise_clip",
                 "agent.noise.sigma", "agent.noise.theta")

@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 from .launcher import TrialProcess, exit_reason
-from .messages import Failure, Result, TrialSpec
+from .messages import Failure, Report, Result, TrialSpec
 
 __all__ = ["run_in_fresh_process"]
 
@@ -27,6 +27,8 @@ def run_in_fresh_process(cfg: dict[str, Any], run_dir: str, ctx: Any) -> dict[st
                         return json.load(f)
                 if isinstance(message, Failure):
                     raise RuntimeError(f"training job failed: {message.message}")
+                if isinstance(message, Report):
+                    proc.answer(False)  # no pruner here: go on
             if not proc.alive():
                 raise RuntimeError(f"training job {exit_reason(proc.proc.exitcode)}")
     finally:

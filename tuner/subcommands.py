@@ -1,4 +1,5 @@
-"""``note-tune report ...`` and ``note-tune dashboard ...``: commands on an existing study storage.
+"""``note-tune report ...`` and ``note-tune dashboard ...``: commands on an existing study storage;
+``note-tune eval model=...``: a saved model's evaluation (:mod:`tuner.model_commands`).
 
 Both take ``key=value`` arguments (like Hydra overrides, but parsed before Hydra runs)::
 
@@ -21,6 +22,7 @@ __all__ = ["main", "ArgError", "parse_args", "open_storage"]
 ALLOWED = {
     "report": ("study_name", "storage", "study_dir", "out", "wandb", "project", "entity"),
     "dashboard": ("storage", "study_dir", "study_name", "port"),
+    "eval": ("model", "episodes", "seeds"),
 }
 
 
@@ -137,10 +139,15 @@ def dashboard(args: dict[str, str]) -> int:
 
 
 def main(command: str, argv: list[str]) -> int:
-    """Run ``command`` (``report`` or ``dashboard``) with ``key=value`` arguments."""
+    """Run ``command`` (``report``, ``dashboard`` or ``eval``) with ``key=value`` arguments."""
+    from .model_commands import _Bad, eval_model
+
     try:
         args = parse_args(command, argv)
+        if command == "eval":
+            eval_model(args)
+            return 0
         return report(args) if command == "report" else dashboard(args)
-    except ArgError as exc:
+    except (ArgError, _Bad) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

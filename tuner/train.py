@@ -56,27 +56,38 @@ def moving_best(returns: list[float], k: int) -> float | None:
 
 
 class _Hooks:
-    """Callbacks that enforce ``budget.max_updates`` and relay intermediate scores."""
+    """Callbacks that enforce ``budget.max_updates`` and relay intermediate scores: training means
+    every ``report_every`` episodes (``objective.source=train``) or each evaluation's mean
+    (``source=eval``, :meth:`on_evaluation`)."""
 
     def __init__(self, agent: Any, last_k: int, max_updates: int | None, report_every: int,
-                 reporter: Reporter | None) -> None:
+                 reporter: Reporter | None, source: str = "train") -> None:
         self.agent, self.last_k, self.max_updates = agent, last_k, max_updates
-        self.report_every, self.reporter = max(1, report_every), reporter
+        self.report_every, self.reporter, self.source = max(1, report_every), reporter, source
         self.pruned = False
         self.reports = 0
+        self.evaluator: Any = None
+
+    def _report(self, value: float) -> None:
+        self.reports += 1
+        if self.reporter(self.reports - 1, value):
+            self.pruned = True
+            self.agent.stop_training = True
+            if self.evaluator is not None:
+                self.evaluator.final = False  # a pruned run needs no final evaluation
+
+    def on_evaluation(self, record: dict[str, Any]) -> None:
+        if self.reporter is not None and self.source == "eval" and not self.pruned:
+            self._report(record["mean"])
 
     def on_batch_end(self, batch: int, logs: dict[str, Any]) -> None:
         if self.max_updates and self.agent.batch_counter >= self.max_updates:
             self.agent.stop_training = True
 
     def on_episode_end(self, episode: int, logs: dict[str, Any]) -> None:
-        if self.reporter is None or (episode + 1) % self.report_every:
+        if self.reporter is None or self.source != "train" or (episode + 1) % self.report_every:
             return
-        value = float(np.mean(self.agent.reward_list[-self.last_k:]))
-        self.reports += 1
-        if self.reporter(self.reports - 1, value):
-            self.pruned = True
-            self.agent.stop_training = True
+        self._report(float(np.mean(self.agent.reward_list[-self.last_k:])))
 
 
 def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | None = None,
@@ -93,12 +104,16 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
     _attach_adjuster(agent, cfg)
     optimizer = build_optimizer(cfg, agent)
     last_k = int(cfg["objective"]["last_k"])
-    hooks = _Hooks(agent, last_k, cfg["budget"]["max_updates"], report_every, reporter)
+    source = cfg["objective"].get("source", "eval")
+    hooks = _Hooks(agent, last_k, cfg["budget"]["max_updates"], report_every, reporter, source)
     cb = LambdaCallback(on_batch_end=hooks.on_batch_end if hooks.max_updates else None,
                         on_episode_end=hooks.on_episode_end)
+    loggers = logger_callbacks(cfg, run_dir, meta, pruned=lambda: hooks.pruned)
+    listeners = [hooks.on_evaluation, *(c.log_evaluation for c in loggers if hasattr(c, "log_evaluation"))]
+    best_path = os.path.join(run_dir, "best_eval_model.npz") if run_dir else None
+    evaluator = hooks.evaluator = _evaluator(cfg, lambda record: [f(record) for f in listeners], best_path)
     kwargs = train_kwargs(cfg)
-    kwargs["callbacks"] = [cb, *(callbacks or [])]
-    kwargs["callbacks"] += logger_callbacks(cfg, run_dir, meta, pruned=lambda: hooks.pruned)
+    kwargs["callbacks"] = [cb, evaluator, *(callbacks or []), *loggers]
     episodes = cfg["budget"]["episodes"]
     digest = weights_digest(agent)
     started = time.perf_counter()
@@ -108,10 +123,15 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
         if not safe_nan:
             raise
     wall = time.perf_counter() - started
+    model = agent.save_param(os.path.join(run_dir, "model.npz")) if run_dir else None
     returns = [float(r) for r in agent.reward_list]
     final = float(np.mean(returns[-last_k:])) if returns else None
+    final_eval = evaluator.history[-1]["mean"] if evaluator.history else None
     result = {
         "status": "pruned" if hooks.pruned else "complete",
+        "objective": final_eval if source == "eval" else final,
+        "objective_source": source,
+        "final_eval_mean_return": final_eval,
         "final_mean_return": final,
         "best_mean_return": moving_best(returns, last_k),
         "episodes": agent.total_episode,
@@ -125,6 +145,9 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
         "initial_weights_sha256": digest,
         "mean_loss": _mean_loss(agent.loss_list),
         "returns": returns,
+        "evaluations": evaluator.history,
+        "model": model,  # the final weights (note-tune eval model=...)
+        "best_eval_model": best_path if best_path and os.path.exists(best_path) else None,
         "losses": [None if v is None else float(v) for v in agent.loss_list],
         "config": cfg,
     }
@@ -133,6 +156,18 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
     if run_dir:
         write_json(os.path.join(run_dir, "result.json"), result)
     return result
+
+
+def _evaluator(cfg: dict[str, Any], on_evaluation: Callable[[dict[str, Any]], None],
+               best_model_path: str | None = None) -> Any:
+    """The run's :class:`~note_rl.evaluation.EvalCallback`: ``eval.every`` env steps (default: five
+    evaluations over ``budget.steps``, or only the final one without a step budget)."""
+    from note_rl.evaluation import EvalCallback
+
+    spec, steps = cfg.get("eval") or {}, cfg["budget"]["steps"]
+    every = spec.get("every") or (max(1, int(steps) // 5) if steps else None)
+    return EvalCallback(every=every, episodes=int(spec.get("episodes", 5)), seed=int(spec.get("seed", 1_000_000)),
+                        on_evaluation=on_evaluation, best_model_path=best_model_path)
 
 
 def _mean_loss(losses: list[float | None]) -> float | None:

@@ -68,12 +68,13 @@ def _run(conn: Any, spec: TrialSpec) -> Result:
 
     finals, seeds, pruned = [], [], False
     for i, cfg in enumerate(spec.configs):
-        reporter = _reporter(conn, i * SEED_STEP_OFFSET)
+        # a plain job (no trial: Hydra multirun) has no pruner to report to
+        reporter = _reporter(conn, i * SEED_STEP_OFFSET) if spec.trial is not None else None
         run_dir = spec.run_dir if len(spec.configs) == 1 else os.path.join(spec.run_dir, f"seed_{cfg['seed']}")
         res = run_training(cfg, run_dir, reporter, spec.report_every, meta=_seed_meta(spec, cfg, i))
-        finals.append(res["final_mean_return"])
-        seeds.append({k: res[k] for k in ("seed", "final_mean_return", "best_mean_return", "env_steps",
-                                          "gradient_steps", "wall_time_s")})
+        finals.append(res["objective"])
+        seeds.append({k: res[k] for k in ("seed", "objective", "final_eval_mean_return", "final_mean_return",
+                                          "best_mean_return", "env_steps", "gradient_steps", "wall_time_s")})
         if res["status"] == "pruned":
             pruned = True
             break

@@ -231,6 +231,7 @@ class WandbCallback(Callback):
         self.session = WandbSession(self.opts, run_dir, self.meta, _run_config(cfg, self.meta))
         self.session.start()  # before the run's clock starts: wandb.init takes about a second
         self._adjust: dict[str, float] = {}
+        self._last_eval: dict[str, Any] | None = None
         self._best = -math.inf
         self._best_path: str | None = None
         self._last = (time.perf_counter(), None)
@@ -254,6 +255,15 @@ class WandbCallback(Callback):
             return
         self.session.log(self._row(logs))
         self.rows += 1
+
+    def log_evaluation(self, record: dict[str, Any]) -> None:
+        """One evaluation (see :mod:`note_rl.evaluation`): ``eval/mean_return``, ``eval/std_return``
+        at its env step; the last one also goes to the summary."""
+        self._last_eval = record
+        if self.session.active:
+            self.session.log({"env_steps": record["step"], "eval/mean_return": record["mean"],
+                              "eval/std_return": record["std"]})
+            self.rows += 1
 
     def log_point(self, row: dict[str, Any]) -> None:
         """Log one row of a finder (e.g. ``{"lr": 1e-3, "reward": ..., "loss": ...}`` when
@@ -339,6 +349,8 @@ class WandbCallback(Callback):
         out = {"state": state, "final_mean_return": final, "best_mean_return": moving_best(returns, self.last_k),
                "episodes": len(returns), "env_steps": steps, "wall_time_s": wall,
                "env_steps_per_s": steps / wall if wall > 0 else None}
+        if self._last_eval is not None:
+            out["eval_mean_return"] = self._last_eval["mean"]
         if reason:
             out["fail_reason"] = reason
         if diverged:

@@ -1,0 +1,85 @@
+"""``note-tune eval model=<file> [episodes=20] [seeds=0,1,2]``: evaluate a saved model.
+
+The model is a ``model.npz`` / ``best_eval_model.npz`` that a run or trial wrote into its run dir;
+the agent is rebuilt from the ``result.json`` (or ``config.yaml``) beside it.  Each seed ``s``
+plays ``episodes`` greedy episodes reset with seeds ``s * 10000 + k`` (``k < episodes``), so the
+seeds are disjoint from each other and from training's; the command prints the mean and standard
+deviation over seeds and each seed's mean.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import numpy as np
+
+__all__ = ["eval_model", "load_run_config"]
+
+SEED_STRIDE = 10_000
+
+
+class _Bad(ValueError):
+    """Raised with the one line to print (the caller turns it into exit status 2)."""
+
+
+def load_run_config(model: str) -> dict[str, Any]:
+    """The resolved config of the run that wrote ``model`` (its run dir's result.json or config.yaml)."""
+    folder = os.path.dirname(os.path.abspath(model))
+    result = os.path.join(folder, "result.json")
+    if os.path.exists(result):
+        try:
+            with open(result) as f:
+                cfg = json.load(f).get("config")
+        except (OSError, json.JSONDecodeError) as exc:
+            raise _Bad(f"model: cannot read {result} ({exc})") from None
+        if isinstance(cfg, dict):
+            return cfg
+    config = os.path.join(folder, "config.yaml")
+    if os.path.exists(config):
+        from omegaconf import OmegaConf
+
+        return OmegaConf.to_container(OmegaConf.load(config), resolve=True)
+    raise _Bad(f"model: no result.json or config.yaml beside {model} to rebuild its agent from")
+
+
+def _ints(text: str, key: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.strip("[]").split(",") if v.strip()]
+    except ValueError:
+        raise _Bad(f"{key}: expected integers separated by commas, got {text!r}") from None
+    if not values or min(values) < 0:
+        raise _Bad(f"{key}: expected non-negative integers, got {text!r}")
+    return values
+
+
+def eval_model(args: dict[str, str]) -> dict[str, Any]:
+    """Evaluate ``args['model']``; prints and returns ``{"mean", "std", "per_seed", ...}``."""
+    from note_rl.core.checkpoint import CheckpointError
+    from note_rl.evaluation import evaluate
+
+    from .build import build_agent, set_threads
+
+    model = args.get("model")
+    if not model:
+        raise _Bad("model: give model=<path of a model.npz written by a run>")
+    if not os.path.isfile(model):
+        raise _Bad(f"model: no such file {model!r}")
+    episodes = _ints(args.get("episodes", "20"), "episodes")[0]
+    seeds = _ints(args.get("seeds", "0,1,2"), "seeds")
+    cfg = load_run_config(model)
+    set_threads(cfg)
+    agent = build_agent(cfg)
+    try:
+        agent.restore_param(model)
+    except (CheckpointError, ValueError, KeyError) as exc:
+        raise _Bad(f"model: {model} does not load into this agent ({str(exc).splitlines()[0]})") from None
+    per_seed = {s: evaluate(agent, episodes, seed=s * SEED_STRIDE) for s in seeds}
+    means = [float(np.mean(r)) for r in per_seed.values()]
+    out = {"model": model, "episodes": episodes, "mean": float(np.mean(means)), "std": float(np.std(means)),
+           "per_seed": {str(s): float(np.mean(r)) for s, r in per_seed.items()}}
+    print(f"{cfg['agent']['name']} on {cfg['env']['id']}: mean {out['mean']:.2f} +- {out['std']:.2f} over seeds "
+          f"{seeds} ({episodes} greedy episodes each); per seed: "
+          + ", ".join(f"{s}: {v:.2f}" for s, v in out["per_seed"].items()))
+    return out
