@@ -93,10 +93,12 @@ class _Hooks:
 def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | None = None,
                  report_every: int = 5, callbacks: list[Any] | None = None,
                  meta: dict[str, Any] | None = None,
-                 safe_nan: bool = False) -> dict[str, Any]:
+                 safe_nan: bool = False, evaluation: bool = True) -> dict[str, Any]:
     """Train the agent ``cfg`` describes; returns (and writes to ``run_dir/result.json``) the
     final and best mean return over ``objective.last_k`` episodes, env steps and wall time.
-    ``safe_nan`` ends training quietly when the loss diverges (the LR range test expects it)."""
+    ``safe_nan`` ends training quietly when the loss diverges (the LR range test expects it);
+    ``evaluation=False`` plays no evaluation episodes (the LR range test: every episode has another
+    learning rate, so there is no policy to evaluate)."""
     from note_rl import LambdaCallback, NonFiniteLossError
 
     set_threads(cfg)
@@ -113,7 +115,7 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
     best_path = os.path.join(run_dir, "best_eval_model.npz") if run_dir else None
     evaluator = hooks.evaluator = _evaluator(cfg, lambda record: [f(record) for f in listeners], best_path)
     kwargs = train_kwargs(cfg)
-    kwargs["callbacks"] = [cb, evaluator, *(callbacks or []), *loggers]
+    kwargs["callbacks"] = [cb, *([evaluator] if evaluation else []), *(callbacks or []), *loggers]
     episodes = cfg["budget"]["episodes"]
     digest = weights_digest(agent)
     started = time.perf_counter()

@@ -55,7 +55,8 @@ def _run_finder(conn: Any, spec: TrialSpec) -> Result:
     if spec.pickled is not None:  # Python API: a pickled agent
         return _result(run_pickled(spec.pickled, spec.finder, spec.run_dir, _reporter(conn)))
     recorder = make_recorder(spec.finder, _reporter(conn))
-    result = run_training(spec.configs[0], spec.run_dir, callbacks=[recorder], safe_nan=spec.finder["kind"] == "lr")
+    lr_test = spec.finder["kind"] == "lr"
+    result = run_training(spec.configs[0], spec.run_dir, callbacks=[recorder], safe_nan=lr_test, evaluation=not lr_test)
     return _result(summarise(recorder, spec.run_dir, {"initial_weights_sha256": result.get("initial_weights_sha256"),
                                                       "env_steps": result["env_steps"]}))
 

@@ -97,10 +97,11 @@ def test_n_seeds_aggregation(tmp_path, how) -> None:
     trial = driver.study.trials[0]
     assert trial.state == TrialState.COMPLETE
     result = json.loads(open(os.path.join(trial.user_attrs["run_dir"], "result.json")).read())
-    finals = [s["final_mean_return"] for s in result["attrs"]["seeds"]]
+    finals = [s["objective"] for s in result["attrs"]["seeds"]]
     per_seed = [json.loads(open(os.path.join(trial.user_attrs["run_dir"], f"seed_{seed}", "result.json")).read())
                 for seed in (5, 6)]
-    assert finals == [r["final_mean_return"] for r in per_seed] and [r["seed"] for r in per_seed] == [5, 6]
+    assert finals == [r["objective"] for r in per_seed] and [r["seed"] for r in per_seed] == [5, 6]
+    assert finals == [r["final_eval_mean_return"] for r in per_seed]  # the default source: evaluations
     assert trial.value == pytest.approx(aggregate(finals, how)) == result["value"]
     if how == "min":
         assert trial.value == min(finals)

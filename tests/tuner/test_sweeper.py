@@ -101,7 +101,7 @@ def test_sqlite_storage_minimize_report_and_wandb_by_default(tmp_path) -> None:
     run_app(["-m", "hydra/sweeper=optuna", f"hydra.sweeper.storage={db}", "hydra.sweeper.study_name=mn",
              "hydra.sweeper.direction=minimize", "hydra.sweeper.n_trials=3", "hydra.sweeper.n_jobs=2",
              "hydra.sweeper.sampler=random", "hydra.sweeper.sampler_seed=0", "hydra.sweeper.pruner=none",
-             f"hydra.sweep.dir={sweep}", "seed=int(interval(0, 1000))",
+             f"hydra.sweep.dir={sweep}", "seed=int(interval(0, 1000))", "objective.source=train",
              *[o for o in TINY if not o.startswith("logger=")]], cwd=str(tmp_path))
     study = optuna.load_study(study_name="mn", storage=db)
     values = [t.value for t in study.trials if t.state == TrialState.COMPLETE]

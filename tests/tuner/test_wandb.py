@@ -32,8 +32,11 @@ def test_training_run_history_config_summary_and_artifacts(tmp_path) -> None:
     # config: the fully resolved config
     assert run["config"]["agent"]["hidden_size"] == [16] and run["config"]["budget"]["steps"] == 400
     assert run["config"]["buffer"]["name"] == "prioritized" and run["config"]["logger"]["log_every"] == 2
-    # history: one row every 2 episodes, x-axis env steps increasing
-    history = run["history"]
+    # history: one row every 2 episodes, x-axis env steps increasing; evaluations in rows of their own
+    evals = [row for row in run["history"] if "eval/mean_return" in row]
+    assert [row["eval/mean_return"] for row in evals] == pytest.approx([e["mean"] for e in result["evaluations"]])
+    assert summary_eval(run) == pytest.approx(result["final_eval_mean_return"])
+    history = [row for row in run["history"] if "return" in row]
     assert len(history) == result["episodes"] // 2
     assert all(ROW_KEYS <= set(row) for row in history)
     assert [row["env_steps"] for row in history] == sorted(row["env_steps"] for row in history)
@@ -54,11 +57,17 @@ def test_training_run_history_config_summary_and_artifacts(tmp_path) -> None:
     assert (run_dir / "best_model.npz").stat().st_size > 0 and (run_dir / "agent.gif").stat().st_size > 0
 
 
+def summary_eval(run) -> float:
+    return run["summary"]["eval_mean_return"]
+
+
 def test_pruned_run_reports_its_state(tmp_path) -> None:
     from tuner.train import run_training
     from tuner.wandb_logger import trial_meta
 
-    cfg = OmegaConf.to_container(compose_cfg([*BASE, "logger=wandb", "logger.p=0"]), resolve=True)
+    # the training-mean protocol: a report (and here a prune) after the first episode
+    cfg = OmegaConf.to_container(compose_cfg([*BASE, "logger=wandb", "logger.p=0", "objective.source=train"]),
+                                 resolve=True)
     meta = trial_meta("unit_study", 7, {"optimizer.lr": 1e-3, "agent.gamma": 0.9})
     result = run_training(cfg, str(tmp_path), reporter=lambda step, value: True, report_every=1, meta=meta)
     assert result["status"] == "pruned"
