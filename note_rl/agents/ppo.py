@@ -28,9 +28,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-import numpy as np
-
 import gymnasium as gym
+import numpy as np
 
 from ..core.runners import sample_rollout_actions
 from ..policy import SoftmaxPolicy
