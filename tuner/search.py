@@ -141,6 +141,32 @@ def parse_space(search: DictConfig | Mapping[str, Any], cfg: DictConfig | None =
     return params
 
 
+def default_params(space: list[Param], cfg: DictConfig) -> dict[str, Any]:
+    """The config's own values of the searched parameters (a group's: its chosen option;
+    ``optimizer.lr: null``: ``agent.lr``), each kept only where its distribution contains it."""
+    out: dict[str, Any] = {}
+    for p in space:
+        d = p.distribution
+        if d is None:
+            continue
+        value = OmegaConf.select(cfg, f"{p.name}.name" if p.is_group else p.name)
+        if value is None and p.name == "optimizer.lr":
+            value = OmegaConf.select(cfg, "agent.lr")
+        if value is not None and _contains(d, value):
+            out[p.name] = value
+    return out
+
+
+def _contains(d: Distribution, value: Any) -> bool:
+    if isinstance(d, optuna.distributions.CategoricalDistribution):
+        return value in d.choices
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if isinstance(d, optuna.distributions.IntDistribution) and value != int(value):
+        return False
+    return d.low <= value <= d.high
+
+
 def distributions(space: list[Param]) -> dict[str, Distribution]:
     """The searched parameters as ``{name: distribution}`` (for ``study.ask``)."""
     return {p.name: p.distribution for p in space if p.distribution is not None}

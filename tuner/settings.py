@@ -44,6 +44,10 @@ class TunerSettings:
     trial_memory_mb: Optional[int] = None
     report_every: int = 5
     preload: bool = True
+    # trial 0 of a new study plays the config's own values of the searched parameters
+    enqueue_defaults: bool = True
+    # known-good parameter sets to try first ({"optimizer.lr": 1e-3, ...}), as Optuna's enqueue_trial
+    enqueue: Optional[list[dict[str, Any]]] = None
 
 
 def tuner_settings(node: Any) -> TunerSettings:

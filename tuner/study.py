@@ -28,8 +28,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from .messages import TrialSpec, seed_configs
 from .runner import HEARTBEAT_GRACE_S, NO_DRIVER_GRACE_S, RunLimits, TrialRunner, ask_within
-from .schema import validate
-from .search import distributions, parse_space, to_overrides
+from .schema import ConfigError, validate
+from .search import default_params, distributions, parse_space, to_overrides
 from .settings import TunerSettings, make_pruner, make_sampler
 from .storage import StudyLock, describe, make_storage
 from .wandb_logger import trial_meta
@@ -64,6 +64,23 @@ class Driver:
                 study_name=settings.study_name, storage=self.storage, load_if_exists=True,
                 sampler=make_sampler(settings, self.space), pruner=make_pruner(settings),
                 direction=settings.direction)
+            self._enqueue(cfg, settings)
+
+    def _enqueue(self, cfg: DictConfig, settings: TunerSettings) -> None:
+        """Known-good trials first: ``tuner.enqueue``'s parameter sets, then (a new study only) the
+        config's own values as trial 0 (``tuner.enqueue_defaults``, not with the grid sampler);
+        Optuna runs waiting trials before sampling."""
+        fresh = not self.study.trials
+        for params in settings.enqueue or []:
+            unknown = set(params) - set(distributions(self.space))
+            if unknown:
+                raise ConfigError(f"tuner.enqueue: {sorted(unknown)[0]} is not a searched parameter")
+            self.study.enqueue_trial(dict(params), user_attrs={"enqueued": "tuner.enqueue"}, skip_if_exists=True)
+        # the grid sampler enumerates every point itself: an enqueued one would be run twice
+        if fresh and settings.enqueue_defaults and settings.sampler != "grid":
+            params = default_params(self.space, cfg)
+            if params:
+                self.study.enqueue_trial(params, user_attrs={"enqueued": "defaults"}, skip_if_exists=True)
 
     def run(self, on_change: Callable[[], None] | None = None) -> None:
         """Run trials until the study is full, a limit is hit, or Ctrl-C (see :mod:`tuner.runner`)."""

@@ -171,3 +171,23 @@ def test_trial_without_a_driver_is_failed_after_a_short_grace(tmp_path, monkeypa
     assert trials[0].state == TrialState.FAIL  # with the 120 s heartbeat grace the reason would differ
     assert "stopped before recording itself" in trials[0].user_attrs["fail_reason"]
     assert [t.state for t in trials[1:]] == [TrialState.COMPLETE]
+
+
+def test_defaults_are_trial_0_and_enqueued_sets_come_first(tmp_path) -> None:
+    """Trial 0 of a new study plays the config's own values (optimizer.lr: null -> agent.lr); a
+    ``tuner.enqueue`` set runs before it; values outside the space are left to the sampler."""
+    space = ['+search.values.optimizer.lr="tag(log, interval(1e-4, 1e-2))"',
+             '+search.values.agent.gamma="choice(0.9, 0.95)"']
+    driver = _driver(tmp_path, ["tuner.n_trials=2", "tuner.sampler=random", "tuner.pruner=none", *space,
+                                "agent.lr=0.003", "tuner.enqueue=[{optimizer.lr: 0.001, agent.gamma: 0.9}]"])
+    waiting = driver.study.get_trials(states=(TrialState.WAITING,))
+    # the config's gamma (0.99) is outside choice(0.9, 0.95): only lr is fixed for trial 1
+    assert [t.system_attrs["fixed_params"] for t in waiting] == [{"optimizer.lr": 0.001, "agent.gamma": 0.9}, {"optimizer.lr": 0.003}]
+    driver.run()
+    trials = sorted(driver.study.trials, key=lambda t: t.number)
+    assert trials[0].params == {"optimizer.lr": 0.001, "agent.gamma": 0.9}
+    assert trials[1].params["optimizer.lr"] == 0.003 and trials[1].user_attrs["enqueued"] == "defaults"
+    again = _driver(tmp_path, ["tuner.n_trials=2", *space])  # a resumed study enqueues no defaults again
+    assert not again.study.get_trials(states=(TrialState.WAITING,))
+    with pytest.raises(Exception, match="tuner.enqueue: agent.tau is not a searched parameter"):
+        _driver(tmp_path, [*space, "tuner.enqueue=[{agent.tau: 0.1}]"])
