@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from ..keras import RL
 from .dqn import DQNMixin
-from .ppo import PPOMixin
+from .ppo import A2CMixin, PPOMixin
 
 __all__ = ["DQN", "PPO", "A2C", "mlp", "DDPG", "TD3", "SAC", "MADDPG"]
 
@@ -190,22 +190,8 @@ class PPO(PPOMixin, RL):
         return loss - self.entropy_coef * self._entropy(out) if self.entropy_coef else loss
 
 
-class A2C(PPO):
+class A2C(A2CMixin, PPO):
     """A2C (arguments and defaults as :class:`note_rl.agents.torch.A2C`)."""
-
-    def __init__(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
-                 gamma: float = 0.99, lam: float = 1.0, n_steps: int = 5, n_envs: int = 1,
-                 entropy_coef: float = 0.0, vf_coef: float = 0.5, normalize_advantage: bool = False,
-                 max_grad_norm: float | None = 0.5, linear_decay: bool = False, env: Any = None,
-                 seed: int | None = None, activation: str = "tanh", ortho_init: bool = True,
-                 log_std_init: float = 0.0, device: str | None = "auto") -> None:
-        if not n_steps:
-            raise ValueError(f"A2C(n_steps={n_steps!r}): A2C trains on rollouts; give their length")
-        PPO.__init__(self, state_dim, hidden_size, action_dim, gamma=gamma, lam=lam, n_steps=n_steps,
-                     n_envs=n_envs, n_epochs=1, entropy_coef=entropy_coef, vf_coef=vf_coef,
-                     normalize_advantage=normalize_advantage, max_grad_norm=max_grad_norm,
-                     linear_decay=linear_decay, env=env, seed=seed, activation=activation,
-                     ortho_init=ortho_init, log_std_init=log_std_init, device=device)
 
     def policy_loss(self, logp: tf.Tensor, logp_old: tf.Tensor, adv: tf.Tensor) -> tf.Tensor:
         return -tf.reduce_mean(logp * adv)

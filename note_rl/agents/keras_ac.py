@@ -173,7 +173,7 @@ class SAC(SACMixin, _Critics, RL):
         return -tf.reduce_mean(self.log_alpha * tf.stop_gradient(logp + self.target_entropy))
 
 
-class MADDPG(MADDPGMixin, RL):
+class MADDPG(MADDPGMixin, _Critics, RL):
     """MADDPG (arguments as :class:`note_rl.agents.torch_ac.MADDPG`)."""
 
     def __init__(self, hidden_size: int | Sequence[int] = (64, 64), gamma: float = 0.95, tau: float = 0.01,
@@ -187,20 +187,18 @@ class MADDPG(MADDPGMixin, RL):
         with tf.device(self.device):
             self.actors = [mlp(w, activation, output=out) for w in actors]
             self.actor_targets = [mlp(w, activation, output=out) for w in actors]
-            self.critics = [mlp(w, activation) for w in critics]
-            self.critic_targets = [mlp(w, activation) for w in critics]
-        self.param = [[v for m in self.actors for v in m.trainable_weights],
-                      [v for m in self.critics for v in m.trainable_weights]]
+        self._build_critics(critics, activation)
+        self.param = [[v for m in self.actors for v in m.trainable_weights], self._critic_variables()]
         self.gamma = self.backend.make_variable(gamma)
         self.set(MARL=True)
         if seed is not None:
             self.set(seed=seed)
 
     def load_initial_weights(self, actors: list[list[np.ndarray]], critics: list[list[np.ndarray]]) -> None:
-        for nets, weights in ((self.actors, actors), (self.actor_targets, actors),
-                              (self.critics, critics), (self.critic_targets, critics)):
-            for net, w in zip(nets, weights):
+        for nets in (self.actors, self.actor_targets):
+            for net, w in zip(nets, actors):
                 net.set_weights(w)
+        self._load_critics(critics)
 
     def action(self, s: tf.Tensor, i: int = 0) -> tf.Tensor:
         """Agent ``i``'s action (continuous) or action probabilities (discrete)."""

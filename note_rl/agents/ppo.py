@@ -37,7 +37,7 @@ from ..utils import log_softmax
 from ..update import LossTerm, ParamGroup, TargetUpdate, UpdateSpec
 from .common import LiveActor, MLPActor, SeededInit, check_args, hidden_sizes, init_mlp, make_env
 
-__all__ = ["PPOMixin"]
+__all__ = ["PPOMixin", "A2CMixin"]
 
 
 class PPOMixin(SeededInit):
@@ -206,6 +206,25 @@ class PPOMixin(SeededInit):
     def load_extra_state(self, state: dict[str, Any]) -> None:
         self._initial_lrs = state.get("initial_lrs")
 
+
+
+class A2CMixin:
+    """A2C's constructor over a backend's PPO class (``class A2C(A2CMixin, PPO)``): SB3's defaults,
+    rollouts required, one epoch; the backend class supplies ``policy_loss``."""
+
+    def __init__(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
+                 gamma: float = 0.99, lam: float = 1.0, n_steps: int = 5, n_envs: int = 1,
+                 entropy_coef: float = 0.0, vf_coef: float = 0.5, normalize_advantage: bool = False,
+                 max_grad_norm: float | None = 0.5, linear_decay: bool = False, env: Any = None,
+                 seed: int | None = None, activation: str = "tanh", ortho_init: bool = True,
+                 log_std_init: float = 0.0, device: str | None = "auto") -> None:
+        if not n_steps:
+            raise ValueError(f"A2C(n_steps={n_steps!r}): A2C trains on rollouts; give their length")
+        super().__init__(state_dim, hidden_size, action_dim, gamma=gamma, lam=lam, n_steps=n_steps,  # type: ignore[call-arg]
+                         n_envs=n_envs, n_epochs=1, entropy_coef=entropy_coef, vf_coef=vf_coef,
+                         normalize_advantage=normalize_advantage, max_grad_norm=max_grad_norm,
+                         linear_decay=linear_decay, env=env, seed=seed, activation=activation,
+                         ortho_init=ortho_init, log_std_init=log_std_init, device=device)
 
 def entropy_np(logits: np.ndarray) -> np.ndarray:
     """Entropy of the softmax of each row (used by tests as a reference)."""

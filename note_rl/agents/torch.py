@@ -12,7 +12,7 @@ import torch
 
 from ..torch import RL_pytorch
 from .dqn import DQNMixin
-from .ppo import PPOMixin
+from .ppo import A2CMixin, PPOMixin
 
 __all__ = ["DQN", "PPO", "A2C", "MLP", "DDPG", "TD3", "SAC", "MADDPG"]
 
@@ -239,24 +239,10 @@ class PPO(PPOMixin, RL_pytorch):
         return loss - self.entropy_coef * self._entropy(out) if self.entropy_coef else loss
 
 
-class A2C(PPO):
+class A2C(A2CMixin, PPO):
     """A2C: synchronous advantage actor-critic on vectorised rollouts (see :mod:`note_rl.agents.ppo`);
     defaults are SB3's (give it ``note_rl.optim.RMSprop(lr=7e-4, rho=0.99, eps=1e-5)`` to match).
     Arguments as :class:`PPO` without the clip range and epochs: one gradient step per rollout."""
-
-    def __init__(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
-                 gamma: float = 0.99, lam: float = 1.0, n_steps: int = 5, n_envs: int = 1,
-                 entropy_coef: float = 0.0, vf_coef: float = 0.5, normalize_advantage: bool = False,
-                 max_grad_norm: float | None = 0.5, linear_decay: bool = False, env: Any = None,
-                 seed: int | None = None, activation: str = "tanh", ortho_init: bool = True,
-                 log_std_init: float = 0.0, device: str | None = "auto") -> None:
-        if not n_steps:
-            raise ValueError(f"A2C(n_steps={n_steps!r}): A2C trains on rollouts; give their length")
-        PPO.__init__(self, state_dim, hidden_size, action_dim, gamma=gamma, lam=lam, n_steps=n_steps,
-                     n_envs=n_envs, n_epochs=1, entropy_coef=entropy_coef, vf_coef=vf_coef,
-                     normalize_advantage=normalize_advantage, max_grad_norm=max_grad_norm,
-                     linear_decay=linear_decay, env=env, seed=seed, activation=activation,
-                     ortho_init=ortho_init, log_std_init=log_std_init, device=device)
 
     def policy_loss(self, logp: torch.Tensor, logp_old: torch.Tensor, adv: torch.Tensor) -> torch.Tensor:
         return -(logp * adv).mean()

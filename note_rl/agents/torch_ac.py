@@ -206,7 +206,7 @@ class SAC(SACMixin, _Critics, RL_pytorch):
         return -(self.log_alpha * (logp + self.target_entropy)).mean()
 
 
-class MADDPG(MADDPGMixin, RL_pytorch):
+class MADDPG(MADDPGMixin, _Critics, RL_pytorch):
     """MADDPG: per-agent actors on their own observations, centralised per-agent critics (see
     :mod:`note_rl.agents.maddpg`); trains with ``set(MARL=True)``'s joint storage, which the
     constructor switches on.  Defaults are the paper's (two layers of 64, gamma 0.95, tau 0.01).
@@ -231,8 +231,7 @@ class MADDPG(MADDPGMixin, RL_pytorch):
         out = "linear" if self.discrete else "tanh"
         self.actors = torch.nn.ModuleList([MLP(w, activation, output=out) for w in actors]).to(self.device)
         self.actor_targets = torch.nn.ModuleList([MLP(w, activation, output=out) for w in actors]).to(self.device)
-        self.critics = torch.nn.ModuleList([MLP(w, activation) for w in critics]).to(self.device)
-        self.critic_targets = torch.nn.ModuleList([MLP(w, activation) for w in critics]).to(self.device)
+        self._build_critics(critics, activation)
         self.param = [list(self.actors.parameters()), list(self.critics.parameters())]
         self.gamma = self.backend.make_variable(gamma)
         self.set(MARL=True)
@@ -240,10 +239,10 @@ class MADDPG(MADDPGMixin, RL_pytorch):
             self.set(seed=seed)
 
     def load_initial_weights(self, actors: list[list[np.ndarray]], critics: list[list[np.ndarray]]) -> None:
-        for nets, weights in ((self.actors, actors), (self.actor_targets, actors),
-                              (self.critics, critics), (self.critic_targets, critics)):
-            for net, w in zip(nets, weights):
+        for nets in (self.actors, self.actor_targets):
+            for net, w in zip(nets, actors):
                 self.backend.set_weights(list(net.parameters()), w)
+        self._load_critics(critics)
 
     def action(self, s: torch.Tensor, i: int = 0) -> torch.Tensor:
         """Agent ``i``'s action (continuous) or action probabilities (discrete)."""
