@@ -60,6 +60,7 @@ def _run_study(cfg: DictConfig) -> dict[str, Any]:
     from hydra import compose
 
     from .outputs import summary_table, write_outputs
+    from .reevaluate import format_reevaluation, reevaluate
     from .report import report_study
     from .settings import tuner_settings
     from .study import Driver
@@ -71,18 +72,26 @@ def _run_study(cfg: DictConfig) -> dict[str, Any]:
     driver = Driver(cfg, settings, lambda extra: compose(hc.job.config_name, overrides=extra), overrides)
     print(f"study {settings.study_name!r} in {driver.study_dir} (storage {driver.storage_desc})", flush=True)
     progress = StudyProgress(driver.study, settings.n_trials, quiet=cfg.logger.name == "none")
+    heldout = None
     try:
         driver.run(on_change=progress.update)
+        progress.close()
+        heldout = reevaluate(driver.study, driver.study_dir, settings.reevaluate, n_jobs=settings.n_jobs,
+                             job_timeout=settings.trial_timeout, memory_mb=settings.trial_memory_mb)
     finally:
         progress.close()
-        summary = write_outputs(driver.study, driver.study_dir, driver.storage_desc)
+        summary = write_outputs(driver.study, driver.study_dir, driver.storage_desc, heldout)
         report_study(driver.study, driver.study_dir, driver.storage_desc,
                      OmegaConf.to_container(cfg, resolve=True))
         print(summary_table(driver.study))
         print(f"complete {summary['n_complete']}  pruned {summary['n_pruned']}  failed {summary['n_failed']}"
               f"  best {summary['best_value']} {summary['best_params']}")
+        if heldout is not None:
+            print(format_reevaluation(heldout))
         if summary["rerun_command"]:
-            print(f"re-run the best configuration: {summary['rerun_command']}")
+            print(f"re-run the best configuration (trial {summary['best_config_trial']}, "
+                  f"{'held-out winner' if summary['best_config_source'] == 'heldout' else 'best tuning score'}): "
+                  f"{summary['rerun_command']}")
     return summary
 
 
@@ -194,7 +203,7 @@ def _variants(parsed: list[Any], loader: Any, multirun: bool) -> list[list[str]]
 
 def main() -> None:
     """Console entry point (``note-tune``)."""
-    if len(sys.argv) > 1 and sys.argv[1] in ("report", "dashboard", "eval"):
+    if len(sys.argv) > 1 and sys.argv[1] in ("report", "dashboard", "eval", "play", "reevaluate"):
         from .subcommands import main as subcommand
 
         raise SystemExit(subcommand(sys.argv[1], sys.argv[2:]))

@@ -46,20 +46,32 @@ def study_summary(study: optuna.Study, study_dir: str, storage: str) -> dict[str
     }
 
 
-def write_outputs(study: optuna.Study, study_dir: str, storage: str) -> dict[str, Any]:
-    """Write ``study.json`` and, when a trial completed, ``best_config.yaml``."""
+def write_outputs(study: optuna.Study, study_dir: str, storage: str,
+                  reevaluation: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Write ``study.json`` and, when a trial completed, ``best_config.yaml``: the held-out winner
+    of ``reevaluation`` (:mod:`tuner.reevaluate`) when there is one, else the best tuning score."""
     summary = study_summary(study, study_dir, storage)
     best = _best(study)
-    if best is not None:
-        source = os.path.join(best.user_attrs.get("run_dir", ""), "config.yaml")
-        if os.path.exists(source):
-            cfg = OmegaConf.load(source)
-            cfg.tuner = {"name": "none"}
-            cfg.logger.p = 10
-            header = f"# best trial {best.number} of study {study.study_name} (value {best.value})\n" \
-                     f"# re-run: {rerun_command(study_dir)}\n"
-            with open(os.path.join(study_dir, "best_config.yaml"), "w") as f:
-                f.write(header + OmegaConf.to_yaml(cfg))
+    source = "tuning"
+    if reevaluation is not None and reevaluation.get("winner") is not None:
+        best, source = study.trials[reevaluation["winner"]], "heldout"
+    summary["reevaluation"] = reevaluation
+    summary["best_config_source"] = source if best is not None else None
+    summary["best_config_trial"] = best.number if best is not None else None
+    config = os.path.join(best.user_attrs.get("run_dir", ""), "config.yaml") if best is not None else ""
+    if os.path.exists(config):
+        cfg = OmegaConf.load(config)
+        cfg.tuner = {"name": "none"}
+        cfg.logger.p = 10
+        if source == "heldout":
+            c = next(c for c in reevaluation["configs"] if c["trial"] == best.number)  # type: ignore[union-attr]
+            why = (f"held-out winner: trial {best.number} of study {study.study_name} (held-out mean "
+                   f"{c['mean']:.4g} +- {c['std']:.3g} over seeds {reevaluation['seeds']}; tuning value {best.value})")
+        else:
+            why = f"best trial {best.number} of study {study.study_name} (value {best.value})"
+        header = f"# {why}\n# re-run: {rerun_command(study_dir)}\n"
+        with open(os.path.join(study_dir, "best_config.yaml"), "w") as f:
+            f.write(header + OmegaConf.to_yaml(cfg))
     write_json(os.path.join(study_dir, "study.json"), summary)
     return summary
 

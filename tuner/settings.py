@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import optuna
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from .reevaluate import ReevalSettings, check_reeval
 from .schema import ConfigError
 from .search import Param
 from .storage import check_storage
@@ -48,6 +49,10 @@ class TunerSettings:
     enqueue_defaults: bool = True
     # known-good parameter sets to try first ({"optimizer.lr": 1e-3, ...}), as Optuna's enqueue_trial
     enqueue: Optional[list[dict[str, Any]]] = None
+    # a search space whose dearest trial is estimated at more than this times its cheapest is refused
+    max_cost_ratio: float = 100.0
+    # held-out re-evaluation of the top configs when the study ends (tuner.reevaluate)
+    reevaluate: ReevalSettings = field(default_factory=ReevalSettings)
 
 
 def tuner_settings(node: Any) -> TunerSettings:
@@ -75,10 +80,12 @@ def tuner_settings(node: Any) -> TunerSettings:
         (s.pruner != "threshold" or s.threshold_lower is not None,
          "tuner.threshold_lower: the threshold pruner needs a lower bound"),
         (bool(s.study_name), "tuner.study_name: must not be empty"),
+        (s.max_cost_ratio >= 1, f"tuner.max_cost_ratio: must be >= 1, got {s.max_cost_ratio}"),
     ]
     for ok, message in checks:
         if not ok:
             raise ConfigError(message)
+    check_reeval(s.reevaluate)
     check_storage(s.storage)  # before the driver creates the study dir or connects anywhere
     return s
 

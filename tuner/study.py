@@ -27,9 +27,16 @@ import optuna
 from omegaconf import DictConfig, OmegaConf
 
 from .messages import TrialSpec, seed_configs
-from .runner import HEARTBEAT_GRACE_S, NO_DRIVER_GRACE_S, RunLimits, TrialRunner, ask_within
+from .runner import (
+    HEARTBEAT_GRACE_S,
+    NO_DRIVER_GRACE_S,
+    RunLimits,
+    TrialRunner,
+    ask_within,
+)
 from .schema import ConfigError, validate
 from .search import default_params, distributions, parse_space, to_overrides
+from .search_cost import check_cost
 from .settings import TunerSettings, make_pruner, make_sampler
 from .storage import StudyLock, describe, make_storage
 from .wandb_logger import trial_meta
@@ -52,9 +59,10 @@ class Driver:
     def __init__(self, cfg: DictConfig, settings: TunerSettings, compose: Composer,
                  overrides: list[str]) -> None:
         self.cfg, self.s, self.compose, self.overrides = cfg, settings, compose, list(overrides)
+        self.space = parse_space(cfg.search, cfg)
+        check_cost(self.space, cfg, settings.max_cost_ratio)  # before anything is created
         self.study_dir = os.path.abspath(settings.study_dir)
         os.makedirs(os.path.join(self.study_dir, "trials"), exist_ok=True)
-        self.space = parse_space(cfg.search, cfg)
         self.storage_desc = describe(settings.storage, self.study_dir)
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         self.lock = StudyLock(settings.storage, self.study_dir, settings.study_name)
@@ -107,8 +115,10 @@ class Driver:
         os.makedirs(run_dir, exist_ok=True)
         OmegaConf.save(cfg, os.path.join(run_dir, "config.yaml"))
         plain = OmegaConf.to_container(cfg, resolve=True)
+        configs = seed_configs(plain, self.s.n_seeds)
+        trial.set_user_attr("tuning_seeds", [c["seed"] for c in configs])  # held-out seeds must avoid them
         return TrialSpec(trial=trial.number, backend=plain["backend"]["name"], run_dir=run_dir,
-                         configs=seed_configs(plain, self.s.n_seeds), report_every=self.s.report_every,
+                         configs=configs, report_every=self.s.report_every,
                          aggregation=self.s.aggregation, memory_mb=self.s.trial_memory_mb,
                          log_path=os.path.join(run_dir, "trial.log"),
                          wandb=trial_meta(self.s.study_name, trial.number, trial.params))

@@ -1,10 +1,13 @@
 """``note-tune report ...`` and ``note-tune dashboard ...``: commands on an existing study storage;
-``note-tune eval model=...``: a saved model's evaluation (:mod:`tuner.model_commands`).
+``note-tune eval model=...`` / ``note-tune play model=...``: a saved model's evaluation or recording
+(:mod:`tuner.model_commands`); ``note-tune reevaluate ...``: a study's held-out re-evaluation.
 
-Both take ``key=value`` arguments (like Hydra overrides, but parsed before Hydra runs)::
+They take ``key=value`` arguments (like Hydra overrides, but parsed before Hydra runs)::
 
     note-tune report    study_name=NAME [storage=...] [study_dir=DIR] [out=DIR] [wandb=offline] [project=P]
     note-tune dashboard [storage=...] [study_dir=DIR] [port=8080]
+    note-tune reevaluate study_name=NAME [storage=...] [study_dir=DIR] [top_k=5] [seeds=3|[100,101]]
+                         [episodes=20] [timeout=SECONDS] [n_jobs=1]
 
 ``storage`` is a journal file path, ``sqlite:///path.db`` or ``postgresql://...``; without it,
 ``study_dir`` (or ``studies/<study_name>``) locates the default journal ``<study_dir>/journal.log``.
@@ -23,6 +26,8 @@ ALLOWED = {
     "report": ("study_name", "storage", "study_dir", "out", "wandb", "project", "entity"),
     "dashboard": ("storage", "study_dir", "study_name", "port"),
     "eval": ("model", "episodes", "seeds"),
+    "play": ("model", "out", "seed", "max_steps", "fps"),
+    "reevaluate": ("study_name", "storage", "study_dir", "top_k", "seeds", "episodes", "timeout", "n_jobs"),
 }
 
 
@@ -138,15 +143,61 @@ def dashboard(args: dict[str, str]) -> int:
     return 0
 
 
+def reevaluate_study(args: dict[str, str]) -> int:
+    """Retrain an existing study's top configs on held-out seeds (:mod:`tuner.reevaluate`), then
+    rewrite its ``study.json`` and ``best_config.yaml``."""
+    import yaml
+
+    from .outputs import write_outputs
+    from .reevaluate import (
+        ReevalSettings,
+        check_reeval,
+        format_reevaluation,
+        reevaluate,
+    )
+    from .schema import ConfigError
+
+    values: dict[str, object] = {}
+    for key in ("top_k", "seeds", "episodes", "timeout", "n_jobs"):
+        if key in args:
+            try:
+                values[key] = yaml.safe_load(args[key])
+            except yaml.YAMLError:
+                raise ArgError(f"{key}: cannot parse {args[key]!r}") from None
+    settings = ReevalSettings(**values)  # type: ignore[arg-type]
+    try:
+        check_reeval(settings)
+    except ConfigError as exc:
+        raise ArgError(str(exc).replace("tuner.reevaluate.", "")) from None
+    storage, desc = open_storage(args)
+    study = _load_study(storage, desc, args.get("study_name"))
+    study_dir = os.path.abspath(args.get("study_dir") or _default_dir(args, desc, study.study_name))
+    try:
+        summary = reevaluate(study, study_dir, settings, n_jobs=settings.n_jobs or 1)
+    except ConfigError as exc:
+        raise ArgError(str(exc).replace("tuner.reevaluate.", "")) from None
+    if summary is None:
+        raise ArgError(f"study_name: study {study.study_name!r} has no completed trial with a saved config")
+    write_outputs(study, study_dir, desc, summary)
+    print(format_reevaluation(summary))
+    print(f"best_config.yaml: {os.path.join(study_dir, 'best_config.yaml')}")
+    return 0
+
+
 def main(command: str, argv: list[str]) -> int:
-    """Run ``command`` (``report``, ``dashboard`` or ``eval``) with ``key=value`` arguments."""
-    from .model_commands import _Bad, eval_model
+    """Run ``command`` (``report``, ``dashboard``, ``eval``, ``play`` or ``reevaluate``) with ``key=value`` arguments."""
+    from .model_commands import _Bad, eval_model, play_model
 
     try:
         args = parse_args(command, argv)
         if command == "eval":
             eval_model(args)
             return 0
+        if command == "play":
+            play_model(args)
+            return 0
+        if command == "reevaluate":
+            return reevaluate_study(args)
         return report(args) if command == "report" else dashboard(args)
     except (ArgError, _Bad) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -391,10 +391,10 @@ class RLBase(AdjusterMixin):
         return plots.run_agent(self, max_steps, seed, env)
 
     def animate_agent(self, max_steps: int, mode: str = "rgb_array", save_path: str | None = None,
-                      fps: int | None = None, writer: str | None = None) -> str:
+                      fps: int | None = None, writer: str | None = None, seed: int | None = None) -> str:
         """Record one greedy episode to ``save_path`` (``.gif``, or ``.mp4`` with ffmpeg); see
         :func:`note_rl.core.plots.animate_agent`."""
-        return plots.animate_agent(self, max_steps, save_path, fps, mode=mode, writer=writer)
+        return plots.animate_agent(self, max_steps, save_path, fps, mode=mode, writer=writer, seed=seed)
 
 
 def _param_refs(agent: Any) -> Any:

@@ -108,7 +108,7 @@ def _refuse_marl(agent: Any, what: str) -> None:
 
 
 def animate_agent(agent: Any, max_steps: int, save_path: str | None = None, fps: int | None = None,
-                  mode: str = "rgb_array", writer: str | None = None) -> str:
+                  mode: str = "rgb_array", writer: str | None = None, seed: int | None = None) -> str:
     """Record one greedy episode from ``rgb_array`` frames and return the file path.
 
     :param save_path: ``.gif`` (Pillow; default ``agent.gif``) or ``.mp4`` (matplotlib's
@@ -116,6 +116,7 @@ def animate_agent(agent: Any, max_steps: int, save_path: str | None = None, fps:
     :param fps: frames per second (default: the env's ``render_fps``, else 30)
     :param mode: render mode; only ``"rgb_array"`` (Note_rl's default) can be recorded
     :param writer: ``None`` (chosen from the extension), ``"pillow"`` (GIF) or ``"ffmpeg"`` (MP4)
+    :param seed: seed of the episode's reset (``None``: unseeded)
     """
     import gymnasium as gym
 
@@ -129,7 +130,7 @@ def animate_agent(agent: Any, max_steps: int, save_path: str | None = None, fps:
     else:
         raise ValueError("animate_agent needs an env created with render_mode='rgb_array'")
     frames = []
-    state, _ = env.reset()
+    state, _ = env.reset(seed=seed)
     total = 0.0
     steps = 0
     for steps in range(1, max_steps + 1):

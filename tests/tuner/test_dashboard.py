@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from tests.tuner.conftest import REPO, TINY, run_app
+from tests.tuner.conftest import NO_REEVAL, REPO, TINY, run_app
 from tests.tuner.postgres import postgres_server, server_binaries
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -34,7 +34,7 @@ def _first_line(proc: subprocess.Popen, timeout: float) -> str:
 @pytest.fixture
 def dashboard(tmp_path):
     """A real dashboard process (port 0: a free port) on a two-trial study made by the tuner."""
-    run_app(["tuner=optuna", "tuner.study_name=dash_study", "tuner.n_trials=2", *TINY], cwd=str(tmp_path))
+    run_app(["tuner=optuna", NO_REEVAL, "tuner.study_name=dash_study", "tuner.n_trials=2", *TINY], cwd=str(tmp_path))
     journal = tmp_path / "studies" / "dash_study" / "journal.log"
     proc = _serve([f"storage={journal}", "port=0"], tmp_path)
     try:

@@ -10,7 +10,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from tests.tuner.conftest import REPO, TINY, run_app
+from tests.tuner.conftest import NO_REEVAL, REPO, TINY, run_app
 from tests.tuner.postgres import postgres_server, server_binaries
 
 SLOW = ["env.module=tests.tuner.faulty_envs", "env.id=Slow-v0"]
@@ -41,7 +41,7 @@ def _wait_for(predicate, timeout=300.0):
 
 
 def test_sigkill_then_rerun_finishes_with_exactly_n_trials(tmp_path) -> None:
-    args = ["tuner=optuna", "tuner.study_name=kill", "search=none", "tuner.sampler=random",
+    args = ["tuner=optuna", NO_REEVAL, "tuner.study_name=kill", "search=none", "tuner.sampler=random",
             "+search.values.agent.gamma='interval(0.9, 0.99)'", "tuner.n_trials=4", "tuner.pruner=none",
             *SLOW, *TINY]
     study_dir = tmp_path / "studies" / "kill"
@@ -72,7 +72,7 @@ def test_sigkill_then_rerun_finishes_with_exactly_n_trials(tmp_path) -> None:
 
 
 def test_surviving_driver_finishes_when_the_other_is_sigkilled(tmp_path) -> None:
-    args = ["tuner=optuna", "tuner.study_name=survive", "search=none", "tuner.sampler=random",
+    args = ["tuner=optuna", NO_REEVAL, "tuner.study_name=survive", "search=none", "tuner.sampler=random",
             "+search.values.agent.gamma='interval(0.9, 0.99)'", "tuner.n_trials=4", "tuner.pruner=none",
             *SLOW, *TINY]
     study_dir = tmp_path / "studies" / "survive"
@@ -98,7 +98,7 @@ def test_surviving_driver_finishes_when_the_other_is_sigkilled(tmp_path) -> None
 
 
 def _two_drivers(tmp_path, storage_args, name):
-    args = ["tuner=optuna", f"tuner.study_name={name}", "search=none", "tuner.sampler=random",
+    args = ["tuner=optuna", NO_REEVAL, f"tuner.study_name={name}", "search=none", "tuner.sampler=random",
             "+search.values.agent.gamma='interval(0.9, 0.99)'", "tuner.n_trials=10", "tuner.max_total_trials=4",
             "tuner.pruner=none", "tuner.n_jobs=2", *storage_args, *SLOW, *TINY]
     procs = [_start(args, str(tmp_path)) for _ in range(2)]

@@ -56,3 +56,46 @@ def test_eval_refuses_missing_and_corrupt_models_in_one_line(tmp_path) -> None:
     assert "does not load into this agent" in out.stderr and "not a note_rl checkpoint" in out.stderr
     out = run_app(["eval", f"model={bad}", "seeds=a"], cwd=str(tmp_path), check=False)
     assert out.returncode == 2 and "seeds: expected integers" in out.stderr
+
+
+def test_play_records_a_greedy_episode_as_gif_and_mp4(tmp_path) -> None:
+    from PIL import Image
+
+    run_app(RUN, cwd=str(tmp_path))
+    run_dir = next(tmp_path.glob("outputs/*/*/result.json")).parent
+    model = run_dir / "model.npz"
+    out = run_app(["play", f"model={model}", "seed=3", "max_steps=40"], cwd=str(tmp_path))
+    gif = run_dir / "model.gif"  # default: beside the model
+    assert out.stdout.strip().splitlines()[-1].endswith(f"(reset seed 3) -> {gif}")
+    # the same greedy episode in-process: its length + 1 frames (the last state is drawn too)
+    from note_rl.evaluation import evaluate
+    from tuner.build import build_agent
+
+    agent = build_agent(json.loads((run_dir / "result.json").read_text())["config"])
+    agent.restore_param(str(model))
+    _, total, steps = agent.run_agent(40, seed=3, env=__import__("gymnasium").make("CartPole-v1"))
+    assert f"steps:{steps}   reward:{total}" in out.stdout
+    image = Image.open(gif)
+    durations = []  # Pillow merges identical consecutive frames, adding up their durations
+    for i in range(image.n_frames):
+        image.seek(i)
+        durations.append(image.info["duration"])
+    assert sum(durations) == (steps + 1) * (1000 // 50)  # CartPole's render_fps is 50
+    assert evaluate(agent, 1, seed=3, max_steps=40) == [total]
+
+    mp4 = tmp_path / "episode.mp4"
+    run_app(["play", f"model={model}", f"out={mp4}", "max_steps=10"], cwd=str(tmp_path))
+    assert mp4.read_bytes()[4:8] == b"ftyp"  # an MP4 container, written by ffmpeg
+
+
+def test_play_refuses_bad_input_in_one_line(tmp_path) -> None:
+    cases = [(["model=missing.npz"], "error: model: no such file"),
+             (["model=m.npz", "out=x.avi"], "error: out: 'x.avi' must end in .gif or .mp4"),
+             (["model=m.npz", "out=nodir/x.gif"], "error: out: no such directory"),
+             (["model=m.npz", "seed=-1"], "error: seed: expected non-negative integers"),
+             (["model=m.npz", "speed=2"], "error: play: unknown argument 'speed=2'")]
+    (tmp_path / "m.npz").write_bytes(b"not a zip")
+    for args, message in cases:
+        out = run_app(["play", *args], cwd=str(tmp_path), check=False)
+        assert out.returncode == 2 and out.stderr.strip().startswith(message), (args, out.stderr)
+        assert len(out.stderr.strip().splitlines()) == 1

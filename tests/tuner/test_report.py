@@ -8,7 +8,7 @@ import optuna
 import pytest
 from PIL import Image
 
-from tests.tuner.conftest import TINY, run_app
+from tests.tuner.conftest import NO_REEVAL, TINY, run_app
 from tests.tuner.wandb_read import offline_runs, read_run
 
 SEARCH = ["search=none", "+search.values.agent.gamma='interval(0.9, 0.99)'",
@@ -21,7 +21,7 @@ ALWAYS = ("optimization_history", "param_importances", "parallel_coordinate", "i
 def study(tmp_path_factory):
     """A three-trial study made by the tuner (logger=none: no wandb here)."""
     cwd = tmp_path_factory.mktemp("report_study")
-    out = run_app(["tuner=optuna", "tuner.study_name=rep", "tuner.n_trials=3", "tuner.sampler=random",
+    out = run_app(["tuner=optuna", NO_REEVAL, "tuner.study_name=rep", "tuner.n_trials=3", "tuner.sampler=random",
                    "tuner.sampler_seed=1", "tuner.report_every=2", *SEARCH, *TINY], cwd=str(cwd))
     return cwd, cwd / "studies" / "rep", out
 

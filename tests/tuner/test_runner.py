@@ -7,7 +7,7 @@ import time
 import optuna
 import pytest
 
-from tests.tuner.conftest import run_app
+from tests.tuner.conftest import NO_REEVAL, run_app
 from tuner.messages import Decision, Failure, Report, Result, TrialSpec, seed_configs
 
 HANG = ["env.module=tests.tuner.faulty_envs", "env.id=PidHang-v0", "strategy=pool_network",
@@ -27,7 +27,7 @@ def _alive(pid: int) -> bool:
 def test_timed_out_trial_is_killed_with_its_pool_workers(front, tmp_path) -> None:
     pids = tmp_path / "pids"
     pids.mkdir()
-    args = {"study": ["tuner=optuna", "tuner.n_trials=1", "tuner.trial_timeout=20", "search=none"],
+    args = {"study": ["tuner=optuna", NO_REEVAL, "tuner.n_trials=1", "tuner.trial_timeout=20", "search=none"],
             "sweeper": ["-m", "hydra/sweeper=optuna", "hydra.sweeper.n_trials=1", "hydra.sweeper.trial_timeout=20",
                         "agent.gamma=choice(0.9,0.99)"],
             "finder": ["tuner=opt_finder", "tuner.optimizers=[adam]", "tuner.trial_timeout=20"]}[front]

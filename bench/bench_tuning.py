@@ -1,0 +1,133 @@
+"""A whole tuning job against rl-zoo3 ``-optimize``: wall time, trials, and how well the chosen config
+does on seeds neither tool tuned on.
+
+    python3 -m venv /work/zoo_venv && /work/zoo_venv/bin/pip install torch==2.13.0 rl_zoo3   # not a dependency
+    python bench/bench_tuning.py --algo ppo --trials 30 --steps 50000 --zoo-python /work/zoo_venv/bin/python
+
+Both tools get the same number of trials, env steps per trial, parallel jobs (2), evaluations per
+trial (5, of 5 episodes) and a TPE sampler with a median pruner, each from its own default search
+space.  The project's study includes its held-out re-evaluation stage (top 5 configs x 3 seeds),
+whose winner is its answer; rl-zoo3's answer is its best trial.  Then each answer is retrained from
+scratch on ``--heldout`` seeds (default 20000-20002, apart from every seed either study used) and
+scored by ``--episodes`` (20) deterministic episodes reset with seeds 3,000,000 + 1000 x seed + k, the
+same episodes for both tools.  The tools run one after the other in this command (this machine's
+speed drifts), project first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EVAL_BASE = 3_000_000
+
+
+def _run(cmd: list[str], cwd: str, log: str) -> float:
+    started = time.perf_counter()
+    with open(log, "w") as f:
+        out = subprocess.run(cmd, cwd=cwd, stdout=f, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONPATH=REPO))
+    if out.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd[:4])} ... failed; see {log}")
+    return time.perf_counter() - started
+
+
+def _journal_study(path: str, name: str):  # noqa: ANN202 - optuna is imported lazily
+    import optuna
+    from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+    return optuna.load_study(study_name=name, storage=JournalStorage(JournalFileBackend(path)))
+
+
+def project(a: argparse.Namespace, folder: str) -> dict:
+    name = f"bench_{a.algo}"
+    cmd = [sys.executable, "-m", "tuner", "tuner=optuna", f"agent={a.algo}", f"tuner.study_name={name}",
+           f"tuner.n_trials={a.trials}", f"tuner.n_jobs={a.n_jobs}", f"budget.steps={a.steps}", "logger=none",
+           f"tuner.sampler_seed={a.seed}"]
+    wall = _run(cmd, folder, os.path.join(folder, "project_study.log"))
+    study_dir = os.path.join(folder, "studies", name)
+    with open(os.path.join(study_dir, "study.json")) as f:
+        summary = json.load(f)
+    study = _journal_study(os.path.join(study_dir, "journal.log"), name)
+    scores = []
+    for seed in a.heldout:
+        run = os.path.join(folder, f"project_heldout_{seed}")
+        _run([sys.executable, "-m", "tuner", "--config-dir", study_dir, "--config-name", "best_config",
+              f"seed={seed}", f"eval.episodes={a.episodes}", f"eval.seed={EVAL_BASE + 1000 * seed}", "logger=none",
+              f"hydra.run.dir={run}"], folder, run + ".log")
+        with open(os.path.join(run, "result.json")) as f:
+            scores.append(json.load(f)["final_eval_mean_return"])
+    re = summary.get("reevaluation") or {}
+    return {"tool": "project", "wall_s": wall, "reeval_s": re.get("wall_time_s"), **_counts(study),
+            "chosen_trial": summary["best_config_trial"], "heldout": scores}
+
+
+def zoo(a: argparse.Namespace, folder: str) -> dict:
+    journal = os.path.join(folder, "zoo.log")
+    cmd = [a.zoo_python, "-m", "rl_zoo3.train", "--algo", a.algo, "--env", "CartPole-v1", "-optimize",
+           "--n-trials", str(a.trials), "--n-jobs", str(a.n_jobs), "--n-timesteps", str(a.steps),
+           "--sampler", "tpe", "--pruner", "median", "--n-evaluations", "5", "--eval-episodes", "5",
+           "--storage", journal, "--study-name", "zoo", "--no-optim-plots", "--num-threads", "1",
+           "-f", os.path.join(folder, "zoo_logs"), "--seed", str(a.seed), "--verbose", "0"]
+    wall = _run(cmd, folder, os.path.join(folder, "zoo_study.log"))
+    study = _journal_study(journal, "zoo")
+    scores = []
+    for seed in a.heldout:
+        out = subprocess.run([a.zoo_python, os.path.join(REPO, "bench", "_zoo_heldout.py"), "--journal", journal,
+                              "--study", "zoo", "--algo", a.algo, "--steps", str(a.steps), "--seed", str(seed),
+                              "--episodes", str(a.episodes), "--eval-seed", str(EVAL_BASE + 1000 * seed)],
+                             capture_output=True, text=True, cwd=folder)
+        if out.returncode != 0:
+            raise SystemExit(f"rl-zoo3 held-out run failed:\n{out.stderr[-2000:]}")
+        scores.append(json.loads(out.stdout.strip().splitlines()[-1])["mean"])
+    return {"tool": "rl-zoo3", "wall_s": wall, "reeval_s": None, **_counts(study),
+            "chosen_trial": study.best_trial.number, "heldout": scores}
+
+
+def _counts(study) -> dict:  # noqa: ANN001
+    states = [t.state.name for t in study.trials]
+    return {"trials": len(states), "complete": states.count("COMPLETE"), "pruned": states.count("PRUNED"),
+            "failed": states.count("FAIL")}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--algo", choices=("ppo", "dqn"), default="ppo")
+    p.add_argument("--trials", type=int, default=30)
+    p.add_argument("--steps", type=int, default=50_000)
+    p.add_argument("--n-jobs", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--heldout", type=lambda s: [int(v) for v in s.split(",")], default=[20000, 20001, 20002])
+    p.add_argument("--episodes", type=int, default=20)
+    p.add_argument("--zoo-python", default="/work/zoo_venv/bin/python")
+    p.add_argument("--only", choices=("project", "zoo"), default=None)
+    p.add_argument("--keep", default=None, help="folder to keep the studies in (default: a temporary one)")
+    a = p.parse_args()
+    folder = a.keep or tempfile.mkdtemp(prefix="bench_tuning_")
+    os.makedirs(folder, exist_ok=True)
+    print(f"# {a.algo} on CartPole-v1: {a.trials} trials x {a.steps} env steps, n_jobs {a.n_jobs}; held-out seeds "
+          f"{a.heldout}, {a.episodes} deterministic episodes each; files in {folder}", flush=True)
+    rows = []
+    for tool in ("project", "zoo"):
+        if a.only in (None, tool):
+            rows.append((project if tool == "project" else zoo)(a, folder))
+            print(json.dumps(rows[-1]), flush=True)
+    print("| tool | study wall | of which held-out stage | trials complete / pruned / failed | held-out mean "
+          "(per seed) | solved (>= 475) |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        solved = sum(s >= 475 for s in r["heldout"])
+        stage = f"{r['reeval_s']:.0f} s" if r["reeval_s"] is not None else "-"
+        print(f"| {r['tool']} | {r['wall_s']:.0f} s | {stage} | {r['complete']} / {r['pruned']} / {r['failed']} | "
+              f"{statistics.mean(r['heldout']):.1f} ({', '.join(f'{s:.1f}' for s in r['heldout'])}) | "
+              f"{solved}/{len(r['heldout'])} |")
+
+
+if __name__ == "__main__":
+    main()

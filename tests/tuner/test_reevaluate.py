@@ -1,0 +1,94 @@
+"""Held-out re-evaluation at the end of a study and as ``note-tune reevaluate``."""
+
+from __future__ import annotations
+
+import json
+
+import optuna
+import pytest
+import yaml
+
+from tests.tuner.conftest import TINY, run_app
+from tuner.reevaluate import (
+    HELDOUT_SEED_BASE,
+    ReevalSettings,
+    check_reeval,
+    heldout_seeds,
+)
+from tuner.schema import ConfigError
+
+LUCKY = ["env.module=tests.tuner.lucky_envs", "search=none", "+search.values.env.id='choice(Lucky-v0, Steady-v0)'",
+         "tuner.sampler=grid", "tuner.n_trials=2", "tuner.pruner=none", "eval.episodes=2", *TINY,
+         "budget.steps=100"]
+
+
+def test_heldout_seeds_avoid_tuning_seeds() -> None:
+    assert heldout_seeds(3, set()) == [HELDOUT_SEED_BASE, HELDOUT_SEED_BASE + 1, HELDOUT_SEED_BASE + 2]
+    assert heldout_seeds(2, {HELDOUT_SEED_BASE}) == [HELDOUT_SEED_BASE + 1, HELDOUT_SEED_BASE + 2]
+    assert heldout_seeds([7, 8], {0, 1}) == [7, 8]
+    with pytest.raises(ConfigError, match=r"^tuner.reevaluate.seeds: seed 1 was a tuning seed"):
+        heldout_seeds([5, 1], {0, 1})
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("top_k", -1, "top_k: must be an integer >= 0"), ("episodes", 0, "episodes: must be an integer > 0"),
+    ("timeout", float("nan"), "timeout: must be > 0"), ("seeds", 0, "seeds: must be a count > 0"),
+    ("seeds", [1, 1], "seeds: must be distinct"), ("seeds", "x", "seeds: must be a count"),
+    ("n_jobs", 0, "n_jobs: must be an integer > 0")])
+def test_bad_settings_are_one_line(field, value, message) -> None:
+    with pytest.raises(ConfigError, match=f"^tuner.reevaluate.{message}"):
+        check_reeval(ReevalSettings(**{field: value}))
+
+
+def test_heldout_winner_beats_a_config_lucky_on_its_tuning_seeds(tmp_path) -> None:
+    out = run_app(["tuner=optuna", "tuner.study_name=luck", *LUCKY, "tuner.reevaluate.seeds=2",
+                   "tuner.reevaluate.episodes=3"], cwd=str(tmp_path))
+    study_dir = tmp_path / "studies" / "luck"
+    study = optuna.load_study(study_name="luck", storage=optuna.storages.JournalStorage(
+        optuna.storages.journal.JournalFileBackend(str(study_dir / "journal.log"))))
+    by_env = {t.params["env.id"]: t for t in study.trials}
+    assert by_env["Lucky-v0"].value == 100.0 and by_env["Steady-v0"].value == 50.0  # tuning prefers luck
+    summary = json.loads((study_dir / "study.json").read_text())
+    assert summary["best_trial"] == by_env["Lucky-v0"].number
+    re = summary["reevaluation"]
+    assert re["seeds"] == [HELDOUT_SEED_BASE, HELDOUT_SEED_BASE + 1] and re["episodes"] == 3
+    configs = {c["trial"]: c for c in re["configs"]}
+    lucky, steady = configs[by_env["Lucky-v0"].number], configs[by_env["Steady-v0"].number]
+    assert lucky["scores"] == {"10000": 0.0, "10001": 0.0} and lucky["gap"] == 100.0
+    assert steady["mean"] == 50.0 and steady["std"] == 0.0 and steady["gap"] == 0.0
+    assert re["winner"] == by_env["Steady-v0"].number and summary["best_config_source"] == "heldout"
+    best = yaml.safe_load((study_dir / "best_config.yaml").read_text())
+    assert best["env"]["id"] == "Steady-v0" and best["tuner"] == {"name": "none"}
+    # the stage's results are in the study (the dashboard shows study user attrs and the note)
+    attrs = study.user_attrs
+    assert attrs["heldout_winner"] == steady["trial"]
+    assert attrs[f"heldout:{lucky['trial']:04d}"]["scores"] == {"10000": 0.0, "10001": 0.0}
+    note = study._storage.get_study_system_attrs(study._study_id)  # where optuna-dashboard keeps notes
+    assert any("Held-out re-evaluation" in str(v) for k, v in note.items() if k.startswith("dashboard:"))
+    assert "held-out winner: trial" in out.stdout and "held-out winner" in out.stdout.splitlines()[-1]
+    # each run trained in its own dir on a held-out seed
+    result = json.loads((study_dir / "heldout" / f"{steady['trial']:04d}" / "seed_10001" / "result.json").read_text())
+    assert result["seed"] == 10001 and len(result["evaluations"]) == 1
+
+    # `note-tune reevaluate`: stored scores are reused, only the new seed trains; a tuning seed is refused
+    again = run_app(["reevaluate", "study_name=luck", f"study_dir={study_dir}", "seeds=[10001, 10005]",
+                     "episodes=3"], cwd=str(tmp_path))
+    assert "2 configs x 2 seeds (2 runs to train" in again.stdout
+    summary = json.loads((study_dir / "study.json").read_text())
+    assert summary["reevaluation"]["seeds"] == [10001, 10005] and summary["reevaluation"]["winner"] == steady["trial"]
+    before = (study_dir / "study.json").read_bytes()
+    bad = run_app(["reevaluate", "study_name=luck", f"study_dir={study_dir}", "seeds=[0]"], cwd=str(tmp_path),
+                  check=False)
+    assert bad.returncode == 2 and bad.stderr.strip() == "error: seeds: seed 0 was a tuning seed; held-out seeds must differ"
+    assert (study_dir / "study.json").read_bytes() == before
+
+
+def test_time_limit_bounds_the_stage_and_keeps_the_tuning_best(tmp_path) -> None:
+    out = run_app(["tuner=optuna", "tuner.study_name=hurry", *LUCKY, "tuner.reevaluate.timeout=0.001"],
+                  cwd=str(tmp_path))
+    summary = json.loads((tmp_path / "studies" / "hurry" / "study.json").read_text())
+    re = summary["reevaluation"]
+    assert re["complete"] is False and re["winner"] is None
+    assert all(set(c["errors"].values()) == {"not started: time limit"} for c in re["configs"])
+    assert summary["best_config_source"] == "tuning" and summary["best_config_trial"] == summary["best_trial"]
+    assert "(time limit: incomplete)" in out.stdout and "no config finished every held-out seed" in out.stdout

@@ -1,0 +1,45 @@
+"""A search space may not make one trial 100x the cost of another unless the user allows it."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.tuner.conftest import compose_cfg, run_app
+from tuner.schema import ConfigError
+from tuner.search import parse_space
+from tuner.search_cost import check_cost, trial_cost
+
+DQN = {"budget.steps": 1000, "agent.learning_starts": 200, "agent.train_freq": 4, "agent.num_updates": 2,
+       "agent.batch": 32, "agent.hidden_size": [16, 8]}
+
+
+def test_trial_cost_by_hand() -> None:
+    # hidden layers 16 + 16*8 + 8 = 152 per sample; 800 learning steps / 4 * 2 = 400 updates of 32 samples
+    assert trial_cost(DQN) == 152 * (1000 + 3 * 400 * 32)
+    assert trial_cost({**DQN, "budget.max_updates": 100}) == 152 * (1000 + 3 * 100 * 32)  # the cap binds
+    # on-policy: n_epochs passes over every env step; hidden 64 + 64*64 + 64
+    assert trial_cost({"budget.steps": 1000, "agent.n_epochs": 10, "agent.batch": 64,
+                       "agent.hidden_size": "[64, 64]"}) == 4224 * (1000 + 3 * 10_000)
+
+
+@pytest.mark.parametrize("agent,env", [("dqn", "cartpole"), ("ppo", "cartpole"), ("a2c", "cartpole"),
+                                       ("sac", "pendulum"), ("td3", "pendulum"), ("ddpg", "pendulum")])
+def test_default_spaces_are_within_the_limit(agent, env) -> None:
+    cfg = compose_cfg(["tuner=optuna", f"agent={agent}", f"env={env}"])
+    ratio = check_cost(parse_space(cfg.search, cfg), cfg, 100)
+    assert ratio is None or ratio < 20
+
+
+def test_a_lopsided_space_is_refused_in_one_line_unless_allowed(tmp_path) -> None:
+    space = ["search.values.agent.train_freq='choice(1, 256)'", "+search.values.agent.num_updates='int(interval(1, 8))'"]
+    cfg = compose_cfg(["tuner=optuna", *space])
+    with pytest.raises(ConfigError, match=r"^search: one trial may cost 2202x another \(agent.batch=128, "
+                                          r"agent.train_freq=1, agent.num_updates=8 against agent.batch=32, "
+                                          r"agent.train_freq=256, agent.num_updates=1\)"):
+        check_cost(parse_space(cfg.search, cfg), cfg, 100)
+    assert round(check_cost(parse_space(cfg.search, cfg), cfg, 3000)) == 2202  # allowed: the user said so
+    capped = compose_cfg(["tuner=optuna", *space, "budget.max_updates=2000"])
+    assert check_cost(parse_space(capped.search, capped), capped, 100) < 100  # a cap evens the trials out
+    out = run_app(["tuner=optuna", "tuner.study_name=costly", *space, "logger=none"], cwd=str(tmp_path), check=False)
+    assert out.returncode == 2 and out.stderr.strip().startswith("error: search: one trial may cost 2202x another")
+    assert "tuner.max_cost_ratio=2203" in out.stderr and not (tmp_path / "studies").exists()

@@ -1,0 +1,251 @@
+"""Held-out re-evaluation: retrain a study's top configs on seeds no trial tuned on.
+
+A trial's score is one training run (or ``n_seeds``) on its tuning seeds; with hundreds of trials
+the best score is partly luck.  At the end of a study (and with ``note-tune reevaluate``) the top
+``top_k`` distinct configs are retrained from scratch, each in a fresh process, on ``seeds``
+held-out seeds (disjoint from every tuning seed), and each run's final policy plays ``episodes``
+deterministic evaluation episodes on reset seeds of its own (:data:`HELDOUT_EVAL_SEED` onwards, far
+from the tuning evaluations').  The config with the best held-out mean is the study's answer:
+``best_config.yaml`` is written from it.
+
+Results live in the study itself, as study user attributes (``heldout:<trial>``, shown by
+optuna-dashboard with a note on the study page): a finished Optuna trial cannot be changed.  A
+re-run reuses every (config, seed) already scored with the same number of episodes, so resuming a
+study or re-running ``reevaluate`` only trains what is missing.  Runs go to
+``<study_dir>/heldout/<trial>/seed_<seed>/``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+import optuna
+from omegaconf import OmegaConf
+from optuna.trial import FrozenTrial, TrialState
+
+from .schema import ConfigError
+from .study_jobs import Job, run_jobs
+
+__all__ = ["ReevalSettings", "check_reeval", "reevaluate", "heldout_seeds", "top_configs",
+           "format_reevaluation", "HELDOUT_EVAL_SEED", "ATTR_PREFIX"]
+
+#: first reset seed of held-out evaluation episodes; run with seed s uses HELDOUT_EVAL_SEED + 1000 s ...
+HELDOUT_EVAL_SEED = 2_000_000
+#: first candidate held-out training seed (tuning seeds are the config's seed, 0 by default, onwards)
+HELDOUT_SEED_BASE = 10_000
+ATTR_PREFIX = "heldout:"
+
+
+@dataclass
+class ReevalSettings:
+    """``tuner.reevaluate``: how many configs, seeds and episodes, and the stage's time limit."""
+
+    top_k: int = 5           # configs retrained (0: no re-evaluation)
+    seeds: Any = 3           # held-out seeds: a count, or a list of seeds
+    episodes: int = 20       # deterministic evaluation episodes per retrained run
+    timeout: Optional[float] = None  # seconds for the whole stage; then it stops with what it has
+    n_jobs: Optional[int] = None     # runs at once (None: tuner.n_jobs)
+
+
+def check_reeval(r: ReevalSettings) -> None:
+    """One-line :class:`ConfigError` for a bad ``tuner.reevaluate`` value."""
+    seeds = list(r.seeds) if isinstance(r.seeds, (list, tuple)) or OmegaConf.is_list(r.seeds) else r.seeds
+    def whole(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    checks = [
+        (whole(r.top_k) and r.top_k >= 0, f"tuner.reevaluate.top_k: must be an integer >= 0, got {r.top_k!r}"),
+        (whole(r.episodes) and r.episodes > 0, f"tuner.reevaluate.episodes: must be an integer > 0, got {r.episodes!r}"),
+        (r.timeout is None or (isinstance(r.timeout, (int, float)) and not isinstance(r.timeout, bool)
+                               and math.isfinite(r.timeout) and r.timeout > 0),
+         f"tuner.reevaluate.timeout: must be > 0 seconds, got {r.timeout!r}"),
+        (r.n_jobs is None or (whole(r.n_jobs) and r.n_jobs > 0),
+         f"tuner.reevaluate.n_jobs: must be an integer > 0, got {r.n_jobs!r}"),
+    ]
+    if isinstance(seeds, list):
+        checks += [(bool(seeds) and all(whole(s) and s >= 0 for s in seeds)
+                    and len(set(seeds)) == len(seeds),
+                    f"tuner.reevaluate.seeds: must be distinct seeds >= 0, got {seeds}")]
+    else:
+        checks += [(whole(seeds) and seeds > 0,
+                    f"tuner.reevaluate.seeds: must be a count > 0 or a list of seeds, got {seeds!r}")]
+    for ok, message in checks:
+        if not ok:
+            raise ConfigError(message)
+
+
+def _config(trial: FrozenTrial) -> dict[str, Any] | None:
+    path = os.path.join(trial.user_attrs.get("run_dir", ""), "config.yaml")
+    if not os.path.isfile(path):
+        return None
+    return OmegaConf.to_container(OmegaConf.load(path), resolve=True)  # type: ignore[return-value]
+
+
+def tuning_seeds(study: optuna.Study) -> set[int]:
+    """Every seed a trial of the study trained on (its ``tuning_seeds`` attribute, else its config's)."""
+    used: set[int] = set()
+    for t in study.get_trials(deepcopy=False):
+        if "tuning_seeds" in t.user_attrs:
+            used.update(int(s) for s in t.user_attrs["tuning_seeds"])
+        else:
+            cfg = _config(t)
+            if cfg is not None:
+                used.add(int(cfg["seed"]))
+    return used
+
+
+def heldout_seeds(setting: Any, used: set[int]) -> list[int]:
+    """``setting`` seeds from :data:`HELDOUT_SEED_BASE` on, skipping ``used``; or the given list,
+    which must not contain a tuning seed."""
+    if isinstance(setting, int):
+        seeds, s = [], HELDOUT_SEED_BASE
+        while len(seeds) < setting:
+            if s not in used:
+                seeds.append(s)
+            s += 1
+        return seeds
+    seeds = [int(s) for s in setting]
+    clash = sorted(set(seeds) & used)
+    if clash:
+        raise ConfigError(f"tuner.reevaluate.seeds: seed {clash[0]} was a tuning seed; held-out seeds must differ")
+    return seeds
+
+
+def top_configs(study: optuna.Study, k: int) -> list[FrozenTrial]:
+    """The ``k`` best COMPLETE trials with distinct parameters and a saved config, best first."""
+    done = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if t.value is not None]
+    sign = -1.0 if study.direction == optuna.study.StudyDirection.MAXIMIZE else 1.0
+    out, seen = [], set()
+    for t in sorted(done, key=lambda t: (sign * t.value, t.number)):
+        key = repr(sorted(t.params.items()))
+        if key in seen or _config(t) is None:
+            continue
+        seen.add(key)
+        out.append(t)
+        if len(out) == k:
+            break
+    return out
+
+
+def _heldout_cfg(cfg: dict[str, Any], seed: int, episodes: int) -> dict[str, Any]:
+    cfg = dict(cfg, seed=seed, tuner={"name": "none"}, logger={"name": "none", "p": 0})
+    steps = cfg["budget"].get("steps")
+    # one evaluation, of the final policy; its episodes are reset with seeds of this run's own
+    cfg["eval"] = dict(cfg.get("eval") or {}, episodes=episodes, seed=HELDOUT_EVAL_SEED + 1000 * seed,
+                       every=int(steps) + 1 if steps else None)
+    cfg["objective"] = dict(cfg["objective"], source="eval")
+    return cfg
+
+
+@dataclass
+class _Entry:
+    trial: FrozenTrial
+    scores: dict[int, float] = field(default_factory=dict)
+    errors: dict[int, str] = field(default_factory=dict)
+
+
+def reevaluate(study: optuna.Study, study_dir: str, settings: ReevalSettings, n_jobs: int = 1,
+               job_timeout: float | None = None, memory_mb: int | None = None,
+               log: Any = print) -> dict[str, Any] | None:
+    """Retrain the study's top configs on held-out seeds (reusing scores already stored) and store
+    the results in the study; returns the summary that ``study.json`` holds (``None``: nothing to do)."""
+    check_reeval(settings)
+    if settings.top_k == 0:
+        return None
+    top = top_configs(study, settings.top_k)
+    if not top:
+        return None
+    seeds = heldout_seeds(settings.seeds, tuning_seeds(study))
+    entries = [_Entry(t) for t in top]
+    jobs: list[tuple[_Entry, int, Job]] = []
+    for entry in entries:  # best config first: under a time limit the top configs finish first
+        cached = study.user_attrs.get(f"{ATTR_PREFIX}{entry.trial.number:04d}") or {}
+        same = cached.get("episodes") == settings.episodes
+        cfg = _config(entry.trial)
+        for seed in seeds:
+            if same and str(seed) in cached.get("scores", {}):
+                entry.scores[seed] = float(cached["scores"][str(seed)])
+                continue
+            run_dir = os.path.join(study_dir, "heldout", f"{entry.trial.number:04d}", f"seed_{seed}")
+            jobs.append((entry, seed, Job(_heldout_cfg(cfg, seed, settings.episodes), run_dir,
+                                          os.path.join(run_dir, "train.log"))))
+    started = time.monotonic()
+    if jobs:
+        log(f"held-out re-evaluation: {len(entries)} configs x {len(seeds)} seeds ({len(jobs)} runs to train, "
+            f"{settings.episodes} deterministic episodes each)", flush=True)
+        deadline = started + settings.timeout if settings.timeout else None
+        run_jobs([j for _, _, j in jobs], n_jobs=settings.n_jobs or n_jobs, deadline=deadline,
+                 job_timeout=job_timeout, memory_mb=memory_mb)
+    for entry, seed, job in jobs:
+        score = (job.result or {}).get("final_eval_mean_return")
+        if score is not None and math.isfinite(score):
+            entry.scores[seed] = float(score)
+        else:
+            entry.errors[seed] = job.error or "no evaluation"
+    summary = _summary(study, entries, seeds, settings, time.monotonic() - started)
+    _store(study, summary)
+    return summary
+
+
+def _summary(study: optuna.Study, entries: list[_Entry], seeds: list[int], s: ReevalSettings,
+             wall: float) -> dict[str, Any]:
+    configs = []
+    for e in entries:
+        values = [e.scores[seed] for seed in seeds if seed in e.scores]
+        mean = float(np.mean(values)) if values else None
+        configs.append({
+            "trial": e.trial.number, "params": e.trial.params, "tuning_value": e.trial.value,
+            "scores": {str(seed): e.scores[seed] for seed in seeds if seed in e.scores},
+            "errors": {str(seed): msg for seed, msg in e.errors.items()},
+            "mean": mean, "std": float(np.std(values)) if values else None,
+            "gap": e.trial.value - mean if mean is not None else None,
+            "complete": len(values) == len(seeds),
+        })
+    sign = -1.0 if study.direction == optuna.study.StudyDirection.MAXIMIZE else 1.0
+    ranked = sorted((c for c in configs if c["complete"]), key=lambda c: (sign * c["mean"], c["trial"]))
+    return {"seeds": seeds, "episodes": s.episodes, "top_k": s.top_k, "timeout": s.timeout,
+            "wall_time_s": wall, "complete": all(c["complete"] for c in configs),
+            "winner": ranked[0]["trial"] if ranked else None, "configs": configs}
+
+
+def _store(study: optuna.Study, summary: dict[str, Any]) -> None:
+    """Per-config results and the winner as study user attributes, and a note for the dashboard."""
+    for c in summary["configs"]:
+        study.set_user_attr(f"{ATTR_PREFIX}{c['trial']:04d}", {
+            "scores": c["scores"], "episodes": summary["episodes"], "mean": c["mean"], "std": c["std"],
+            "tuning_value": c["tuning_value"], "gap": c["gap"]})
+    study.set_user_attr("heldout_winner", summary["winner"])
+    study.set_user_attr("heldout_seeds", summary["seeds"])
+    try:
+        from optuna_dashboard import save_note
+    except ImportError:  # the dashboard is optional for this: the attributes hold everything
+        return
+    save_note(study, "## Held-out re-evaluation\n\n```\n" + format_reevaluation(summary) + "\n```\n")
+
+
+def format_reevaluation(summary: dict[str, Any]) -> str:
+    """A plain-text table of a re-evaluation summary (best held-out mean first)."""
+    rows = [["trial", "tuning", "held-out mean", "std", "gap", "per seed"]]
+    key = lambda c: (c["mean"] is None, -(c["mean"] or 0.0))  # noqa: E731
+    for c in sorted(summary["configs"], key=key):
+        per_seed = ", ".join(f"{s}: {v:.4g}" for s, v in c["scores"].items())
+        if c["errors"]:
+            per_seed += ("; " if per_seed else "") + "; ".join(f"{s}: {m}" for s, m in c["errors"].items())
+        rows.append([str(c["trial"]), _fmt(c["tuning_value"]), _fmt(c["mean"]), _fmt(c["std"]), _fmt(c["gap"]),
+                     per_seed])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    lines = ["  ".join([c.ljust(w) for c, w in zip(r, widths)] + [r[-1]]) for r in rows]
+    head = (f"held-out re-evaluation: seeds {summary['seeds']}, {summary['episodes']} deterministic episodes "
+            f"per run, {summary['wall_time_s']:.1f} s" + ("" if summary["complete"] else " (time limit: incomplete)"))
+    tail = (f"held-out winner: trial {summary['winner']}" if summary["winner"] is not None
+            else "no config finished every held-out seed")
+    return "\n".join([head, *lines, tail])
+
+
+def _fmt(v: Any) -> str:
+    return "-" if v is None else f"{v:.4g}"
