@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -29,11 +30,19 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EVAL_BASE = 3_000_000
 
 
-def _run(cmd: list[str], cwd: str, log: str) -> float:
+def _run(cmd: list[str], cwd: str, log: str, timeout: float | None = None) -> float:
+    """Run ``cmd`` to the end (or kill its process group after ``timeout`` s); its wall time."""
     started = time.perf_counter()
     with open(log, "w") as f:
-        out = subprocess.run(cmd, cwd=cwd, stdout=f, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONPATH=REPO))
-    if out.returncode != 0:
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True,
+                                env=dict(os.environ, PYTHONPATH=REPO))
+        try:
+            code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return time.perf_counter() - started
+    if code != 0:
         raise SystemExit(f"{' '.join(cmd[:4])} ... failed; see {log}")
     return time.perf_counter() - started
 
@@ -59,7 +68,7 @@ def project(a: argparse.Namespace, folder: str) -> dict:
     for seed in a.heldout:
         run = os.path.join(folder, f"project_heldout_{seed}")
         _run([sys.executable, "-m", "tuner", "--config-dir", study_dir, "--config-name", "best_config",
-              f"seed={seed}", f"eval.episodes={a.episodes}", f"eval.seed={EVAL_BASE + 1000 * seed}", "logger=none",
+              f"seed={seed}", f"eval.episodes={a.episodes}", f"eval.seed={EVAL_BASE + 1000 * seed}", "logger.p=0",
               f"hydra.run.dir={run}"], folder, run + ".log")
         with open(os.path.join(run, "result.json")) as f:
             scores.append(json.load(f)["final_eval_mean_return"])
@@ -75,8 +84,9 @@ def zoo(a: argparse.Namespace, folder: str) -> dict:
            "--sampler", "tpe", "--pruner", "median", "--n-evaluations", "5", "--eval-episodes", "5",
            "--storage", journal, "--study-name", "zoo", "--no-optim-plots", "--num-threads", "1",
            "-f", os.path.join(folder, "zoo_logs"), "--seed", str(a.seed), "--verbose", "0"]
-    wall = _run(cmd, folder, os.path.join(folder, "zoo_study.log"))
+    wall = _run(cmd, folder, os.path.join(folder, "zoo_study.log"), a.zoo_timeout)
     study = _journal_study(journal, "zoo")
+    stopped = a.zoo_timeout is not None and wall >= a.zoo_timeout
     scores = []
     for seed in a.heldout:
         out = subprocess.run([a.zoo_python, os.path.join(REPO, "bench", "_zoo_heldout.py"), "--journal", journal,
@@ -86,8 +96,8 @@ def zoo(a: argparse.Namespace, folder: str) -> dict:
         if out.returncode != 0:
             raise SystemExit(f"rl-zoo3 held-out run failed:\n{out.stderr[-2000:]}")
         scores.append(json.loads(out.stdout.strip().splitlines()[-1])["mean"])
-    return {"tool": "rl-zoo3", "wall_s": wall, "reeval_s": None, **_counts(study),
-            "chosen_trial": study.best_trial.number, "heldout": scores}
+    return {"tool": "rl-zoo3" + (f" (stopped at {a.zoo_timeout:.0f} s)" if stopped else ""), "wall_s": wall,
+            "reeval_s": None, **_counts(study), "chosen_trial": study.best_trial.number, "heldout": scores}
 
 
 def _counts(study) -> dict:  # noqa: ANN001
@@ -107,6 +117,8 @@ def main() -> None:
     p.add_argument("--episodes", type=int, default=20)
     p.add_argument("--zoo-python", default="/work/zoo_venv/bin/python")
     p.add_argument("--only", choices=("project", "zoo"), default=None)
+    p.add_argument("--zoo-timeout", type=float, default=None,
+                   help="stop rl-zoo3's study after this many seconds; its best trial so far is retrained")
     p.add_argument("--keep", default=None, help="folder to keep the studies in (default: a temporary one)")
     a = p.parse_args()
     folder = a.keep or tempfile.mkdtemp(prefix="bench_tuning_")

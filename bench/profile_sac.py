@@ -3,7 +3,7 @@ cProfile of 1,000 env steps, each with one gradient update, after a 300-step war
 
     python bench/profile_sac.py
 """
-import cProfile, pstats, time, sys, numpy as np, torch
+import cProfile, pstats, time, torch
 torch.set_num_threads(1)
 from note_rl.agents.torch import SAC
 agent = SAC(hidden_size=[256, 256], env="Pendulum-v1", seed=0)

@@ -103,6 +103,10 @@ class CallbackList:
 
     def __init__(self, callbacks: Iterable[Any] = (), model: Any = None) -> None:
         self.callbacks = list(callbacks)
+        for i, cb in enumerate(self.callbacks):
+            if not isinstance(cb, Callback) and not any(callable(getattr(cb, h, None)) for h in HOOKS):
+                raise ValueError(f"train(callbacks=...): item {i} ({type(cb).__name__}) is not a callback; subclass "
+                                 "note_rl.Callback or use LambdaCallback(on_episode_end=...)")
         for cb in self.callbacks:
             if hasattr(cb, "set_model"):
                 cb.set_model(model)

@@ -117,13 +117,14 @@ class EpsGreedyQPolicy(Policy):
     """With probability ``eps`` a uniform random action, otherwise ``argmax(q)``.
 
     :param eps: exploration probability (Note_rl default 0.1)
+    :param epsilon: the same, under Note_rl 001's name (``EpsGreedyQPolicy(epsilon=0.01)``)
     """
 
     _state_keys = ("eps",)
 
-    def __init__(self, eps: float = 0.1, seed: int | None = None) -> None:
+    def __init__(self, eps: float = 0.1, seed: int | None = None, epsilon: float | None = None) -> None:
         super().__init__(seed)
-        self.eps = eps
+        self.eps = eps if epsilon is None else epsilon
 
     def select_action(self, q_values: np.ndarray) -> int:
         q = np.asarray(q_values)

@@ -109,6 +109,7 @@ def _run_finder(cfg: DictConfig) -> dict[str, Any]:
 def _app(cfg: DictConfig) -> Any:
     try:
         typed = validate(cfg)
+        _protect_secrets(typed)
         mode = typed.tuner.get("name", "none")
         if mode == "none":
             hc = HydraConfig.get()
@@ -120,6 +121,16 @@ def _app(cfg: DictConfig) -> Any:
         _fail(f"tuner.name: {mode!r} is not one of none, optuna, {', '.join(FINDERS)}")
     except ConfigError as exc:
         _fail(str(exc))
+
+
+def _protect_secrets(cfg: DictConfig) -> None:
+    """Mask credentials (a storage URL's password, ...) in sys.argv and the run dir's Hydra files
+    before anything else records them (:mod:`tuner.redact`)."""
+    from .redact import protect
+
+    hc = HydraConfig.get()
+    folders = [hc.runtime.output_dir] + ([hc.sweep.dir] if hc.mode == RunMode.MULTIRUN else [])
+    protect(OmegaConf.to_container(cfg, resolve=True), folders)
 
 
 def _precheck(argv: list[str]) -> None:
@@ -158,6 +169,7 @@ def _precheck(argv: list[str]) -> None:
             folder = os.path.abspath(args.config_dir)
             if not os.path.isdir(folder):
                 _fail(f"--config-dir: {folder} is not a directory")
+            _check_config_dir(folder, args.config_name or "config")
             path.prepend("command-line", f"file://{folder}", anchor=SearchPathQuery(provider="schema"))
         loader = ConfigLoaderImpl(config_search_path=path)
         for overrides in _variants(parsed, loader, args.multirun):
@@ -174,6 +186,30 @@ def _precheck(argv: list[str]) -> None:
         raise
     except Exception:  # noqa: BLE001 - never worse than Hydra: let it report whatever this is
         return
+
+
+def _check_config_dir(folder: str, name: str) -> None:
+    """A user's config dir: every YAML file in it and in its group folders parses, and its primary config is not one the app's own
+    ``conf/`` shadows (Hydra would silently use the app's ``config.yaml`` instead)."""
+    import yaml
+
+    for root, dirs, files in os.walk(folder):
+        if root != folder:
+            dirs[:] = []  # the dir's own configs and its config groups; not deeper (a study's trials/)
+        for file in sorted(f for f in files if f.endswith((".yaml", ".yml"))):
+            path = os.path.join(root, file)
+            try:
+                with open(path) as f:
+                    yaml.safe_load(f)
+            except yaml.YAMLError as exc:
+                mark = getattr(exc, "problem_mark", None)
+                where = f" line {mark.line + 1}" if mark is not None else ""
+                _fail(f"--config-dir: {path}{where}: {getattr(exc, 'problem', None) or error_line(exc)}")
+            except (OSError, UnicodeDecodeError) as exc:
+                _fail(f"--config-dir: cannot read {path} ({exc})")
+    if os.path.exists(os.path.join(folder, f"{name}.yaml")) and os.path.exists(os.path.join(CONF_DIR, f"{name}.yaml")):
+        _fail(f"--config-dir: {folder}/{name}.yaml would be ignored (the app's own {name}.yaml comes first); "
+              f"rename it and pass --config-name <its name>")
 
 
 def _variants(parsed: list[Any], loader: Any, multirun: bool) -> list[list[str]]:

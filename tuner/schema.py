@@ -10,6 +10,8 @@ line naming the key; the app prints it and exits with status 2.
 from __future__ import annotations
 
 import copy
+import math
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -352,13 +354,13 @@ POSITIVE = ("eval.every", "eval.episodes", "agent.batch", "agent.train_freq", "a
             "strategy.processes", "strategy.num_store", "budget.steps", "budget.episodes",
             "budget.max_updates", "objective.last_k", "optimizer.lr", "agent.lr", "agent.clip",
             "logger.log_every", "logger.gif_max_steps", "logger.init_timeout", "agent.policy_delay",
-            "agent.n_critics", "agent.target_update_interval")
+            "agent.n_critics", "agent.target_update_interval", "backend.threads")
 UNIT = {"agent.gamma": (0.0, 1.0, False), "agent.tau": (0.0, 1.0, False),
         "agent.lam": (0.0, 1.0, True), "buffer.lambda_": (0.0, 1.0, True),
         "optimizer.beta1": (0.0, 1.0, True), "optimizer.beta2": (0.0, 1.0, True),
         "agent.policy.initial_eps": (0.0, 1.0, True), "agent.policy.final_eps": (0.0, 1.0, True),
         "agent.policy.eps": (0.0, 1.0, True)}
-NON_NEGATIVE = ("eval.seed", "agent.learning_starts", "buffer.her_k", "agent.entropy_coef", "agent.vf_coef", "buffer.alpha",
+NON_NEGATIVE = ("seed", "eval.seed", "agent.learning_starts", "buffer.her_k", "agent.entropy_coef", "agent.vf_coef", "buffer.alpha",
                 "buffer.beta", "optimizer.weight_decay", "optimizer.eps", "optimizer.momentum",
                 "agent.max_grad_norm", "agent.target_policy_noise", "agent.target_noise_clip",
                 "agent.noise.sigma", "agent.noise.theta")
@@ -460,7 +462,47 @@ def _check_targets(cfg: DictConfig) -> None:
             raise ConfigError(str(exc) if str(exc).startswith(key) else f"{key}._target_: {exc}") from None
 
 
+def _check_finite(node: Any, path: str = "") -> None:
+    """Every number in the config is finite (``optimizer.lr=nan`` would train on NaN weights)."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            _check_finite(value, f"{path}.{key}" if path else str(key))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            _check_finite(value, f"{path}[{i}]")
+    elif isinstance(node, float) and not math.isfinite(node):
+        raise ConfigError(f"{path}: must be a finite number, got {node}")
+
+
+def _machine_bytes() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 40
+
+
+def _check_memory(cfg: DictConfig) -> None:
+    """Refuse, before anything is allocated, a replay buffer or networks that cannot fit in this
+    machine's memory.  Lower bounds (one-dimensional observations and actions, float32), so a
+    config that fits is never refused."""
+    limit = _machine_bytes()
+    pool = OmegaConf.select(cfg, "buffer.pool_size")
+    if pool and pool * 5 * 4 > limit:  # state, next_state, action, reward, done
+        raise ConfigError(f"buffer.pool_size: {pool} transitions need at least {pool * 20 / 2**30:.0f} GiB; "
+                          f"this machine has {limit / 2**30:.0f} GiB")
+    hidden = OmegaConf.select(cfg, "agent.hidden_size")
+    if OmegaConf.is_list(hidden) and hidden:
+        sizes = [int(h) for h in hidden]
+        params = sizes[0] + sum(a * b for a, b in zip(sizes, sizes[1:])) + sizes[-1]
+        if params * 4 * 4 > limit:  # weights, gradients and two Adam slots
+            raise ConfigError(f"agent.hidden_size: {list(sizes)} makes at least {params:.3g} parameters "
+                              f"({params * 16 / 2**30:.0f} GiB with gradients and optimizer state); this machine "
+                              f"has {limit / 2**30:.0f} GiB")
+
+
 def _check_ranges(cfg: DictConfig) -> None:
+    _check_finite(OmegaConf.to_container(cfg, resolve=True))
+    _check_memory(cfg)
     for key, options in CHOICES.items():
         value = OmegaConf.select(cfg, key, default=_ABSENT)
         if value is not _ABSENT and value not in options:
@@ -500,70 +542,6 @@ def _check_adjuster(cfg: DictConfig) -> None:
         raise ConfigError("adjuster.kind: ess needs buffer=prioritized (the ESS of replay priorities)")
 
 
-def _check_env(cfg: DictConfig) -> None:
-    import importlib
-
-    import gymnasium as gym
-
-    if cfg.env.module:
-        try:
-            importlib.import_module(cfg.env.module)
-        except ImportError as exc:
-            raise ConfigError(f"env.module: cannot import {cfg.env.module!r} ({exc})") from None
-    if cfg.env.factory:
-        try:
-            import_target(cfg.env.factory)
-        except Exception as exc:  # noqa: BLE001 - reported in one line
-            raise ConfigError(f"env.factory: cannot import {cfg.env.factory!r} ({error_line(exc)})") from None
-    elif cfg.env.id not in gym.registry:
-        raise ConfigError(f"env.id: unknown gymnasium environment {cfg.env.id!r}")
-    _check_action_space(cfg)
-
-
-def _agent_facts(cfg: DictConfig) -> tuple[tuple[str, ...] | None, bool]:
-    """The action kinds the agent handles and whether it trains a team (multi-agent env)."""
-    found = re.fullmatch(r"note_rl\.agents\.\w+\.(\w+)", cfg.agent._target_)
-    if found and found.group(1) in BUILTIN_ACTION_KINDS:
-        return BUILTIN_ACTION_KINDS[found.group(1)], found.group(1) in BUILTIN_MULTI_AGENT
-    cls = import_target(cfg.agent._target_)
-    return getattr(cls, "action_kinds", None), bool(getattr(cls, "multi_agent", False))
-
-
-def _check_action_space(cfg: DictConfig) -> None:
-    """The env suits the agent: single- or multi-agent, and actions of a kind the agent handles
-    (``Pendulum-v1`` with DQN is one line)."""
-    import gymnasium as gym
-
-    from .build import make_env
-
-    kinds, multi = _agent_facts(cfg)
-    if not kinds and not multi:
-        return
-    name = cfg.env.id
-    try:
-        env = make_env(OmegaConf.to_container(cfg.env, resolve=True))
-    except Exception as exc:  # noqa: BLE001 - a missing extra (box2d, mujoco, mpe2) or bad kwargs
-        raise ConfigError(f"env.id: cannot make {name!r} ({error_line(exc)})") from None
-    try:
-        team = hasattr(env, "possible_agents")
-        if team != multi:
-            raise ConfigError(f"env.id: {name} is a multi-agent env; {cfg.agent.name} trains one agent "
-                              "(agent=maddpg trains teams)" if team else
-                              f"env.id: {cfg.agent.name} trains a team on a multi-agent env (PettingZoo "
-                              f"parallel API, e.g. env=simple_spread); {name} has one agent")
-        spaces = [env.action_space(n) for n in env.possible_agents] if team else [env.action_space]
-        if not team and isinstance(env.observation_space, gym.spaces.Dict) and cfg.buffer.name != "her":
-            raise ConfigError(f"buffer: {name} is a goal env (dict observations); train it with buffer=her")
-    finally:
-        env.close()
-    for space in spaces:
-        kind = "discrete" if isinstance(space, gym.spaces.Discrete) else \
-            "continuous" if isinstance(space, gym.spaces.Box) else type(space).__name__
-        if kinds and kind not in kinds:
-            raise ConfigError(f"env.id: {name} has {kind} actions ({space}); {cfg.agent.name} "
-                              f"supports {' and '.join(kinds)} actions")
-
-
 def _check_device(cfg: DictConfig) -> None:
     """``backend.device`` names a device; one other than auto / cpu must exist here (asking the
     backend imports its framework, so only then)."""
@@ -581,13 +559,23 @@ def _check_device(cfg: DictConfig) -> None:
 
 def validate(cfg: DictConfig, check_env: bool = True) -> DictConfig:
     """Typed, range-checked copy of ``cfg`` (raises :class:`ConfigError`)."""
+    try:
+        return _validate(cfg, check_env)
+    except OmegaConfBaseException as exc:  # e.g. seed=${seed}: an interpolation that cannot resolve
+        key = getattr(exc, "full_key", None) or "config"
+        raise ConfigError(f"{key}: {str(getattr(exc, 'msg', exc)).splitlines()[0]}") from None
+
+
+def _validate(cfg: DictConfig, check_env: bool) -> DictConfig:
     typed = _typed(_hidden_size(cfg))
     _check_ranges(typed)
     check_agent_backend(typed.agent._target_, typed.backend.name)
     _check_targets(typed)
     _check_device(typed)
     if check_env:
-        _check_env(typed)
+        from .env_check import check_env as check_env_of  # user code (env.module, ...) in a child
+
+        check_env_of(typed)
     from .search import parse_space
 
     parse_space(typed.search, typed)  # low > high, bad grammar, unknown paths

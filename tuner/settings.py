@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -80,7 +81,19 @@ def tuner_settings(node: Any) -> TunerSettings:
         (s.pruner != "threshold" or s.threshold_lower is not None,
          "tuner.threshold_lower: the threshold pruner needs a lower bound"),
         (bool(s.study_name), "tuner.study_name: must not be empty"),
+        # the study dir is derived from the name: it must stay inside studies/
+        (not any(c in s.study_name for c in "/\\\0") and not s.study_name.startswith("."),
+         f"tuner.study_name: {s.study_name!r} must be a plain name (no '/', '\\' or leading '.')"),
         (s.max_cost_ratio >= 1, f"tuner.max_cost_ratio: must be >= 1, got {s.max_cost_ratio}"),
+        (0.0 <= s.percentile <= 100.0, f"tuner.percentile: must be in [0, 100], got {s.percentile}"),
+        (s.n_warmup_steps >= 0, f"tuner.n_warmup_steps: must be >= 0, got {s.n_warmup_steps}"),
+        (s.n_startup_trials >= 0, f"tuner.n_startup_trials: must be >= 0, got {s.n_startup_trials}"),
+        (s.timeout is None or (math.isfinite(s.timeout) and s.timeout > 0), f"tuner.timeout: must be > 0 seconds, got {s.timeout}"),
+        (s.max_failures is None or s.max_failures >= 0, f"tuner.max_failures: must be >= 0, got {s.max_failures}"),
+        (s.sampler_seed is None or s.sampler_seed >= 0, f"tuner.sampler_seed: must be >= 0, got {s.sampler_seed}"),
+        (s.threshold_lower is None or math.isfinite(s.threshold_lower),
+         f"tuner.threshold_lower: must be a finite number, got {s.threshold_lower}"),
+        (math.isfinite(s.max_cost_ratio), f"tuner.max_cost_ratio: must be finite, got {s.max_cost_ratio}"),
     ]
     for ok, message in checks:
         if not ok:

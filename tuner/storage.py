@@ -15,13 +15,17 @@ next to a journal or SQLite file, a PostgreSQL advisory lock for PostgreSQL.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
+import shutil
+import sys
+import time
 import zlib
 from typing import Any
 
 import optuna
 
-__all__ = ["make_storage", "StudyLock", "describe", "check_storage"]
+__all__ = ["make_storage", "StudyLock", "describe", "check_storage", "repair_journal", "root_cause"]
 
 SUPPORTED = "a journal file path, sqlite:///path.db or postgresql://user:pw@host/db"
 
@@ -62,6 +66,14 @@ def check_storage(storage: str | None) -> None:
         raise ConfigError(f"tuner.storage: unsupported storage {backend!r} in {describe_url(storage)} (use {SUPPORTED})")
     if backend == "sqlite" and not url.database:
         raise ConfigError(f"tuner.storage: {storage!r} has no database file (use sqlite:///path.db)")
+    if backend == "sqlite":
+        folder = os.path.dirname(os.path.abspath(url.database))
+        parent = folder
+        while not os.path.exists(parent):
+            parent = os.path.dirname(parent)
+        if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+            raise ConfigError(f"tuner.storage: cannot create the SQLite file's directory {folder} "
+                              f"({parent} is not a writable directory)")
     try:
         url.get_dialect().import_dbapi()
     except Exception as exc:  # noqa: BLE001 - a missing driver module
@@ -78,14 +90,74 @@ def describe_url(storage: str) -> str:
         return storage.split("@")[-1]
 
 
+def repair_journal(path: str, key: str = "tuner.storage") -> str | None:
+    """Make a journal file safe to append to; returns what was repaired (``None``: nothing).
+
+    Why: a crash or a full disk can leave the last record cut off.  Optuna still reads such a file
+    (it stops at the partial line), but the next record it appends lands on that line, and from then
+    on the journal no longer loads: the whole study is lost.  So before a driver writes, a torn last
+    record is removed (or, when only its newline is missing, completed) under Optuna's own journal
+    lock, after a copy of the original is kept beside it.  A complete line that is not a JSON record
+    means the file is damaged in the middle: a one-line :class:`ConfigError`, nothing changed."""
+    if not os.path.isfile(path) or os.path.getsize(path) == 0:
+        return None
+    from optuna.storages.journal import JournalFileSymlinkLock
+
+    from .schema import ConfigError
+
+    lock = JournalFileSymlinkLock(path)
+    lock.acquire()
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+        end = data.rfind(b"\n") + 1
+        if end == 0 and not _is_record(data):  # no complete line: nothing shows this is a journal
+            raise ConfigError(f"{key}: {path} is not an Optuna journal file")
+        for number, line in enumerate(data[:end].splitlines(), start=1):
+            if not _is_record(line):
+                raise ConfigError(f"{key}: {path} line {number} is not an Optuna journal record (the file is "
+                                  "damaged; restore it from a backup or remove that line)")
+        if end == len(data):
+            return None
+        backup = f"{path}.torn-{time.strftime('%Y%m%d-%H%M%S')}"
+        shutil.copy2(path, backup)
+        complete = _is_record(data[end:])
+        with open(path, "r+b") as f:
+            if complete:
+                f.seek(0, os.SEEK_END)
+                f.write(b"\n")
+            else:
+                f.truncate(end)
+            f.flush()
+            os.fsync(f.fileno())
+    finally:
+        lock.release()
+    what = "completed its last record (its newline was missing)" if complete else \
+        f"removed a torn last record ({len(data) - end} bytes)"
+    return f"journal {path}: {what}; the original is kept as {backup}"
+
+
+def _is_record(line: bytes) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except ValueError:
+        return False
+
+
 def make_storage(storage: str | None, study_dir: str) -> Any:
-    """An Optuna storage object (or URL) for the ``tuner.storage`` setting."""
+    """An Optuna storage object (or URL) for the ``tuner.storage`` setting; a journal file is
+    repaired first when its last record is torn (:func:`repair_journal`)."""
     path = _journal_path(storage, study_dir)
     if path is not None:
         os.makedirs(os.path.dirname(path), exist_ok=True)
+        repaired = repair_journal(path)
+        if repaired:
+            print(f"warning: {repaired}", file=sys.stderr, flush=True)
         from optuna.storages.journal import JournalFileBackend, JournalStorage
 
         return JournalStorage(JournalFileBackend(path))
+    if storage.startswith("sqlite:///"):  # like a journal file, its directory is made when missing
+        os.makedirs(os.path.dirname(os.path.abspath(storage[len("sqlite:///"):])), exist_ok=True)
     if storage.startswith(("sqlite://", "postgresql", "mysql")):
         return optuna.storages.RDBStorage(_normalise_url(storage), engine_kwargs=_engine_kwargs(storage))
     from .schema import ConfigError
@@ -97,6 +169,18 @@ def _engine_kwargs(url: str) -> dict[str, Any]:
     if url.startswith("sqlite"):
         return {"connect_args": {"timeout": 60}}  # parallel drivers wait instead of "database is locked"
     return {"pool_pre_ping": True}
+
+
+def root_cause(exc: BaseException) -> str:
+    """The first line of the innermost error (Optuna and SQLAlchemy wrap the driver's error), with
+    any password of a URL in it masked."""
+    from .redact import find_secrets, scrub
+
+    while exc.__cause__ is not None or exc.__context__ is not None:
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    line = text.splitlines()[0] if text else type(exc).__name__
+    return scrub(line, find_secrets(line.split()))
 
 
 def describe(storage: str | None, study_dir: str) -> str:
@@ -128,6 +212,7 @@ class StudyLock:
 
     def __enter__(self) -> "StudyLock":
         if self.path is not None:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)  # the storage file's dir may be new
             self._fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
             fcntl.flock(self._fd, fcntl.LOCK_EX)
         else:

@@ -38,7 +38,7 @@ from .schema import ConfigError, validate
 from .search import default_params, distributions, parse_space, to_overrides
 from .search_cost import check_cost
 from .settings import TunerSettings, make_pruner, make_sampler
-from .storage import StudyLock, describe, make_storage
+from .storage import StudyLock, describe, make_storage, root_cause
 from .wandb_logger import trial_meta
 
 __all__ = ["Driver", "HEARTBEAT_GRACE_S"]
@@ -62,17 +62,58 @@ class Driver:
         self.space = parse_space(cfg.search, cfg)
         check_cost(self.space, cfg, settings.max_cost_ratio)  # before anything is created
         self.study_dir = os.path.abspath(settings.study_dir)
-        os.makedirs(os.path.join(self.study_dir, "trials"), exist_ok=True)
+        try:
+            os.makedirs(os.path.join(self.study_dir, "trials"), exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"tuner.study_dir: cannot create {self.study_dir} ({exc.strerror or exc})") from None
         self.storage_desc = describe(settings.storage, self.study_dir)
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         self.lock = StudyLock(settings.storage, self.study_dir, settings.study_name)
-        with self.lock:  # drivers starting together must not race on creating tables or the study
-            self.storage = make_storage(settings.storage, self.study_dir)
-            self.study = optuna.create_study(
-                study_name=settings.study_name, storage=self.storage, load_if_exists=True,
-                sampler=make_sampler(settings, self.space), pruner=make_pruner(settings),
-                direction=settings.direction)
-            self._enqueue(cfg, settings)
+        try:
+            with self.lock:  # drivers starting together must not race on creating tables or the study
+                self._open(cfg, settings)
+        except ConfigError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - no server, wrong password, missing database, ...
+            raise ConfigError(f"tuner.storage: cannot open {self.storage_desc}: {root_cause(exc)}") from None
+
+    def _open(self, cfg: DictConfig, settings: TunerSettings) -> None:
+        self.storage = make_storage(settings.storage, self.study_dir)
+        sampler, pruner = make_sampler(settings, self.space), make_pruner(settings)
+        storage = optuna.storages.get_storage(self.storage)
+        try:  # an existing study is loaded without a write (create_study would log a record first)
+            storage.get_study_id_from_name(settings.study_name)
+            self.study = optuna.load_study(study_name=settings.study_name, storage=storage, sampler=sampler,
+                                           pruner=pruner)
+        except KeyError:
+            self.study = optuna.create_study(study_name=settings.study_name, storage=storage, sampler=sampler,
+                                             pruner=pruner, direction=settings.direction)
+        self._check_existing(cfg, settings)  # before this command changes anything in the study
+        self._enqueue(cfg, settings)
+
+    def _check_existing(self, cfg: DictConfig, settings: TunerSettings) -> None:
+        """An existing study must match the command: its direction, agent and search space
+        (a parameter searched differently would fail inside Optuna after a trial was created)."""
+        study, name = self.study, settings.study_name
+        if study.direction.name.lower() != settings.direction:
+            raise ConfigError(f"tuner.direction: study {name!r} was created to {study.direction.name.lower()}; "
+                              f"it cannot {settings.direction} (use another tuner.study_name)")
+        agent = study.user_attrs.get("agent")
+        if agent is None:
+            study.set_user_attr("agent", cfg.agent.name)
+        elif agent != cfg.agent.name:
+            raise ConfigError(f"agent: study {name!r} tunes agent {agent!r}, not {cfg.agent.name!r} "
+                              "(use another tuner.study_name)")
+        new = distributions(self.space)
+        for t in study.get_trials(deepcopy=False):
+            for key, old in t.distributions.items():
+                if key not in new:
+                    continue
+                try:
+                    optuna.distributions.check_distribution_compatibility(old, new[key])
+                except ValueError:
+                    raise ConfigError(f"search.{key}: study {name!r} searched it as {_show(old)}; this command "
+                                      f"gives {_show(new[key])} (keep the space or use another tuner.study_name)") from None
 
     def _enqueue(self, cfg: DictConfig, settings: TunerSettings) -> None:
         """Known-good trials first: ``tuner.enqueue``'s parameter sets, then (a new study only) the
@@ -122,3 +163,12 @@ class Driver:
                          aggregation=self.s.aggregation, memory_mb=self.s.trial_memory_mb,
                          log_path=os.path.join(run_dir, "trial.log"),
                          wandb=trial_meta(self.s.study_name, trial.number, trial.params))
+
+
+def _show(d: optuna.distributions.BaseDistribution) -> str:
+    if isinstance(d, optuna.distributions.CategoricalDistribution):
+        return f"choice({', '.join(map(str, d.choices))})"
+    text = f"interval({d.low}, {d.high})"
+    if isinstance(d, optuna.distributions.IntDistribution):
+        text = f"int({text})"
+    return f"tag(log, {text})" if getattr(d, "log", False) else text

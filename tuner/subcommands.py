@@ -70,26 +70,27 @@ def open_storage(args: dict[str, str]) -> tuple[Any, str]:
             raise ArgError(f"{key}: no Optuna journal file {journal}")
         from optuna.storages.journal import JournalFileBackend, JournalStorage
 
+        from .schema import ConfigError
+        from .storage import repair_journal
+
+        try:  # reevaluate and the dashboard write to the study: never onto a torn record
+            repaired = repair_journal(journal, key="storage" if args.get("storage") else "study_dir")
+        except ConfigError as exc:
+            raise ArgError(str(exc)) from None
+        if repaired:
+            print(f"warning: {repaired}", file=sys.stderr, flush=True)
         return JournalStorage(JournalFileBackend(journal)), journal
     url = args["storage"]
     if url.startswith("sqlite:///") and not os.path.isfile(url[len("sqlite:///"):]):
         raise ArgError(f"storage: no SQLite file {url[len('sqlite:///'):]}")
-    from .storage import _normalise_url, describe
+    from .storage import _normalise_url, describe, root_cause
 
     try:
         storage = optuna.storages.RDBStorage(_normalise_url(url), skip_table_creation=True)
         storage.get_all_studies()  # connect now: a dead server is a bad argument, not a traceback later
     except Exception as exc:  # noqa: BLE001 - connection refused, bad URL, missing driver or tables...
-        raise ArgError(f"storage: cannot open {describe(url, '.')}: {_root_cause(exc)}") from None
+        raise ArgError(f"storage: cannot open {describe(url, '.')}: {root_cause(exc)}") from None
     return storage, describe(url, ".")
-
-
-def _root_cause(exc: BaseException) -> str:
-    """The first line of the innermost error (Optuna wraps driver errors in a generic one)."""
-    while exc.__cause__ is not None or exc.__context__ is not None:
-        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
-    text = str(getattr(exc, "orig", None) or exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _load_study(storage: Any, desc: str, name: str | None) -> Any:

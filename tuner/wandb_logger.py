@@ -122,7 +122,10 @@ class WandbSession:
 
     def __init__(self, opts: dict[str, Any], run_dir: str | None, meta: dict[str, Any] | None,
                  config: dict[str, Any]) -> None:
-        self.opts, self.meta, self.config = opts, dict(meta or {}), config
+        from .redact import find_secrets, scrub
+
+        # a storage URL's password (or any credential in the config) never reaches wandb
+        self.opts, self.meta, self.config = opts, dict(meta or {}), scrub(config, find_secrets(config))
         self.dir = os.path.abspath(opts.get("dir") or run_dir or os.getcwd())
         self.run: Any = None
         self.wandb: Any = None

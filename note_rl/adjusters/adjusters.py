@@ -362,12 +362,14 @@ class WindowAdjuster:
         self.emas: dict[str, EMA] = {}
 
     def window(self, agent: Any, segment: int | None = None, scale: float | None = None,
-               smooth_alpha: float | None = None) -> int:
-        """Items to drop from ``segment`` (``None``: the whole buffer); reports ``on_adjust``."""
+               smooth_alpha: float | None = None, ema: float | None = None) -> int:
+        """Items to drop from ``segment`` (``None``: the whole buffer); reports ``on_adjust``.
+        ``ema``: a pre-computed EMA of the ESS to use instead of this adjuster's own (Note_rl 000)."""
         w = _pr_buffer(agent).weights(segment)
         ess = ess_from_weights(w)
         key = "all" if segment is None else str(segment)
-        ema = self.emas.setdefault(key, EMA()).update(ess, smooth_alpha or self.smooth_alpha)
+        if ema is None:
+            ema = self.emas.setdefault(key, EMA()).update(ess, smooth_alpha or self.smooth_alpha)
         n = len(w)
         window = 0
         if n >= 2:

@@ -88,10 +88,11 @@ class AdjusterMixin:
         return ess if ema_prev is None else smooth * ess + (1.0 - smooth) * ema_prev
 
     def adjust_window_size(self, p: int | None = None, scale: float = 1.0,
-                           smooth_alpha: float = 0.2) -> int:
+                           smooth_alpha: float = 0.2, ema: float | None = None) -> int:
         """Number of oldest items to drop from segment ``p`` (whole buffer if ``None``) so that
-        about ``scale * EMA(ESS)`` remain; one EMA per segment, kept between calls."""
-        return self._note_window.window(self, p, scale, smooth_alpha)
+        about ``scale * EMA(ESS)`` remain; one EMA per segment, kept between calls.  ``ema``
+        (Note_rl 000): a pre-computed EMA of the ESS, used instead of the kept one."""
+        return self._note_window.window(self, p, scale, smooth_alpha, ema)
 
     def adjust_batch_size(self, smooth_alpha: float = 0.2, batch_params: Params = None,
                           target_ess: float | None = None, alpha_params: Params = None,
@@ -115,8 +116,9 @@ class AdjusterMixin:
                  gamma_params: Params = None, weight_decay_params: Params = None,
                  beta1_params: Params = None, beta2_params: Params = None,
                  clip_params: Params = None, beta_params: Params = None, jit_compile: bool = True,
-                 signal: str = "variance") -> dict[str, float]:
-        """Gradient-noise mode on ``num_samples`` mini-batch gradients of the current batch size.
+                 signal: str = "variance", smooth: float | None = None) -> dict[str, float]:
+        """Gradient-noise mode on ``num_samples`` mini-batch gradients of the current batch size;
+        ``smooth`` is Note_rl 000's name for ``smooth_alpha``.
 
         ``signal="variance"`` (default, Note_rl's units for ``target_noise``) or ``"b_simple"``
         (``E = B_simple / batch``, use a target around 1).  ``jit_compile`` is accepted for
@@ -126,7 +128,7 @@ class AdjusterMixin:
             raise ValueError(f"signal must be one of {list(SIGNALS)}, got {signal!r}")
         adj.signal_name, adj.target_noise = signal, target_noise
         adj.num_samples = max(2, int(num_samples))
-        adj.smooth_alpha = _check_alpha(smooth_alpha)
+        adj.smooth_alpha = _check_alpha(smooth_alpha if smooth is None else smooth)
         adj.set_params(_collect(locals()))
         return adj.run(self)
 

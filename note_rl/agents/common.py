@@ -18,9 +18,12 @@ ACTIVATIONS = ("relu", "tanh")
 
 
 def check_args(name: str, gamma: float | None = None, tau: float | None = None,
-               activation: str | None = None) -> None:
+               activation: str | None = None, **dims: Any) -> None:
     """The constructor arguments every built-in agent shares, checked with one-line errors that
-    name the agent and the argument."""
+    name the agent and the argument; ``dims`` (``state_dim=...``) must be positive integers."""
+    for arg, value in dims.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0):
+            raise ValueError(f"{name}({arg}={value!r}): must be a positive integer")
     if gamma is not None and not 0.0 < gamma <= 1.0:
         raise ValueError(f"{name}(gamma={gamma!r}): must be in (0, 1]")
     if tau is not None and not 0.0 < tau <= 1.0:

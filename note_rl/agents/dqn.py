@@ -35,7 +35,7 @@ class DQNMixin(SeededInit):
                    ortho_init: bool = False, max_grad_norm: float | None = None) -> list[np.ndarray]:
         if loss not in ("mse", "huber"):
             raise ValueError(f"DQN(loss={loss!r}): use 'mse' or 'huber'")
-        check_args("DQN", gamma=gamma, tau=tau, activation=activation)
+        check_args("DQN", gamma=gamma, tau=tau, activation=activation, state_dim=state_dim, action_dim=action_dim)
         self.activation = activation
         self.state_dim, self.action_dim = int(state_dim), int(action_dim)
         self.hidden = hidden_sizes(hidden_size)

@@ -55,7 +55,7 @@ class PPOMixin(SeededInit):
                    ortho_init: bool = False,
                    log_std_init: float = 0.0) -> tuple[list[np.ndarray], list[np.ndarray]]:
         name = type(self).__name__
-        check_args(name, gamma=gamma, activation=activation)
+        check_args(name, gamma=gamma, activation=activation, state_dim=state_dim)
         if not 0.0 <= lam <= 1.0:
             raise ValueError(f"{name}(lam={lam!r}): must be in [0, 1]")
         if clip <= 0:

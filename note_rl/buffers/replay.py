@@ -280,6 +280,10 @@ class ReplayBuffer:
                 f"checkpoint buffer has capacity {meta['capacity']} x {meta['n_segments']} segments, "
                 f"this agent {self.capacity} x {self.n_segments}"
             )
+        if int(np.sum(meta["sizes"])) > 0:  # a buffer that holds items must have every field's array
+            missing = [k for k in self.fields if k not in arrays]
+            if missing:
+                raise ValueError(f"member 'buffer/{missing[0]}' is missing")
         self.data = {k: np.array(arrays[k]) for k in self.fields if k in arrays}
         self.pos = np.asarray(meta["pos"], dtype=np.int64)
         self.sizes = np.asarray(meta["sizes"], dtype=np.int64)

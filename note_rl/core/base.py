@@ -95,7 +95,8 @@ class RLBase(AdjusterMixin):
             PR: Any = _UNSET, IRL: Any = _UNSET, initial_ratio: Any = _UNSET,
             initial_TD: Any = _UNSET, lambda_: Any = _UNSET, alpha: Any = _UNSET,
             beta: Any = _UNSET, seed: Any = _UNSET, train_freq: Any = _UNSET,
-            learning_starts: Any = _UNSET, her_k: Any = _UNSET, buffer: Any = _UNSET) -> None:
+            learning_starts: Any = _UNSET, her_k: Any = _UNSET, buffer: Any = _UNSET,
+            MA: Any = _UNSET, epsilon: Any = _UNSET) -> None:
         """Configure the agent; arguments not passed keep their current value.
 
         :param policy: exploration policy (or one per process in a list)
@@ -139,8 +140,11 @@ class RLBase(AdjusterMixin):
         :param buffer: the replay buffer class (a :class:`~note_rl.buffers.ReplayBuffer` subclass
             with a ``for_agent`` constructor), instead of the one ``PR`` / ``HER`` pick; it sets
             those flags to what the class stands for (``None``: back to the flags' choice)
+        :param MA: Note_rl 001's name for ``MARL``
+        :param epsilon: Note_rl 001's epsilon-greedy shorthand: the policy becomes
+            ``EpsGreedyQPolicy(epsilon)``, or the ``eps`` of the policy given with it is set
         """
-        given = {k: v for k, v in locals().items() if k != "self" and v is not _UNSET}
+        given = _aliases({k: v for k, v in locals().items() if k != "self" and v is not _UNSET})
         for name, value in given.items():
             _check_set_value(name, value)
         if "buffer" in given:
@@ -476,8 +480,41 @@ def _apply_buffer_class(agent: Any, given: dict[str, Any]) -> dict[str, Any]:
     return {**given, **flags}
 
 
+def _aliases(given: dict[str, Any]) -> dict[str, Any]:
+    """The seed documents' other names for ``set()`` arguments: ``MA`` (001) is ``MARL``;
+    ``epsilon`` (001) builds or adjusts the epsilon-greedy policy."""
+    if "MA" in given:
+        value = given.pop("MA")
+        if "MARL" in given and bool(given["MARL"]) != bool(value):
+            raise ValueError(f"set(MA={value!r}, MARL={given['MARL']!r}): MA is another name for MARL; give one")
+        given["MARL"] = value
+    epsilon = given.pop("epsilon", None)
+    if epsilon is None:
+        return given
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.floating)) or not 0.0 <= epsilon <= 1.0:
+        raise ValueError(f"set(epsilon={epsilon!r}): must be a probability in [0, 1]")
+    policy = given.get("policy")
+    if policy is None:
+        from ..policy import EpsGreedyQPolicy
+
+        given["policy"] = EpsGreedyQPolicy(float(epsilon))
+    elif hasattr(policy, "eps"):
+        policy.eps = float(epsilon)
+    else:
+        raise ValueError(f"set(epsilon={epsilon!r}): the policy given with it ({type(policy).__name__}) has no eps")
+    return given
+
+
 def _check_set_value(name: str, value: Any) -> None:
     if value is None:
+        return
+    if name in ("policy", "noise"):
+        need = ("act", "select_action") if name == "policy" else ("sample",)
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if item is not None and not any(callable(getattr(item, m, None)) for m in need):
+                example = "EpsGreedyQPolicy(0.1) from note_rl.policy" if name == "policy" else \
+                    "GaussianWhiteNoiseProcess() from note_rl.noise"
+                raise ValueError(f"set({name}={item!r}): not a {name} object (e.g. {example}), or a list of them")
         return
     if name == "buffer":
         if not (isinstance(value, type) and issubclass(value, ReplayBuffer)):

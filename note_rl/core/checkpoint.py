@@ -39,6 +39,7 @@ def write_npz(path: str, meta: dict[str, Any], arrays: dict[str, np.ndarray]) ->
     """Atomically write ``arrays`` plus JSON ``meta`` to ``path``."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
+    _remove_stale_temps(folder, os.path.basename(path))
     tmp = os.path.join(folder, f".{os.path.basename(path)}.tmp-{os.getpid()}")
     payload = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
     try:
@@ -53,14 +54,75 @@ def write_npz(path: str, meta: dict[str, Any], arrays: dict[str, np.ndarray]) ->
     return path
 
 
+def _remove_stale_temps(folder: str, name: str) -> None:
+    """Delete temporary files of earlier saves of ``name`` whose process is gone (a save killed
+    midway leaves its temporary file, which can be as large as the replay buffer)."""
+    prefix = f".{name}.tmp-"
+    for entry in os.listdir(folder):
+        pid = entry[len(prefix):]
+        if entry.startswith(prefix) and pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            try:
+                os.remove(os.path.join(folder, entry))
+            except OSError:
+                pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _memory_bytes() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 40
+
+
+_NPY_HEADERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+
+
+def _check_sizes(path: str) -> None:
+    """Bound what reading ``path`` allocates before anything is decompressed: every member's array
+    (its ``.npy`` header's shape x item size) must fit in the member's stated size, and all members
+    together in this machine's memory."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            total = 0
+            for info in z.infolist():
+                total += info.file_size
+                if info.compress_type != zipfile.ZIP_STORED and info.file_size > 100 * max(info.compress_size, 1) + (1 << 20):
+                    raise CheckpointError(f"{path}: member {info.filename!r} would expand {info.compress_size} "
+                                          f"bytes to {info.file_size}")
+                with z.open(info) as f:
+                    version = np.lib.format.read_magic(f)
+                    header = _NPY_HEADERS.get(version)
+                    if header is None:
+                        raise CheckpointError(f"{path}: member {info.filename!r} is .npy format {version}")
+                    shape, _, dtype = header(f)
+                if dtype.hasobject or int(np.prod(shape, dtype=np.int64)) * dtype.itemsize > info.file_size:
+                    raise CheckpointError(f"{path}: member {info.filename!r} declares a {shape} {dtype} array "
+                                          f"larger than its {info.file_size} bytes")
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
+        raise CheckpointError(f"{path}: not a note_rl checkpoint ({exc})") from None
+    if total > _memory_bytes():
+        raise CheckpointError(f"{path}: its arrays add up to {total} bytes, more than this machine's memory")
+
+
 def read_npz(path: str, expect: str = FORMAT) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Read a file written by :func:`write_npz`; any defect raises :class:`CheckpointError`."""
     if not os.path.exists(path):
         raise FileNotFoundError(f"checkpoint not found: {path}")
+    _check_sizes(path)
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {k: data[k] for k in data.files}
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, MemoryError) as exc:
         raise CheckpointError(f"{path}: not a note_rl checkpoint ({exc})") from None
     if "__meta__" not in arrays:
         raise CheckpointError(f"{path}: not a note_rl checkpoint (no metadata entry)")
@@ -70,7 +132,44 @@ def read_npz(path: str, expect: str = FORMAT) -> tuple[dict[str, Any], dict[str,
         raise CheckpointError(f"{path}: corrupt checkpoint metadata ({exc})") from None
     if not isinstance(meta, dict) or meta.get("format") != expect:
         raise CheckpointError(f"{path}: not a {expect} file")
+    if expect == FORMAT:
+        _check_meta(meta, arrays, path)
     return meta, arrays
+
+
+# what a checkpoint's metadata may hold (keys absent from older files are optional)
+_META_TYPES: dict[str, Any] = {
+    "kind": str, "backend": str, "n_param": int, "modules": dict, "settings": dict, "counters": dict,
+    "reward_list": list, "loss_list": list, "policy": list, "noise": list, "optimizers": list,
+    "buffer": (dict, type(None)), "extra": (dict, type(None)), "adjust": (dict, type(None))}
+_FULL_KEYS = ("settings", "counters", "reward_list", "loss_list", "policy", "noise", "optimizers", "buffer")
+_COUNTERS = ("step_counter", "batch_counter", "total_episode", "total_time", "episode_seed", "best_avg_reward")
+
+
+def _check_meta(meta: dict[str, Any], arrays: dict[str, np.ndarray], path: str) -> None:
+    """The metadata's schema: required keys, their types, only known settings and counters (they
+    are set as attributes of the agent), and every array the metadata names present."""
+    required = ("kind", "backend", "n_param", "modules") + (_FULL_KEYS if meta.get("kind") == "full" else ())
+    for key in required:
+        if key not in meta:
+            raise CheckpointError(f"{path}: metadata {key!r} is missing")
+    for key, types in _META_TYPES.items():
+        value = meta.get(key)
+        if key in meta and (not isinstance(value, types) or (types is int and isinstance(value, bool))):
+            raise CheckpointError(f"{path}: metadata {key!r} is a {type(value).__name__}")
+    if meta["kind"] not in ("param", "full"):
+        raise CheckpointError(f"{path}: metadata 'kind' is {meta['kind']!r}, not 'param' or 'full'")
+    for key, allowed in (("settings", _SETTINGS), ("counters", _COUNTERS)):
+        unknown = sorted(set(meta.get(key) or {}) - set(allowed))
+        if unknown:
+            raise CheckpointError(f"{path}: metadata {key!r} has an unknown entry {unknown[0]!r}")
+    counts = {"param": meta["n_param"], **{f"module/{m}": n for m, n in meta["modules"].items()}}
+    for prefix, n in counts.items():
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise CheckpointError(f"{path}: metadata gives {n!r} arrays for {prefix!r}")
+        for i in range(n):
+            if f"{prefix}/{i}" not in arrays:
+                raise CheckpointError(f"{path}: member '{prefix}/{i}' is missing")
 
 
 # -- saving ----------------------------------------------------------------------------------
@@ -129,8 +228,7 @@ def _full_meta(agent: Any, arrays: dict[str, np.ndarray], save_data: bool) -> di
     if agent.buffer is not None and save_data:
         buffer_meta, buf = agent.buffer.state_dict()
         arrays.update({f"buffer/{key}": v for key, v in buf.items()})
-    counters = {k: getattr(agent, k) for k in ("step_counter", "batch_counter", "total_episode",
-                                                "total_time", "episode_seed", "best_avg_reward")}
+    counters = {k: getattr(agent, k) for k in _COUNTERS}
     extra = agent.extra_state() if hasattr(agent, "extra_state") else {}
     return {"optimizers": opt_metas, "buffer": buffer_meta, "counters": counters,
             "reward_list": list(agent.reward_list), "loss_list": list(agent.loss_list),
@@ -210,8 +308,14 @@ def restore_agent(agent: Any, path: str, optimizer: Any = None) -> None:
     agent.reward_list = list(meta["reward_list"])
     agent.loss_list = list(meta["loss_list"])
     _restore_exploration(agent, meta)
-    _restore_buffer(agent, meta, arrays)
-    _restore_optimizers(agent, meta, arrays, optimizer)
+    for part, restore in (("buffer", lambda: _restore_buffer(agent, meta, arrays)),
+                          ("optimizers", lambda: _restore_optimizers(agent, meta, arrays, optimizer))):
+        try:
+            restore()
+        except CheckpointError:
+            raise
+        except (KeyError, ValueError, TypeError, AttributeError, IndexError) as exc:
+            raise CheckpointError(f"{path}: the {part} state does not load ({type(exc).__name__}: {exc})") from None
     if meta.get("extra") and hasattr(agent, "load_extra_state"):
         agent.load_extra_state(meta["extra"])
     if meta.get("adjust") and hasattr(agent, "load_adjust_state"):  # absent in older files

@@ -208,6 +208,8 @@ class RolloutCollector(Collector):
     optionally ``on_rollout_start(progress_remaining)``.
     """
 
+    on_policy = True  # trains on its own rollouts: no replay pool_size / batch to check
+
     uses_replay = False
 
     def __init__(self, agent: Any, learner: Any, trainer: Any, settings: Any = None) -> None:

@@ -10,6 +10,7 @@ an episode: histories, callbacks, periodic checkpoints, progress lines and the c
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Any
 
 import numpy as np
@@ -66,6 +67,8 @@ class Trainer:
         agent, settings = self.agent, self.settings
         collector = self._collector_class()
         collector.check(agent, settings)  # refuse what the collector cannot run, before anything is built
+        if not getattr(collector, "on_policy", False):
+            _check_replay(agent)
         agent.stop_training = False
         agent.jit_compile = settings.jit_compile
         agent._actor = None  # rebuilt for this run's jit setting and weights
@@ -201,3 +204,14 @@ class Trainer:
         if len(agent.reward_list) < agent.trial_count:
             return False
         return float(np.mean(agent.reward_list[-agent.trial_count:])) >= agent.criterion
+
+
+def _check_replay(agent: Any) -> None:
+    """Replay training needs a ``batch`` (Note_rl's order: ``set(...)``, then ``train(...)``); a
+    pool smaller than one batch never trains, which is said (a warning: collecting without
+    training is a legitimate use)."""
+    if getattr(agent, "batch", None) is None:
+        raise ValueError("train(): batch is not set; call set(batch=..., pool_size=...) before train()")
+    if agent.pool_size is not None and agent.pool_size < agent.batch:
+        warnings.warn(f"train(): pool_size={agent.pool_size} is smaller than batch={agent.batch}: no mini-batch "
+                      "can be drawn, so this run makes no gradient step", stacklevel=4)

@@ -260,6 +260,8 @@ def _log_std(agent: Any) -> np.ndarray | None:
 class PoolRolloutCollector(Collector):
     """On-policy pool collection: each worker runs ``n_envs / processes`` envs for ``n_steps``."""
 
+    on_policy = True  # trains on its own rollouts: no replay pool_size / batch to check
+
     uses_replay = False
 
     def __init__(self, agent: Any, learner: Any, trainer: Any, settings: TrainSettings) -> None:

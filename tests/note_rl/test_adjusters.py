@@ -472,6 +472,8 @@ def test_note_rl_methods_keep_their_ema_between_calls() -> None:
     assert agent.batch == 4                            # 7 -> floor to align 4; min 2 -> 4
     assert len(reports) == 2 and reports[-1] == logs   # outside train(): agent.callbacks
     assert agent.adjust_window_size() == 8 - 3        # EMA 3.5 (a fresh per-segment EMA): keep 3
+    assert agent.adjust_window_size(ema=6.0) == 8 - 6  # Note_rl 000's pre-computed EMA: keep 6
+    assert agent.adjust_window_size() == 8 - 3        # ... which left the adjuster's own EMA alone
 
 
 def test_note_rl_dispatcher_checks_its_arguments() -> None:
@@ -482,3 +484,5 @@ def test_note_rl_dispatcher_checks_its_arguments() -> None:
         agent.adjust_batch_size(lr_params={"rate": 1e-4})
     with pytest.raises(ValueError, match="signal"):
         agent.adabatch(4, signal="b_simpel")
+    with pytest.raises(ValueError, match="smooth"):  # Note_rl 000's name reaches the same check
+        agent.adabatch(4, smooth=1.5)

@@ -31,8 +31,9 @@ def _as_postgres(cmd: list[str]) -> list[str]:
 
 
 @contextmanager
-def postgres_server() -> Iterator[str]:
-    """Start a server on a free loopback port; yields a SQLAlchemy URL of an empty database."""
+def postgres_server(password: str | None = None) -> Iterator[str]:
+    """Start a server on a free loopback port; yields a SQLAlchemy URL of an empty database.  With a
+    ``password``, TCP connections must give it (scram-sha-256) and the URL carries it."""
     bindir = server_binaries()
     if bindir is None:
         raise RuntimeError("PostgreSQL server binaries not found (install Debian's postgresql)")
@@ -44,11 +45,21 @@ def postgres_server() -> Iterator[str]:
     port = _free_port()
     run = lambda cmd: subprocess.run(_as_postgres(cmd), check=True, capture_output=True, text=True)  # noqa: E731
     try:
-        run([f"{bindir}/initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8"])
+        auth = ["--auth=trust"]
+        if password is not None:
+            pwfile = os.path.join(root, "pw")
+            with open(pwfile, "w") as f:
+                f.write(password + "\n")
+            if os.geteuid() == 0:
+                shutil.chown(pwfile, "postgres", "postgres")
+            auth = ["--auth-local=trust", "--auth-host=scram-sha-256", f"--pwfile={pwfile}"]
+        run([f"{bindir}/initdb", "-D", data, "-U", "postgres", *auth, "-E", "UTF8"])
         run([f"{bindir}/pg_ctl", "-D", data, "-l", os.path.join(root, "log"), "-w", "-o",
              f"-p {port} -k {root} -c listen_addresses=127.0.0.1", "start"])
-        run([f"{bindir}/psql", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "-c", "CREATE DATABASE optuna"])
-        yield f"postgresql://postgres@127.0.0.1:{port}/optuna"
+        # through the socket in root (trusted), so no password is needed here
+        run([f"{bindir}/psql", "-h", root, "-p", str(port), "-U", "postgres", "-c", "CREATE DATABASE optuna"])
+        user = "postgres" if password is None else f"postgres:{password}"
+        yield f"postgresql://{user}@127.0.0.1:{port}/optuna"
     finally:
         subprocess.run(_as_postgres([f"{bindir}/pg_ctl", "-D", data, "-m", "immediate", "stop"]),
                        capture_output=True)

@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from tests.tuner.conftest import NO_REEVAL, REPO, TINY, run_app
+from tests.tuner.conftest import REPO, TINY, run_app
 from tests.tuner.postgres import postgres_server, server_binaries
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -34,7 +34,9 @@ def _first_line(proc: subprocess.Popen, timeout: float) -> str:
 @pytest.fixture
 def dashboard(tmp_path):
     """A real dashboard process (port 0: a free port) on a two-trial study made by the tuner."""
-    run_app(["tuner=optuna", NO_REEVAL, "tuner.study_name=dash_study", "tuner.n_trials=2", *TINY], cwd=str(tmp_path))
+    # a one-run re-evaluation: its note is on the study page
+    run_app(["tuner=optuna", "tuner.reevaluate.top_k=1", "tuner.reevaluate.seeds=1", "tuner.reevaluate.episodes=1",
+             "tuner.study_name=dash_study", "tuner.n_trials=2", *TINY], cwd=str(tmp_path))
     journal = tmp_path / "studies" / "dash_study" / "journal.log"
     proc = _serve([f"storage={journal}", "port=0"], tmp_path)
     try:
@@ -82,6 +84,10 @@ def test_dashboard_shows_the_study_and_its_trials(dashboard, browser, tmp_path) 
     browser.get(url)
     _wait_for_text(browser, "dash_study")
     browser.save_screenshot(str(tmp_path / "dashboard_home.png"))
+    browser.get(f"{url}studies/{summary['study_id']}")
+    _wait_for_text(browser, "Study User Attributes", "heldout_winner", "heldout:0")  # per-config results
+    browser.get(f"{url}studies/{summary['study_id']}/note")
+    _wait_for_text(browser, "Held-out re-evaluation", "held-out winner: trial")  # the study's note
     browser.get(f"{url}studies/{summary['study_id']}/trials")
     text = _wait_for_text(browser, "dash_study", "Trial 0", "Trial 1")
     assert "2 Trials" in text and "Complete" in text
@@ -127,3 +133,35 @@ def test_report_and_dashboard_on_a_postgresql_storage(tmp_path) -> None:
     # nothing listens there any more: one line naming the storage, exit 2
     out = run_app(["report", f"storage={url}", "study_name=pg_study"], cwd=str(tmp_path), check=False)
     assert out.returncode == 2 and out.stderr.startswith("error: storage: cannot open postgresql")
+
+
+def test_requests_naming_another_host_are_refused(tmp_path) -> None:
+    """DNS rebinding: a page on another name pointed at 127.0.0.1 sends its own Host header."""
+    import http.client
+
+    import optuna
+
+    from tuner.dashboard import make_dashboard_server
+
+    storage = optuna.storages.InMemoryStorage()
+    optuna.create_study(study_name="guarded", storage=storage)
+    server = make_dashboard_server(storage, 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_port
+
+    def get(host: str) -> tuple[int, bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        conn.request("GET", "/api/studies", headers={"Host": host})
+        response = conn.getresponse()
+        return response.status, response.read()
+
+    try:
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"LOCALHOST:{port}"):
+            status, body = get(host)
+            assert status == 200 and b"guarded" in body
+        for host in (f"evil.example:{port}", "evil.example", f"127.0.0.1.evil.example:{port}", "127.0.0.1:1"):
+            status, body = get(host)
+            assert status == 403 and b"is not this dashboard" in body and b"guarded" not in body
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -16,7 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from ..messages import TrialSpec
-from ..schema import ConfigError, validate
+from ..schema import ConfigError, error_line, validate
 from ..storage import StudyLock, check_storage, describe, make_storage
 from ..train import write_json
 from .lr import LRFinder
@@ -84,7 +84,12 @@ def _candidate(compose: Composer, overrides: list[str], params: dict[str, Any], 
                finder: dict[str, Any], extra: list[str] = ()) -> Candidate:
     keys = {o.split("=", 1)[0].lstrip("+~") for o in extra}
     merged = [o for o in overrides if o.split("=", 1)[0].lstrip("+~") not in keys] + list(extra)
-    cfg = validate(compose(merged), check_env=False)
+    try:
+        composed = compose(merged)
+    except Exception as exc:  # noqa: BLE001 - Hydra's multi-line composition errors, as one line
+        where = f"candidate {' '.join(extra)}: " if extra else ""
+        raise ConfigError(f"tuner.candidates: {where}{error_line(exc)}") from None
+    cfg = validate(composed, check_env=False)
     return Candidate(params, _spec(cfg, episodes, finder))
 
 

@@ -1,0 +1,1 @@
+raise RuntimeError("the env module blew up on import")

@@ -1,0 +1,136 @@
+"""The env checks of :func:`tuner.schema.validate`: ``env.module`` / ``env.factory`` import, the env
+exists, its action space suits the agent (single- or multi-agent, discrete or continuous).
+
+Checking means importing and running user code (an env module, an env factory, the env's
+constructor).  When the config names such code (``env.module``, ``env.factory``), the checks run in
+a fresh child process (``spawn``), so a module that segfaults, aborts or calls ``os._exit`` on import
+costs the child, not the driver: the driver reports one line and exits 2.  Plain gymnasium ids are
+checked in-process (no user code; no child start-up cost on every command).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import re
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from .schema import BUILTIN_ACTION_KINDS, BUILTIN_MULTI_AGENT, ConfigError, error_line
+from .targets import import_target
+
+__all__ = ["check_env", "check_here"]
+
+CHILD_TIMEOUT_S = 300.0
+
+
+def check_env(cfg: DictConfig) -> None:
+    """Run the env checks, in a child process when the config names user code."""
+    if not (cfg.env.module or cfg.env.factory):
+        check_here(cfg)
+        return
+    from .launcher import exit_reason
+
+    ctx = mp.get_context("spawn")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(child, OmegaConf.to_container(cfg, resolve=True)), daemon=True)
+    proc.start()
+    child.close()
+    message: Any = "no answer"
+    try:
+        if parent.poll(CHILD_TIMEOUT_S):
+            message = parent.recv()
+    except (EOFError, OSError):
+        pass  # the child died before answering
+    proc.join(timeout=10)
+    if proc.is_alive():
+        proc.kill()
+        proc.join()
+        raise ConfigError(f"env.module: checking the env took over {CHILD_TIMEOUT_S:.0f} s (importing "
+                          f"{cfg.env.module or cfg.env.factory!r} hangs?)")
+    if message is None:
+        return
+    if isinstance(message, str) and message != "no answer":
+        raise ConfigError(message)
+    key = "env.module" if cfg.env.module else "env.factory"
+    raise ConfigError(f"{key}: checking {cfg.env.module or cfg.env.factory!r} {exit_reason(proc.exitcode)}")
+
+
+def _child(conn: Any, plain: dict[str, Any]) -> None:
+    try:
+        check_here(OmegaConf.create(plain))
+        conn.send(None)
+    except ConfigError as exc:
+        conn.send(str(exc))
+    except BaseException as exc:  # noqa: BLE001 - anything the user's code raises, as one line
+        conn.send(f"env.id: cannot check {plain['env'].get('id')!r} ({error_line(exc)})")
+    finally:
+        conn.close()
+
+
+def check_here(cfg: DictConfig) -> None:
+    """The env checks, in this process."""
+    import importlib
+
+    import gymnasium as gym
+
+    if cfg.env.module:
+        try:
+            importlib.import_module(cfg.env.module)
+        except Exception as exc:  # noqa: BLE001 - whatever the user's module raises is one line
+            raise ConfigError(f"env.module: cannot import {cfg.env.module!r} "
+                              f"({type(exc).__name__}: {error_line(exc)})") from None
+    if cfg.env.factory:
+        try:
+            import_target(cfg.env.factory)
+        except Exception as exc:  # noqa: BLE001 - reported in one line
+            raise ConfigError(f"env.factory: cannot import {cfg.env.factory!r} ({error_line(exc)})") from None
+    elif cfg.env.id not in gym.registry:
+        raise ConfigError(f"env.id: unknown gymnasium environment {cfg.env.id!r}")
+    _check_action_space(cfg)
+
+
+def _agent_facts(cfg: DictConfig) -> tuple[tuple[str, ...] | None, bool]:
+    """The action kinds the agent handles and whether it trains a team (multi-agent env)."""
+    found = re.fullmatch(r"note_rl\.agents\.\w+\.(\w+)", cfg.agent._target_)
+    if found and found.group(1) in BUILTIN_ACTION_KINDS:
+        return BUILTIN_ACTION_KINDS[found.group(1)], found.group(1) in BUILTIN_MULTI_AGENT
+    cls = import_target(cfg.agent._target_)
+    return getattr(cls, "action_kinds", None), bool(getattr(cls, "multi_agent", False))
+
+
+def _check_action_space(cfg: DictConfig) -> None:
+    """The env suits the agent: single- or multi-agent, and actions of a kind the agent handles
+    (``Pendulum-v1`` with DQN is one line)."""
+    import gymnasium as gym
+
+    from .build import make_env
+
+    kinds, multi = _agent_facts(cfg)
+    if not kinds and not multi:
+        return
+    name = cfg.env.id
+    try:
+        env = make_env(OmegaConf.to_container(cfg.env, resolve=True))
+    except Exception as exc:  # noqa: BLE001 - a missing extra (box2d, mujoco, mpe2) or bad kwargs
+        raise ConfigError(f"env.id: cannot make {name!r} ({error_line(exc)})") from None
+    try:
+        team = hasattr(env, "possible_agents")
+        if team != multi:
+            raise ConfigError(f"env.id: {name} is a multi-agent env; {cfg.agent.name} trains one agent "
+                              "(agent=maddpg trains teams)" if team else
+                              f"env.id: {cfg.agent.name} trains a team on a multi-agent env (PettingZoo "
+                              f"parallel API, e.g. env=simple_spread); {name} has one agent")
+        spaces = [env.action_space(n) for n in env.possible_agents] if team else [env.action_space]
+        if not team and isinstance(env.observation_space, gym.spaces.Dict) and cfg.buffer.name != "her":
+            raise ConfigError(f"buffer: {name} is a goal env (dict observations); train it with buffer=her")
+    finally:
+        env.close()
+    for space in spaces:
+        kind = "discrete" if isinstance(space, gym.spaces.Discrete) else \
+            "continuous" if isinstance(space, gym.spaces.Box) else type(space).__name__
+        if kinds and kind not in kinds:
+            raise ConfigError(f"env.id: {name} has {kind} actions ({space}); {cfg.agent.name} "
+                              f"supports {' and '.join(kinds)} actions")
+
+
