@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
 
-__all__ = ["scalar", "log_softmax"]
+__all__ = ["scalar", "log_softmax", "pid_alive", "machine_memory_bytes"]
 
 
 def scalar(x: Any) -> float:
@@ -18,3 +19,22 @@ def log_softmax(x: np.ndarray) -> np.ndarray:
     """Row-wise log-softmax, stable for large logits."""
     z = x - x.max(axis=-1, keepdims=True)
     return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this machine (one we may not signal counts as alive)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def machine_memory_bytes() -> int:
+    """This machine's physical memory (1 TiB when the OS does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 40

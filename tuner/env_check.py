@@ -22,6 +22,7 @@ from .targets import import_target
 __all__ = ["check_env", "check_here"]
 
 CHILD_TIMEOUT_S = 300.0
+_NO_ANSWER = object()  # the child died before sending its verdict
 
 
 def check_env(cfg: DictConfig) -> None:
@@ -36,7 +37,7 @@ def check_env(cfg: DictConfig) -> None:
     proc = ctx.Process(target=_child, args=(child, OmegaConf.to_container(cfg, resolve=True)), daemon=True)
     proc.start()
     child.close()
-    message: Any = "no answer"
+    message: Any = _NO_ANSWER
     try:
         if parent.poll(CHILD_TIMEOUT_S):
             message = parent.recv()
@@ -50,7 +51,7 @@ def check_env(cfg: DictConfig) -> None:
                           f"{cfg.env.module or cfg.env.factory!r} hangs?)")
     if message is None:
         return
-    if isinstance(message, str) and message != "no answer":
+    if isinstance(message, str):
         raise ConfigError(message)
     key = "env.module" if cfg.env.module else "env.factory"
     raise ConfigError(f"{key}: checking {cfg.env.module or cfg.env.factory!r} {exit_reason(proc.exitcode)}")

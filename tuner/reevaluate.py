@@ -116,17 +116,19 @@ def heldout_seeds(setting: Any, used: set[int]) -> list[int]:
     return seeds
 
 
-def top_configs(study: optuna.Study, k: int) -> list[FrozenTrial]:
-    """The ``k`` best COMPLETE trials with distinct parameters and a saved config, best first."""
+def top_configs(study: optuna.Study, k: int) -> list[tuple[FrozenTrial, dict[str, Any]]]:
+    """The ``k`` best COMPLETE trials with distinct parameters and a saved config, best first, each
+    with that config."""
     done = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if t.value is not None]
     sign = -1.0 if study.direction == optuna.study.StudyDirection.MAXIMIZE else 1.0
     out, seen = [], set()
     for t in sorted(done, key=lambda t: (sign * t.value, t.number)):
         key = repr(sorted(t.params.items()))
-        if key in seen or _config(t) is None:
+        cfg = None if key in seen else _config(t)
+        if cfg is None:
             continue
         seen.add(key)
-        out.append(t)
+        out.append((t, cfg))
         if len(out) == k:
             break
     return out
@@ -145,6 +147,7 @@ def _heldout_cfg(cfg: dict[str, Any], seed: int, episodes: int) -> dict[str, Any
 @dataclass
 class _Entry:
     trial: FrozenTrial
+    cfg: dict[str, Any]
     scores: dict[int, float] = field(default_factory=dict)
     errors: dict[int, str] = field(default_factory=dict)
 
@@ -161,18 +164,17 @@ def reevaluate(study: optuna.Study, study_dir: str, settings: ReevalSettings, n_
     if not top:
         return None
     seeds = heldout_seeds(settings.seeds, tuning_seeds(study))
-    entries = [_Entry(t) for t in top]
+    entries = [_Entry(t, cfg) for t, cfg in top]
     jobs: list[tuple[_Entry, int, Job]] = []
     for entry in entries:  # best config first: under a time limit the top configs finish first
         cached = study.user_attrs.get(f"{ATTR_PREFIX}{entry.trial.number:04d}") or {}
         same = cached.get("episodes") == settings.episodes
-        cfg = _config(entry.trial)
         for seed in seeds:
             if same and str(seed) in cached.get("scores", {}):
                 entry.scores[seed] = float(cached["scores"][str(seed)])
                 continue
             run_dir = os.path.join(study_dir, "heldout", f"{entry.trial.number:04d}", f"seed_{seed}")
-            jobs.append((entry, seed, Job(_heldout_cfg(cfg, seed, settings.episodes), run_dir,
+            jobs.append((entry, seed, Job(_heldout_cfg(entry.cfg, seed, settings.episodes), run_dir,
                                           os.path.join(run_dir, "train.log"))))
     started = time.monotonic()
     if jobs:

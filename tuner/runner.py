@@ -24,6 +24,8 @@ from typing import Any, Callable
 import optuna
 from optuna.trial import TrialState
 
+from note_rl.utils import pid_alive
+
 from .launcher import TrialProcess, context_for
 from .messages import TrialSpec
 from .schema import ConfigError, error_line
@@ -69,16 +71,6 @@ class RunLimits:
     blocking: bool = False
     heartbeat_grace_s: float = HEARTBEAT_GRACE_S
     no_driver_grace_s: float = NO_DRIVER_GRACE_S
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def ask_within(study: optuna.Study, n_trials: int, distributions: dict[str, Any],
@@ -199,7 +191,7 @@ class TrialRunner:
         if driver == self.me:
             return None
         d_host, _, d_pid = driver.rpartition(":")
-        if d_host == host and d_pid.isdigit() and not _pid_alive(int(d_pid)):
+        if d_host == host and d_pid.isdigit() and not pid_alive(int(d_pid)):
             return f"driver {driver} stopped while the trial was running"
         last = beat if beat is not None else (t.datetime_start.timestamp() if t.datetime_start else None)
         if not driver and last is not None and time.time() - last > self.limits.no_driver_grace_s:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import math
-import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -22,6 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from note_rl.backends import backend_names
+from note_rl.utils import machine_memory_bytes
 
 from .targets import TargetError, check_node, import_target, signature_schema
 
@@ -474,18 +474,11 @@ def _check_finite(node: Any, path: str = "") -> None:
         raise ConfigError(f"{path}: must be a finite number, got {node}")
 
 
-def _machine_bytes() -> int:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return 1 << 40
-
-
 def _check_memory(cfg: DictConfig) -> None:
     """Refuse, before anything is allocated, a replay buffer or networks that cannot fit in this
     machine's memory.  Lower bounds (one-dimensional observations and actions, float32), so a
     config that fits is never refused."""
-    limit = _machine_bytes()
+    limit = machine_memory_bytes()
     pool = OmegaConf.select(cfg, "buffer.pool_size")
     if pool and pool * 5 * 4 > limit:  # state, next_state, action, reward, done
         raise ConfigError(f"buffer.pool_size: {pool} transitions need at least {pool * 20 / 2**30:.0f} GiB; "

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..update import optimizer_list
+from ..utils import machine_memory_bytes, pid_alive
 from .updater import optimizer_variables
 
 __all__ = ["CheckpointError", "save_agent", "restore_agent", "restore_params", "periodic_save",
@@ -60,28 +61,11 @@ def _remove_stale_temps(folder: str, name: str) -> None:
     prefix = f".{name}.tmp-"
     for entry in os.listdir(folder):
         pid = entry[len(prefix):]
-        if entry.startswith(prefix) and pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+        if entry.startswith(prefix) and pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
             try:
                 os.remove(os.path.join(folder, entry))
             except OSError:
                 pass
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _memory_bytes() -> int:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return 1 << 40
 
 
 _NPY_HEADERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
@@ -110,7 +94,7 @@ def _check_sizes(path: str) -> None:
                                           f"larger than its {info.file_size} bytes")
     except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
         raise CheckpointError(f"{path}: not a note_rl checkpoint ({exc})") from None
-    if total > _memory_bytes():
+    if total > machine_memory_bytes():
         raise CheckpointError(f"{path}: its arrays add up to {total} bytes, more than this machine's memory")
 
 
