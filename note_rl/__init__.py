@@ -7,8 +7,9 @@
 from . import callbacks, noise, policy
 from .callbacks import Callback, LambdaCallback
 from .core import CheckpointError, NonFiniteLossError, RLBase
+from .core.checkpoint import read_param as restore_param
 
 __version__ = "0.1.0"
 
 __all__ = ["Callback", "CheckpointError", "LambdaCallback", "NonFiniteLossError", "RLBase",
-           "callbacks", "noise", "policy", "__version__"]
+           "callbacks", "restore_param", "noise", "policy", "__version__"]

@@ -7,7 +7,7 @@ from typing import Any, Callable
 from .core.base import RLBase
 from .core.settings import TrainSettings
 
-__all__ = ["RL"]
+__all__ = ["RL", "check_strategy"]
 
 
 class RL(RLBase):
@@ -26,7 +26,7 @@ class RL(RLBase):
         pool_network: bool = False,
         processes: int | None = None,
         num_store: int = 1,
-        window_size: int | Callable[..., int] | None = None,
+        window_size: int | float | Callable[..., int] | None = None,
         clearing_freq: int | None = None,
         window_size_: int | None = None,
         window_size_ppo: int | None = None,
@@ -39,6 +39,10 @@ class RL(RLBase):
         steps: int | None = None,
         parallel_store_and_training: bool = True,
         start_method: str = "spawn",
+        processes_her: int | None = None,
+        processes_pr: int | None = None,
+        shuffle: bool = False,
+        parallel_training_and_save: bool = False,
     ) -> float | None:
         """Train for ``episodes`` episodes; returns the mean loss of the last episode that trained.
 
@@ -48,10 +52,105 @@ class RL(RLBase):
         See :class:`note_rl.core.settings.TrainSettings` for the other options.
         """
         settings = TrainSettings(
-            train_loss=train_loss, pool_network=pool_network, processes=processes,
+            train_loss=train_loss, pool_network=pool_network, processes=self.default_processes(processes),
             num_store=num_store, window_size=window_size, clearing_freq=clearing_freq,
             window_size_=window_size_, window_size_ppo=window_size_ppo,
             window_size_pr=window_size_pr, jit_compile=jit_compile, random=random,
             save_data=save_data, callbacks=callbacks, p=p, steps=steps,
-            parallel_store_and_training=parallel_store_and_training, start_method=start_method)
+            parallel_store_and_training=parallel_store_and_training, start_method=start_method, processes_her=processes_her,
+            processes_pr=processes_pr, shuffle=shuffle,
+            parallel_training_and_save=parallel_training_and_save)
         return self._train(optimizer, episodes, settings)
+
+    def distributed_training(
+        self,
+        optimizer: Any = None,
+        strategy: Any = None,
+        episodes: int | None = None,
+        num_episodes: int | None = None,
+        train_loss: Any = None,
+        global_batch_size: int | None = None,
+        pool_network: bool = False,
+        processes: int | None = None,
+        num_store: int = 1,
+        window_size: int | float | Callable[..., int] | None = None,
+        clearing_freq: int | None = None,
+        window_size_: int | None = None,
+        window_size_ppo: int | None = None,
+        window_size_pr: int | None = None,
+        jit_compile: bool = True,
+        random: bool = False,
+        save_data: bool = True,
+        callbacks: list[Any] | None = None,
+        p: int | None = None,
+        steps: int | None = None,
+        parallel_store_and_training: bool = True,
+        start_method: str = "spawn",
+        processes_her: int | None = None,
+        processes_pr: int | None = None,
+        shuffle: bool = False,
+        parallel_training_and_save: bool = False,
+    ) -> float | None:
+        """``train()`` with each gradient step run on every replica of a ``tf.distribute``
+        strategy (see :mod:`note_rl.backends.tf_distribute`): the global batch (``batch``, or
+        ``global_batch_size``) is split evenly over the replicas and their gradients summed, so an
+        update equals a one-device update on the whole batch.  Build the agent and its optimizer
+        inside ``with strategy.scope():``, as the seed examples do.
+
+        :param optimizer: as ``train()``; Note_rl 001's order ``(global_batch_size, optimizer,
+            strategy, episodes)`` is also accepted (an integer first is the global batch size)
+        :param strategy: ``tf.distribute.MirroredStrategy`` (or one-device / default strategies)
+        :param episodes: episode budget; ``num_episodes`` is the seeds' name for it with
+            multi-worker strategies
+        :param global_batch_size: Note_rl 001's name for the global ``batch`` (``set(batch=...)``)
+        The other options are ``train()``'s; ``jit_compile`` applies to acting only when the step
+        runs on several replicas.
+        """
+        if isinstance(optimizer, int) and not isinstance(optimizer, bool):  # 001: global batch first
+            if global_batch_size is not None:
+                raise ValueError("distributed_training: global_batch_size given twice (first argument and keyword)")
+            global_batch_size, optimizer, strategy, episodes, num_episodes = (
+                optimizer, strategy, episodes, num_episodes, None)
+        check_strategy(self, strategy)
+        if global_batch_size is not None:
+            self.set(batch=global_batch_size)
+        replicas = strategy.num_replicas_in_sync
+        if self.batch is not None and self.batch % replicas:
+            raise ValueError(f"distributed_training: batch={self.batch} does not split evenly over {replicas} "
+                             f"replicas; make it a multiple of {replicas}")
+        if episodes is not None and num_episodes is not None and episodes != num_episodes:
+            raise ValueError(f"distributed_training(episodes={episodes}, num_episodes={num_episodes}): "
+                             "two names for the episode budget; give one")
+        options = {k: v for k, v in locals().items()
+                   if k not in ("self", "optimizer", "strategy", "episodes", "num_episodes", "train_loss",
+                                "global_batch_size", "replicas", "__class__")}
+        with strategy.scope():
+            return self.train(train_loss, optimizer, episodes if episodes is not None else num_episodes,
+                              **options)
+
+
+def check_strategy(agent: Any, strategy: Any) -> None:
+    """One-line errors for what ``distributed_training`` cannot run: no strategy, a strategy kind not
+    implemented here, or an agent whose variables were created outside the strategy's scope."""
+    import tensorflow as tf
+
+    if not isinstance(strategy, tf.distribute.Strategy):
+        raise ValueError(f"distributed_training(strategy={strategy!r}): pass a tf.distribute strategy, "
+                         "e.g. tf.distribute.MirroredStrategy()")
+    kind = type(strategy).__name__
+    if "MultiWorker" in kind or "ParameterServer" in kind or "TPU" in kind:
+        raise NotImplementedError(f"distributed_training: {kind} is not supported yet; MirroredStrategy "
+                                  "(one machine, several devices) is")
+    variables = agent._variables()
+    if variables and not _in_scope(strategy, variables[0]):
+        raise ValueError(f"distributed_training: the agent's variables were created outside "
+                         f"{kind}.scope(); build the agent and its optimizer inside "
+                         "`with strategy.scope():`")
+
+
+def _in_scope(strategy: Any, variable: Any) -> bool:
+    inner = getattr(variable, "value", variable)  # a Keras 3 Variable wraps the tf.Variable
+    try:
+        return bool(strategy.extended.variable_created_in_scope(inner))
+    except AttributeError:  # a plain variable, made under no strategy
+        return False

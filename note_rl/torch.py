@@ -25,7 +25,7 @@ class RL_pytorch(RLBase):
         pool_network: bool = False,
         processes: int | None = None,
         num_store: int = 1,
-        window_size: int | Callable[..., int] | None = None,
+        window_size: int | float | Callable[..., int] | None = None,
         clearing_freq: int | None = None,
         window_size_: int | None = None,
         window_size_ppo: int | None = None,
@@ -38,6 +38,10 @@ class RL_pytorch(RLBase):
         steps: int | None = None,
         parallel_store_and_training: bool = True,
         start_method: str = "spawn",
+        processes_her: int | None = None,
+        processes_pr: int | None = None,
+        shuffle: bool = False,
+        parallel_training_and_save: bool = False,
     ) -> float | None:
         """Train for ``episodes`` episodes; returns the mean loss of the last episode that trained.
 
@@ -47,10 +51,12 @@ class RL_pytorch(RLBase):
         See :class:`note_rl.core.settings.TrainSettings` for the other options.
         """
         settings = TrainSettings(
-            pool_network=pool_network, processes=processes, num_store=num_store,
+            pool_network=pool_network, processes=self.default_processes(processes), num_store=num_store,
             window_size=window_size, clearing_freq=clearing_freq, window_size_=window_size_,
             window_size_ppo=window_size_ppo, window_size_pr=window_size_pr,
             jit_compile=jit_compile, random=random, save_data=save_data, callbacks=callbacks,
             p=p, steps=steps, parallel_store_and_training=parallel_store_and_training,
-            start_method=start_method)
+            start_method=start_method, processes_her=processes_her,
+            processes_pr=processes_pr, shuffle=shuffle,
+            parallel_training_and_save=parallel_training_and_save)
         return self._train(optimizer, episodes, settings)

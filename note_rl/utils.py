@@ -11,7 +11,9 @@ __all__ = ["scalar", "log_softmax", "pid_alive", "machine_memory_bytes"]
 
 
 def scalar(x: Any) -> float:
-    """A Python float from a float, numpy value, tf.Variable or torch tensor."""
+    """A Python float from a float, numpy value, tf.Variable (mirrored ones too) or torch tensor."""
+    if hasattr(x, "numpy") and not isinstance(x, np.ndarray):
+        x = x.numpy()  # a tf.distribute MirroredVariable has no __array__ that numpy accepts
     return float(np.asarray(x))
 
 

@@ -148,9 +148,12 @@ class AdjusterMixin:
                gamma_params: Params = None, store_params: Params = None,
                weight_decay_params: Params = None, beta1_params: Params = None,
                beta2_params: Params = None, clip_params: Params = None, beta_params: Params = None,
-               jit_compile: bool = True) -> dict[str, float]:
+               jit_compile: bool = True, smooth: float | None = None) -> dict[str, float]:
         """Note_rl's dispatcher: ESS mode unless ``target_noise`` is given, then gradient-noise
-        mode with ``num_samples`` gradients (default 8).  ``store_params`` is ESS-only."""
+        mode with ``num_samples`` gradients (default 8).  ``store_params`` is ESS-only.
+        ``smooth`` is Note_rl 000's name for ``smooth_alpha`` (002/003 and V1025 say ``smooth_alpha``)."""
+        if smooth is not None:
+            smooth_alpha = smooth
         params = _collect(locals())
         if target_noise is None:
             return self.adjust_batch_size(smooth_alpha, target_ess=target_ess,

@@ -32,6 +32,61 @@ def check_args(name: str, gamma: float | None = None, tau: float | None = None,
         raise ValueError(f"{name}(activation={activation!r}): use one of {ACTIVATIONS}")
 
 
+def pool_form(name: str, gamma: Any, processes: Any, default_gamma: float = 0.99) -> tuple[Any, int | None]:
+    """``(gamma, processes)`` of a constructor call.  Note_rl's pool-network examples pass the number
+    of processes as the 4th positional argument, ``DQN(4, 128, 2, 7)``, where this project's DQN has
+    ``gamma``: an integer >= 2 there cannot be a discount, so it is read as ``processes``."""
+    if isinstance(gamma, (int, np.integer)) and not isinstance(gamma, bool) and gamma >= 2:
+        if processes is not None:
+            raise ValueError(f"{name}(gamma={gamma!r}, processes={processes!r}): an integer >= 2 in gamma's "
+                             "place is Note_rl's processes; give processes once")
+        gamma, processes = default_gamma, int(gamma)
+    if processes is not None and (isinstance(processes, bool) or not isinstance(processes, (int, np.integer))
+                                  or processes < 1):
+        raise ValueError(f"{name}(processes={processes!r}): must be a positive integer (pool-network workers)")
+    return gamma, None if processes is None else int(processes)
+
+
+def seed_hidden(name: str, hidden_size: Any, hidden_dim: Any, action_dim: Any) -> Any:
+    """``hidden_size``, or Note_rl 001's ``hidden_dim`` (``DQN(state_dim=4, hidden_dim=128,
+    action_dim=2)``); one of them and ``action_dim`` are required."""
+    if hidden_dim is not None and hidden_size is not None:
+        raise ValueError(f"{name}(hidden_size={hidden_size!r}, hidden_dim={hidden_dim!r}): two names for one "
+                         "argument; give one")
+    hidden = hidden_size if hidden_size is not None else hidden_dim
+    for arg, value in (("hidden_size", hidden), ("action_dim", action_dim)):
+        if value is None:
+            raise TypeError(f"{name}() missing required argument: {arg!r}")
+    return hidden
+
+
+def ddpg_seed_order(state_dim: Any, hidden_size: Any, action_dim: Any, gamma: Any, tau: Any,
+                    lr: Any, processes: Any) -> tuple[Any, ...]:
+    """Note_rl 001's positional DDPG, ``DDPG(128, 0.1, 0.98, 0.005[, 7])`` = ``(hidden_size, tau,
+    gamma, lr[, processes])``, mapped to this signature.  It is recognised by a float in
+    ``hidden_size``'s place (a layer size never is one); otherwise the arguments pass unchanged.
+    Returns ``(state_dim, hidden_size, action_dim, gamma, tau, lr, processes)``."""
+    if not isinstance(hidden_size, float):
+        return state_dim, hidden_size, action_dim, gamma, tau, lr, processes
+    seed_processes = tau if isinstance(tau, (int, np.integer)) and not isinstance(tau, bool) else None
+    if lr is not None:
+        raise ValueError(f"DDPG({state_dim!r}, {hidden_size!r}, ...): Note_rl's positional form "
+                         "(hidden_size, tau, gamma, lr) and lr= given together")
+    return None, state_dim, None, action_dim, hidden_size, gamma, processes or seed_processes
+
+
+def maddpg_seed_order(gamma: Any, tau: Any, env: Any, lr: Any) -> tuple[Any, Any, Any, Any]:
+    """Note_rl's positional MADDPG (its example class is also called ``DDPG``):
+    ``DDPG(128, 0.1, 0.98, 0.005)`` = ``(hidden_size, tau, gamma, lr)``; this signature is
+    ``(hidden_size, gamma, tau, env)``.  Recognised by a number in ``env``'s place; returns
+    ``(gamma, tau, env, lr)``."""
+    if isinstance(env, (float, np.floating)):
+        if lr is not None:
+            raise ValueError("MADDPG: Note_rl's positional form (hidden_size, tau, gamma, lr) and lr= given together")
+        return tau, gamma, None, float(env)
+    return gamma, tau, env, lr
+
+
 def hidden_sizes(hidden_size: int | Sequence[int]) -> list[int]:
     """``128`` -> one hidden layer of 128 units; ``[256, 256]`` -> two layers."""
     sizes = [int(hidden_size)] if isinstance(hidden_size, (int, np.integer)) else [int(h) for h in hidden_size]

@@ -11,6 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from ..keras import RL
+from .common import pool_form, seed_hidden
 from .dqn import DQNMixin
 from .ppo import A2CMixin, PPOMixin
 
@@ -54,12 +55,15 @@ def _pick(values: tf.Tensor, a: tf.Tensor) -> tf.Tensor:
 class DQN(DQNMixin, RL):
     """Double DQN with a ReLU MLP Q-network (arguments as :class:`note_rl.agents.torch.DQN`)."""
 
-    def __init__(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
+    def __init__(self, state_dim: int, hidden_size: int | Sequence[int] | None = None, action_dim: int | None = None,
                  gamma: float = 0.99, tau: float = 1.0, loss: str = "mse", double: bool = True,
                  env: Any = None, seed: int | None = None, activation: str = "relu",
                  ortho_init: bool = False, max_grad_norm: float | None = None,
-                 device: str | None = "auto") -> None:
+                 device: str | None = "auto", processes: int | None = None,
+                 hidden_dim: int | Sequence[int] | None = None) -> None:
         RL.__init__(self)
+        gamma, self.processes = pool_form("DQN", gamma, processes)
+        hidden_size = seed_hidden("DQN", hidden_size, hidden_dim, action_dim)
         self.device = self.backend.resolve_device(device)
         init = self._setup_dqn(state_dim, hidden_size, action_dim, gamma, tau, loss, double, env, seed,
                                activation, ortho_init, max_grad_norm)

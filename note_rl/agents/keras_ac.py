@@ -10,6 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from ..keras import RL
+from .common import ddpg_seed_order, maddpg_seed_order, pool_form
 from .continuous import LOG_STD_MAX, LOG_STD_MIN, SACMixin, TD3Mixin
 from .keras import mlp
 from .maddpg import MADDPGMixin
@@ -98,10 +99,13 @@ class DDPG(TD3):
     def __init__(self, state_dim: int | None = None, hidden_size: int | Sequence[int] = (400, 300),
                  action_dim: int | None = None, gamma: float = 0.99, tau: float = 0.005, env: Any = None,
                  seed: int | None = None, activation: str = "relu", device: str | None = "auto",
-                 lr: float | None = None) -> None:
+                 lr: float | None = None, processes: int | None = None) -> None:
+        state_dim, hidden_size, action_dim, gamma, tau, lr, processes = ddpg_seed_order(
+            state_dim, hidden_size, action_dim, gamma, tau, lr, processes)
         super().__init__(state_dim, hidden_size, action_dim, gamma, tau, policy_delay=1, target_policy_noise=0.0,
                          target_noise_clip=0.0, n_critics=1, env=env, seed=seed, activation=activation,
                          device=device, lr=lr)
+        self.processes = pool_form("DDPG", None, processes)[1]
 
 
 class SAC(SACMixin, _Critics, RL):
@@ -180,6 +184,7 @@ class MADDPG(MADDPGMixin, _Critics, RL):
                  env: Any = None, seed: int | None = None, activation: str = "relu",
                  device: str | None = "auto", lr: float | None = None) -> None:
         RL.__init__(self)
+        gamma, tau, env, lr = maddpg_seed_order(gamma, tau, env, lr)
         self.device = self.backend.resolve_device(device)
         actors, critics = self._setup_maddpg(hidden_size, gamma, tau, env, seed, activation)
         self.lr = lr

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from ..torch import RL_pytorch
+from .common import pool_form, seed_hidden
 from .dqn import DQNMixin
 from .ppo import A2CMixin, PPOMixin
 
@@ -75,14 +76,20 @@ class DQN(DQNMixin, RL_pytorch):
     :param ortho_init: SB3's orthogonal initialisation
     :param max_grad_norm: clip the gradient's global norm (``None``: no clipping; SB3's DQN uses 10)
     :param device: ``auto`` (a GPU when one is present), ``cpu``, ``cuda``, ``cuda:N`` or ``mps``
+    :param processes: pool-network workers ``train(pool_network=True)`` uses when it gets none
+        (Note_rl's pool DQN; ``DQN(4, 128, 2, 7)``, an integer >= 2 in gamma's place, means it too)
+    :param hidden_dim: Note_rl 001's name for ``hidden_size``
     """
 
-    def __init__(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
+    def __init__(self, state_dim: int, hidden_size: int | Sequence[int] | None = None, action_dim: int | None = None,
                  gamma: float = 0.99, tau: float = 1.0, loss: str = "mse", double: bool = True,
                  env: Any = None, seed: int | None = None, activation: str = "relu",
                  ortho_init: bool = False, max_grad_norm: float | None = None,
-                 device: str | None = "auto") -> None:
+                 device: str | None = "auto", processes: int | None = None,
+                 hidden_dim: int | Sequence[int] | None = None) -> None:
         RL_pytorch.__init__(self)
+        gamma, self.processes = pool_form("DQN", gamma, processes)
+        hidden_size = seed_hidden("DQN", hidden_size, hidden_dim, action_dim)
         self.device = self.backend.resolve_device(device)
         init = self._setup_dqn(state_dim, hidden_size, action_dim, gamma, tau, loss, double, env, seed,
                                activation, ortho_init, max_grad_norm)

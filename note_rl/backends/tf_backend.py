@@ -46,6 +46,7 @@ import numpy as np  # noqa: E402
 from ..optim import OptimizerSpec  # noqa: E402
 from .base import (Backend, BoundGroup, DeviceError, StepFn, StepResult, check_device_name,  # noqa: E402
                    distinct, split_losses, sum_losses)
+from .tf_distribute import ReplicaStep, all_reduce_for_clipping, replica_count, scaled_loss  # noqa: E402
 
 __all__ = ["TFBackend", "BACKEND"]
 
@@ -103,6 +104,9 @@ class _GroupUpdate:
 
     @tf.autograph.experimental.do_not_convert
     def __call__(self, tape: Any, out: Any, persistent: bool) -> Any:
+        # first, before anything that synchronises replicas (all-reduce, the optimizer's merge
+        # call): under tf.distribute the replicas share the recorder and trace one after another
+        td, ratio = self.recorder.pop()
         parts = split_losses(out, self.names)
         if len(parts) > 1 and not persistent:
             raise _NeedsPersistentTape
@@ -113,15 +117,20 @@ class _GroupUpdate:
             grads = [None] * len(self.flat)
             for _, loss, (i,) in parts:
                 grads[b[i]:b[i + 1]] = tape.gradient(loss, self.groups[i].variables)
+        clipping = self.clip_norm is not None or any(g.max_grad_norm is not None for g in self.groups)
+        replicas = 1
+        if clipping:  # several replicas: clip the global gradient, not each replica's share
+            grads, replicas = all_reduce_for_clipping(grads)
         for i, g in enumerate(self.groups):
             if g.max_grad_norm is not None:
                 grads[b[i]:b[i + 1]] = tf.clip_by_global_norm(grads[b[i]:b[i + 1]], g.max_grad_norm)[0]
         if self.clip_norm is not None:
             grads = list(tf.clip_by_global_norm(grads, self.clip_norm)[0])
+        if replicas > 1:  # the optimizer sums the replicas' (now identical) gradients once more
+            grads = [None if g is None else g / replicas for g in grads]
         for opt in self.optimizers:
             opt.apply_gradients([(g, v) for i, grp in enumerate(self.groups) if grp.optimizer is opt
                                  for g, v in zip(grads[b[i]:b[i + 1]], grp.variables) if g is not None])
-        td, ratio = self.recorder.pop()
         self.labels = [label for label, _, _ in parts]
         return [loss for _, loss, _ in parts], td, ratio
 
@@ -258,6 +267,9 @@ class TFBackend(Backend):
         # A persistent tape (one gradient per loss) only for a loss function that returns several
         # losses: it makes the traced graph larger and tracing slower.  The first trace finds out.
         mode = {"persistent": False}
+        replicas = replica_count()  # built inside a tf.distribute strategy's scope: see tf_distribute
+        if replicas > 1:
+            loss_fn = scaled_loss(loss_fn, 1.0 / replicas)
 
         def body(*inputs: Any) -> Any:
             # kept this small: AutoGraph converts it (and through it the user's loss); the update
@@ -266,7 +278,12 @@ class TFBackend(Backend):
                 out = loss_fn(*inputs)
             return update(tape, out, mode["persistent"])
 
-        compiled = _ByShape(body, jit)
+        def build() -> Callable[..., Any]:
+            # several replicas: tf.function around strategy.run, without XLA (jit_compile applies
+            # to single-device steps)
+            return ReplicaStep(tf.distribute.get_strategy(), body) if replicas > 1 else _ByShape(body, jit)
+
+        compiled = build()
 
         def step(arrays: Sequence[np.ndarray]) -> StepResult:
             nonlocal compiled
@@ -275,7 +292,7 @@ class TFBackend(Backend):
             except _NeedsPersistentTape:  # raised while tracing: nothing ran yet
                 recorder.pop()
                 mode["persistent"] = True
-                compiled = _ByShape(body, jit)
+                compiled = build()
                 losses, td, ratio = compiled(*arrays)
             values = [float(v) for v in losses]
             if len(values) == 1:

@@ -6,6 +6,7 @@ from .prioritized import PrioritizedReplayBuffer, PriorityRecorder
 from .replay import Batch, ReplayBuffer
 from .rollout import RolloutBatch, compute_gae, rollout_minibatches
 from .sum_tree import SumTree
+from .trajectory import TrajectoryReplayBuffer
 
 __all__ = [
     "Batch",
@@ -16,6 +17,7 @@ __all__ = [
     "ReplayBuffer",
     "RolloutBatch",
     "SumTree",
+    "TrajectoryReplayBuffer",
     "compute_gae",
     "flatten_goal_obs",
     "rollout_minibatches",

@@ -65,7 +65,7 @@ class HerReplayBuffer(ReplayBuffer):
         self.her_k = int(her_k)
         self.staged: list[dict[str, np.ndarray]] = []  # the running episode
 
-    flags = {"PR": False, "HER": True}
+    flags = {"PR": False, "HER": True, "TRL": False}
 
     @classmethod
     def for_agent(cls, agent: Any, n_segments: int = 1, window_size: Any = None,

@@ -128,7 +128,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self.max_ratio = float(initial_ratio)
         self.tree = SumTree(self.capacity)
 
-    flags = {"PR": True, "HER": False}
+    flags = {"PR": True, "HER": False, "TRL": False}
     own_segments = True  # segment-wise trims and ESS follow each worker's own data
 
     @classmethod
@@ -147,7 +147,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         for seg in range(self.n_segments):
             drop = window(seg)
             if drop:
-                self.drop_oldest(int(drop), seg)
+                self.drop_oldest(self.window_items(drop), seg)
 
     def post_update_window(self, settings: Any) -> int | None:
         return settings.window_size_ppo if self.PPO else settings.window_size_pr

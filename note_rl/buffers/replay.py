@@ -7,13 +7,16 @@ per collecting process, each a ring of its own, as Note_rl keeps one buffer per 
 treats the union as one buffer, so the merged view never needs an ``np.concatenate``.
 
 Trimming follows Note_rl: when a segment is full, the next insert first drops the oldest
-``window_size`` items (an int, or a callable ``window_size(segment)``; plain FIFO when ``None``);
+``window_size`` items (an int, a float fraction of the segment, or a callable
+``window_size(segment)`` returning either; plain FIFO when ``None``);
 with ``clearing_freq`` every ``clearing_freq`` inserts drop the oldest ``window_size_`` items.  In a
 ring, dropping the oldest ``k`` items only moves the tail: O(1), no array shifting.
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
@@ -22,7 +25,7 @@ __all__ = ["Batch", "ReplayBuffer", "FIELDS"]
 
 FIELDS = ("state", "action", "next_state", "reward", "done")
 
-WindowSize = int | Callable[..., int] | None
+WindowSize = int | float | Callable[..., int | float] | None
 
 
 def _seed(agent: Any) -> int | None:
@@ -57,7 +60,7 @@ class ReplayBuffer:
     """
 
     #: the set() flags this class stands for (``set(buffer=cls)`` applies them)
-    flags: dict[str, bool] = {"PR": False, "HER": False}
+    flags: dict[str, bool] = {"PR": False, "HER": False, "TRL": False}
     #: the arrays stored per item
     fields: tuple[str, ...] = FIELDS
     #: fields stored as float32 whatever their input dtype (others: float64 becomes float32)
@@ -85,6 +88,12 @@ class ReplayBuffer:
         self.pos = np.zeros(self.n_segments, dtype=np.int64)  # next write slot, per segment
         self.sizes = np.zeros(self.n_segments, dtype=np.int64)
         self.store_counter = np.zeros(self.n_segments, dtype=np.int64)
+        #: draw mini-batches without replacement from shuffled passes (``train(shuffle=True)``)
+        self.shuffle = False
+        self._pass: np.ndarray | None = None  # slots of the current shuffled pass, in draw order
+        self._pass_pos = 0
+        self._drops = 0  # items forgotten so far: a pass started before a drop may hold stale slots
+        self._pass_drops = -1
 
     # -- bookkeeping -------------------------------------------------------------------------
     #: empty the buffer after every ``update_param()`` (on-policy data expires; ``PPO=True``)
@@ -207,12 +216,17 @@ class ReplayBuffer:
 
     def _window(self, segment: int) -> int:
         window = self.window_size
-        if window is None:
-            return 1
         if callable(window):
-            value = window(segment) if self.n_segments > 1 else window()
-            return int(value) if value is not None else 1
-        return int(window)
+            window = window(segment) if self.n_segments > 1 else window()
+        return 1 if window is None else self.window_items(window)
+
+    def window_items(self, window: float) -> int:
+        """Items a window size stands for: an int is a count; a float in (0, 1] (Note_rl's
+        README) is that fraction of a full segment, rounded up (a larger float, e.g. from a
+        callable's arithmetic, is a count)."""
+        if isinstance(window, numbers.Integral) or window > 1:
+            return int(window)
+        return int(math.ceil(float(window) * self.seg_capacity))
 
     def drop_oldest(self, k: int, segment: int = 0) -> None:
         """Forget the ``k`` oldest items of ``segment`` (clipped to its size)."""
@@ -221,6 +235,7 @@ class ReplayBuffer:
             return
         self._on_drop(self.segment_slots(segment)[:k])
         self.sizes[segment] -= k
+        self._drops += k
 
     def clear(self) -> None:
         """Empty every segment (on-policy data is discarded after an update)."""
@@ -236,10 +251,13 @@ class ReplayBuffer:
 
     # -- sampling ----------------------------------------------------------------------------
     def sample_slots(self, batch: int) -> np.ndarray:
-        """``batch`` slot indices drawn uniformly (with replacement) over all stored items."""
+        """``batch`` slot indices drawn uniformly (with replacement) over all stored items, or
+        without replacement from shuffled passes when :attr:`shuffle` is set."""
         total = len(self)
         if total == 0:
             raise ValueError("cannot sample from an empty replay buffer")
+        if self.shuffle:
+            return self._shuffled_slots(batch)
         ranks = self.rng.integers(0, total, size=batch)
         if self.n_segments == 1:
             return (int(self.pos[0]) - total + ranks) % self.seg_capacity
@@ -248,6 +266,22 @@ class ReplayBuffer:
         offset = ranks - (bounds[seg] - self.sizes[seg])
         local = (self.pos[seg] - self.sizes[seg] + offset) % self.seg_capacity
         return local + seg * self.seg_capacity
+
+    def _shuffled_slots(self, batch: int) -> np.ndarray:
+        """Note_rl 001's ``shuffle``: successive mini-batches walk one random permutation of the
+        stored items (each item once per pass); a pass ends when used up or when items were
+        dropped since it began.  Items stored during a pass join the next one."""
+        parts, need = [], batch
+        while need > 0:
+            if self._pass is None or self._pass_pos >= len(self._pass) or self._pass_drops != self._drops:
+                slots = self.valid_slots()
+                self._pass = slots[self.rng.permutation(len(slots))]
+                self._pass_pos, self._pass_drops = 0, self._drops
+            take = self._pass[self._pass_pos:self._pass_pos + need]
+            self._pass_pos += len(take)
+            parts.append(take)
+            need -= len(take)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def get(self, slots: np.ndarray, weights: np.ndarray | None = None) -> Batch:
         d = self.data
@@ -289,3 +323,4 @@ class ReplayBuffer:
         self.sizes = np.asarray(meta["sizes"], dtype=np.int64)
         self.store_counter = np.asarray(meta["store_counter"], dtype=np.int64)
         self.rng.bit_generator.state = meta["rng"]
+        self._pass = None

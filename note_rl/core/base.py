@@ -16,9 +16,10 @@ import numpy as np
 
 from ..adjusters import AdjusterMixin
 from ..backends import Backend, get_backend
-from ..buffers import HerReplayBuffer, PrioritizedReplayBuffer, PriorityRecorder, ReplayBuffer
+from ..buffers import (HerReplayBuffer, PrioritizedReplayBuffer, PriorityRecorder, ReplayBuffer,
+                       TrajectoryReplayBuffer)
 from ..buffers.her import GOAL_KEYS
-from . import checkpoint, envs, marl, plots
+from . import checkpoint, envs, marl, plots, set_args
 from ..update import UpdateSpec, default_spec
 from .settings import TrainSettings, offpolicy_only_conflict
 from .updater import sync_targets
@@ -31,11 +32,9 @@ _UNSET: Any = object()
 _SET_DEFAULTS: dict[str, Any] = dict(
     policy=None, noise=None, pool_size=None, batch=None, num_updates=None, num_steps=None,
     update_batches=None, update_steps=None, trial_count=None, criterion=None, PPO=False,
-    HER=False, MARL=False, PR=False, IRL=False, initial_ratio=1.0, initial_TD=7.0, lambda_=0.5,
+    HER=False, TRL=False, MARL=False, PR=False, IRL=False, initial_ratio=1.0, initial_TD=7.0, lambda_=0.5,
     alpha=0.7, beta=None, seed=None, train_freq=1, learning_starts=None, her_k=4,
 )
-_POSITIVE_INTS = ("pool_size", "batch", "num_updates", "num_steps", "update_batches",
-                  "update_steps", "trial_count", "train_freq")
 
 
 class RLBase(AdjusterMixin):
@@ -80,6 +79,8 @@ class RLBase(AdjusterMixin):
         self.episode_seed: int | None = None  # seed of the next env reset, see reset_seed()
         self._weights_loaded = False  # restore()/restore_param(): set(seed) keeps these weights
         self._pending_optimizer_state: Any = None
+        self._saver: Any = None  # train(parallel_training_and_save=True): the writer process
+        self.processes: int | None = None  # pool workers when train() gives none (DQN(..., processes=7))
         self._init_adjusters()
 
     # -- backend -----------------------------------------------------------------------------
@@ -91,7 +92,7 @@ class RLBase(AdjusterMixin):
     def set(self, policy: Any = _UNSET, noise: Any = _UNSET, pool_size: Any = _UNSET,
             batch: Any = _UNSET, num_updates: Any = _UNSET, num_steps: Any = _UNSET,
             update_batches: Any = _UNSET, update_steps: Any = _UNSET, trial_count: Any = _UNSET,
-            criterion: Any = _UNSET, PPO: Any = _UNSET, HER: Any = _UNSET, MARL: Any = _UNSET,
+            criterion: Any = _UNSET, PPO: Any = _UNSET, HER: Any = _UNSET, TRL: Any = _UNSET, MARL: Any = _UNSET,
             PR: Any = _UNSET, IRL: Any = _UNSET, initial_ratio: Any = _UNSET,
             initial_TD: Any = _UNSET, lambda_: Any = _UNSET, alpha: Any = _UNSET,
             beta: Any = _UNSET, seed: Any = _UNSET, train_freq: Any = _UNSET,
@@ -131,12 +132,20 @@ class RLBase(AdjusterMixin):
             and not with ``PR``, ``PPO`` or ``num_steps`` (see :func:`her_conflict`)
         :param her_k: HER relabelled goals per real goal (SB3's ``n_sampled_goal``, default 4):
             ``her_k / (her_k + 1)`` of each batch gets a "future" achieved goal; 0 relabels none
+        :param TRL: trajectory-triplet sampling (Note_rl HEAD): each mini-batch item is a pair of
+            transitions built from three time steps of one stored episode, every field with an
+            axis of 2 after the batch axis (:class:`~note_rl.buffers.TrajectoryReplayBuffer`);
+            not with ``PR``, ``HER`` or rollouts
         :param MARL: multi-agent RL on a PettingZoo-parallel-style env (see
             :mod:`note_rl.core.marl`): agent ``i`` acts with ``action(s_i, i)`` and ``policy[i]`` /
             ``noise[i]`` when a list; joint transitions ``(n_agents, ...)`` are stored with the
             scalar ``reward_done_func_ma(rewards, dones)``; off-policy, single-process only, not
             with ``HER``, ``PR``, ``PPO`` or ``num_steps`` (see :func:`~note_rl.core.marl.marl_conflict`)
-        :param IRL: accepted for compatibility; not implemented yet
+        :param IRL: Note_rl's IRL action plumbing (no inverse-RL algorithm; its reward learning is the
+            user's): ``action(s)`` returns a pair ``[aux, policy_output]``, the policy / noise
+            act on ``policy_output``, ``select_action`` returns ``[aux, action]`` and the env's
+            ``step`` receives that pair (e.g. a wrapper using ``aux`` as a learned reward); the
+            replay buffer stores the action.  Single-process, non-HER, non-MARL collection only
         :param buffer: the replay buffer class (a :class:`~note_rl.buffers.ReplayBuffer` subclass
             with a ``for_agent`` constructor), instead of the one ``PR`` / ``HER`` pick; it sets
             those flags to what the class stands for (``None``: back to the flags' choice)
@@ -144,21 +153,20 @@ class RLBase(AdjusterMixin):
         :param epsilon: Note_rl 001's epsilon-greedy shorthand: the policy becomes
             ``EpsGreedyQPolicy(epsilon)``, or the ``eps`` of the policy given with it is set
         """
-        given = _aliases({k: v for k, v in locals().items() if k != "self" and v is not _UNSET})
+        given = set_args.aliases({k: v for k, v in locals().items() if k != "self" and v is not _UNSET})
         for name, value in given.items():
-            _check_set_value(name, value)
+            set_args.check_value(name, value)
         if "buffer" in given:
-            given = _apply_buffer_class(self, given)
-        if given.get("IRL"):
-            raise NotImplementedError("set(IRL=True): IRL is not implemented in note_rl yet")
+            given = set_args.apply_buffer_class(self, given)
         merged = {k: given.get(k, getattr(self, k, None))
-                  for k in ("HER", "MARL", "PR", "PPO", "num_steps")}
+                  for k in ("HER", "TRL", "MARL", "PR", "PPO", "num_steps")}
         rollout = bool(getattr(self, "n_steps", None))
-        conflict = marl.marl_conflict(merged, rollout=rollout) or her_conflict(merged, rollout=rollout)
+        conflict = (marl.marl_conflict(merged, rollout=rollout) or her_conflict(merged, rollout=rollout)
+                    or set_args.trl_conflict(merged, rollout=rollout))
         if conflict:
             raise ValueError(f"set(): {conflict}")
         buffer_keys = {"pool_size", "PR", "PPO", "initial_TD", "initial_ratio", "lambda_", "alpha",
-                       "beta", "HER", "her_k", "buffer"}
+                       "beta", "HER", "her_k", "TRL", "buffer"}
         if buffer_keys & given.keys():
             self.buffer = None  # rebuilt with the new settings when training starts
         for name, value in given.items():
@@ -198,6 +206,8 @@ class RLBase(AdjusterMixin):
             return self._buffer_class
         if self.HER:
             return HerReplayBuffer
+        if self.TRL:
+            return TrajectoryReplayBuffer
         return PrioritizedReplayBuffer if self.PR else ReplayBuffer
 
     def make_buffer(self, n_segments: int = 1, window_size: Any = None,
@@ -253,7 +263,10 @@ class RLBase(AdjusterMixin):
         if isinstance(actor, dict):  # left by a MARL run
             actor = None
         if actor is None:
-            actor = self.numpy_actor() or self.backend.make_act(self.action, self.jit_compile, self._variables())
+            if self.IRL:
+                actor = IrlActor(self)
+            else:
+                actor = self.numpy_actor() or self.backend.make_act(self.action, self.jit_compile, self._variables())
             self._actor = actor
         return actor(np.asarray(s, dtype=np.float32))
 
@@ -266,8 +279,12 @@ class RLBase(AdjusterMixin):
         ``policy[i]`` / ``noise[i]`` (a single policy / noise serves every agent)."""
         s = np.asarray(s, dtype=np.float32)
         agent_index = i if self.MARL else None
-        output = self.act_output(s if s.ndim > 1 else s[None], agent_index)[0]
-        return self.explore(output, p, agent_index)
+        batch = s if s.ndim > 1 else s[None]
+        output = self.act_output(batch, agent_index)[0]
+        action = self.explore(output, p, agent_index)
+        if self.IRL:  # Note_rl: [aux, action], the aux output passed through untouched
+            return [self._actor.aux(batch)[0], action]
+        return action
 
     def explore(self, output: np.ndarray, p: int | None = None, i: int | None = None) -> Any:
         """Apply the policy (discrete) or the noise (continuous) to one network output; lists
@@ -312,6 +329,7 @@ class RLBase(AdjusterMixin):
         state = self.__dict__.copy()
         for cache in ("_actor", "_critic_actor"):  # rebuilt on demand
             state.pop(cache, None)
+        state["_saver"] = None  # a train() call's checkpoint writer process stays with that call
         state["_param_refs"] = _param_refs(self)
         return state
 
@@ -352,7 +370,13 @@ class RLBase(AdjusterMixin):
         left out take this backend's ``train()`` defaults (``jit_compile`` differs by backend)."""
         if "jit_compile" not in options:
             options["jit_compile"] = inspect.signature(self.train).parameters["jit_compile"].default
+        options["processes"] = self.default_processes(options.get("processes"))
         return self._train(optimizer, episodes, TrainSettings(**options))
+
+    def default_processes(self, processes: int | None) -> int | None:
+        """``train(processes=...)``, else the constructor's ``processes`` (Note_rl's pool-network
+        agents took it there: ``DQN(state_dim=4, hidden_size=128, action_dim=2, processes=7)``)."""
+        return processes if processes is not None else getattr(self, "processes", None)
 
     def loss_accepts_weights(self) -> bool:
         """Whether ``__call__`` takes importance-sampling weights as a sixth argument."""
@@ -399,6 +423,30 @@ class RLBase(AdjusterMixin):
         """Record one greedy episode to ``save_path`` (``.gif``, or ``.mp4`` with ffmpeg); see
         :func:`note_rl.core.plots.animate_agent`."""
         return plots.animate_agent(self, max_steps, save_path, fps, mode=mode, writer=writer, seed=seed)
+
+
+class IrlActor:
+    """``set(IRL=True)``: acting through an ``action(s)`` that returns ``[aux, policy_output]``.
+    Calling it gives ``policy_output`` (what the policy / noise act on); :meth:`aux` gives ``aux``.
+    Each is its own compiled function of ``action``, so a step runs the network twice."""
+
+    def __init__(self, agent: Any) -> None:
+        variables = agent._variables()
+
+        def part(k: int) -> Callable[[Any], Any]:
+            def fn(x: Any) -> Any:
+                out = agent.action(x)
+                if not isinstance(out, (list, tuple)) or len(out) != 2:
+                    raise ValueError("set(IRL=True): action(s) must return a pair [aux, policy_output], "
+                                     f"got {type(out).__name__}")
+                return out[k]
+            return fn
+
+        self._output = agent.backend.make_act(part(1), agent.jit_compile, variables)
+        self.aux = agent.backend.make_act(part(0), agent.jit_compile, variables)
+
+    def __call__(self, s: np.ndarray) -> np.ndarray:
+        return self._output(s)
 
 
 def _param_refs(agent: Any) -> Any:
@@ -465,73 +513,3 @@ def _pick(obj: Any, p: int | None) -> Any:
     if isinstance(obj, (list, tuple)):
         return obj[p or 0]
     return obj
-
-
-def _apply_buffer_class(agent: Any, given: dict[str, Any]) -> dict[str, Any]:
-    """``set(buffer=cls)``: remember the class and add the flags it stands for to ``given`` (a flag
-    passed in the same call that contradicts the class is an error)."""
-    cls = given["buffer"]
-    agent._buffer_class = cls
-    flags = dict(cls.flags) if cls is not None else {}
-    for flag, value in flags.items():
-        if flag in given and bool(given[flag]) != value:
-            raise ValueError(f"set(buffer={cls.__name__}, {flag}={given[flag]!r}): the buffer class "
-                             f"stands for {flag}={value}")
-    return {**given, **flags}
-
-
-def _aliases(given: dict[str, Any]) -> dict[str, Any]:
-    """The seed documents' other names for ``set()`` arguments: ``MA`` (001) is ``MARL``;
-    ``epsilon`` (001) builds or adjusts the epsilon-greedy policy."""
-    if "MA" in given:
-        value = given.pop("MA")
-        if "MARL" in given and bool(given["MARL"]) != bool(value):
-            raise ValueError(f"set(MA={value!r}, MARL={given['MARL']!r}): MA is another name for MARL; give one")
-        given["MARL"] = value
-    epsilon = given.pop("epsilon", None)
-    if epsilon is None:
-        return given
-    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.floating)) or not 0.0 <= epsilon <= 1.0:
-        raise ValueError(f"set(epsilon={epsilon!r}): must be a probability in [0, 1]")
-    policy = given.get("policy")
-    if policy is None:
-        from ..policy import EpsGreedyQPolicy
-
-        given["policy"] = EpsGreedyQPolicy(float(epsilon))
-    elif hasattr(policy, "eps"):
-        policy.eps = float(epsilon)
-    else:
-        raise ValueError(f"set(epsilon={epsilon!r}): the policy given with it ({type(policy).__name__}) has no eps")
-    return given
-
-
-def _check_set_value(name: str, value: Any) -> None:
-    if value is None:
-        return
-    if name in ("policy", "noise"):
-        need = ("act", "select_action") if name == "policy" else ("sample",)
-        for item in value if isinstance(value, (list, tuple)) else [value]:
-            if item is not None and not any(callable(getattr(item, m, None)) for m in need):
-                example = "EpsGreedyQPolicy(0.1) from note_rl.policy" if name == "policy" else \
-                    "GaussianWhiteNoiseProcess() from note_rl.noise"
-                raise ValueError(f"set({name}={item!r}): not a {name} object (e.g. {example}), or a list of them")
-        return
-    if name == "buffer":
-        if not (isinstance(value, type) and issubclass(value, ReplayBuffer)):
-            raise ValueError(f"set(buffer={value!r}): must be a ReplayBuffer subclass (or None)")
-        return
-    if name in _POSITIVE_INTS:
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-            raise ValueError(f"set({name}={value!r}): must be a positive integer")
-    elif name in ("alpha", "lambda_", "initial_TD", "initial_ratio", "beta", "criterion"):
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-            raise ValueError(f"set({name}={value!r}): must be a number")
-        if name == "lambda_" and not 0.0 <= value <= 1.0:
-            raise ValueError(f"set(lambda_={value!r}): must be within [0, 1]")
-        if name in ("alpha", "beta") and value < 0:
-            raise ValueError(f"set({name}={value!r}): must be >= 0")
-    elif name == "her_k" and (isinstance(value, bool) or not isinstance(value, (int, np.integer))
-                              or value < 0):
-        raise ValueError(f"set(her_k={value!r}): must be a non-negative integer")
-    elif name == "learning_starts" and (not isinstance(value, (int, np.integer)) or value < 0):
-        raise ValueError(f"set(learning_starts={value!r}): must be a non-negative integer")

@@ -21,14 +21,14 @@ from ..update import optimizer_list
 from ..utils import machine_memory_bytes, pid_alive
 from .updater import optimizer_variables
 
-__all__ = ["CheckpointError", "save_agent", "restore_agent", "restore_params", "periodic_save",
-           "write_npz", "read_npz"]
+__all__ = ["CheckpointError", "save_agent", "snapshot", "restore_agent", "restore_params", "periodic_save",
+           "write_npz", "read_npz", "read_param"]
 
 FORMAT = "note_rl-checkpoint"
 VERSION = 1
 _SETTINGS = ("pool_size", "batch", "num_updates", "num_steps", "update_batches", "update_steps",
              "trial_count", "criterion", "PPO", "PR", "initial_ratio", "initial_TD", "lambda_",
-             "priority_alpha", "beta", "seed", "train_freq", "learning_starts", "HER", "her_k", "MARL")
+             "priority_alpha", "beta", "seed", "train_freq", "learning_starts", "HER", "her_k", "MARL", "TRL")
 
 
 class CheckpointError(ValueError):
@@ -193,13 +193,18 @@ def save_agent(agent: Any, path: str | None, full: bool, save_data: bool = True)
     """Write a full checkpoint (``full=True``) or the weights only."""
     if not path:
         raise ValueError("save(): no path given and agent.path is not set")
+    return write_npz(path, *snapshot(agent, full, save_data))
+
+
+def snapshot(agent: Any, full: bool, save_data: bool = True) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """``(meta, arrays)`` of a checkpoint of ``agent`` as it is now."""
     weights_meta, arrays = _weights(agent)
     meta: dict[str, Any] = {"format": FORMAT, "version": VERSION, "kind": "full" if full else "param",
                             "backend": agent.backend_name, "agent_class": type(agent).__name__,
                             **weights_meta}
     if full:
         meta.update(_full_meta(agent, arrays, save_data))
-    return write_npz(path, meta, arrays)
+    return meta, arrays
 
 
 def _full_meta(agent: Any, arrays: dict[str, np.ndarray], save_data: bool) -> dict[str, Any]:
@@ -235,18 +240,24 @@ def periodic_save(agent: Any, episode: int, mean_reward: float | None, save_data
     if agent.max_save_files and agent.max_save_files > 1:
         root, ext = os.path.splitext(agent.path)
         path = f"{root}-{agent.total_episode}{ext}"
-    if agent.save_param_only:
-        agent.save_param(path)
-    else:
-        agent.save(path, save_data=save_data)
+    expired: list[str] = []
     if path != agent.path:
         if path in agent.path_list:
             agent.path_list.remove(path)
         agent.path_list.append(path)
         while len(agent.path_list) > agent.max_save_files:
-            old = agent.path_list.pop(0)
-            if os.path.exists(old):
-                os.remove(old)
+            expired.append(agent.path_list.pop(0))
+    saver = getattr(agent, "_saver", None)
+    if saver is not None:  # train(parallel_training_and_save=True): a separate process writes
+        saver.submit(path, *snapshot(agent, not agent.save_param_only, save_data), remove=expired)
+        return
+    if agent.save_param_only:
+        agent.save_param(path)
+    else:
+        agent.save(path, save_data=save_data)
+    for old in expired:
+        if os.path.exists(old):
+            os.remove(old)
 
 
 # -- restoring -------------------------------------------------------------------------------
@@ -267,6 +278,14 @@ def _assign_weights(agent: Any, meta: dict[str, Any], arrays: dict[str, np.ndarr
     if len(params) != meta["n_param"]:
         raise CheckpointError(f"{path}: holds {meta['n_param']} parameters, agent has {len(params)}")
     backend.set_weights(params, [arrays[f"param/{i}"] for i in range(meta["n_param"])])
+
+
+def read_param(path: str) -> list[np.ndarray]:
+    """The weights of ``self.param`` stored in a checkpoint of either kind, as numpy arrays in
+    ``self.param``'s flattened order: Note_rl 002/003's module-level
+    ``param = nn.restore_param('param.dat')``, for use without building the agent."""
+    meta, arrays = read_npz(path)
+    return [arrays[f"param/{i}"] for i in range(meta["n_param"])]
 
 
 def restore_params(agent: Any, path: str) -> None:

@@ -148,6 +148,8 @@ class EpisodeCollector(Collector):
         """Act and step the env: ``(action, next_state, reward, terminated, episode_end)``."""
         action = self.agent.select_action(state)
         next_state, reward, terminated, truncated = step_env(self.env, action)
+        if self.agent.IRL:  # the env got Note_rl's [aux, action] pair; replay keeps the action
+            action = action[1]
         return action, next_state, reward, terminated, terminated or truncated
 
     def _store(self, s: Any, a: Any, s2: Any, r: float, terminated: bool, end: bool, buffer: Any) -> None:

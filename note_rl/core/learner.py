@@ -13,12 +13,14 @@ replay step it calls Note_rl's ``adjust_func()`` hook when due and runs ``agent.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
 
 from ..backends.base import StepResult
-from ..buffers import PrioritizedReplayBuffer, RolloutBatch
+from ..buffers import HerReplayBuffer, PrioritizedReplayBuffer, RolloutBatch
+from ..buffers.parallel_sampling import ParallelSampler
 from ..callbacks import CallbackList
 from .settings import TrainSettings
 from .updater import Updater
@@ -81,7 +83,7 @@ class Learner:
     def replay_update(self) -> float:
         agent, buffer = self.agent, self.agent.buffer
         self._batch_begin()
-        batch = buffer.sample(agent.batch)
+        batch = self._sample(buffer)
         result = self.update([batch.state, batch.action, batch.next_state, batch.reward, batch.done],
                              batch.weights)
         if isinstance(buffer, PrioritizedReplayBuffer):
@@ -135,6 +137,40 @@ class Learner:
                 logs.update({f"loss/{k}": v for k, v in result.losses.items()})
             self.callbacks.call("on_batch_end", agent.batch_counter - 1, logs)
 
+    #: the ``processes_pr`` / ``processes_her`` sampler, started at the first replay step
+    _sampler: ParallelSampler | None = None
+    _sampler_checked = False  # the options were looked at (a useless one was warned about)
+
+    def _sample(self, buffer: Any) -> Any:
+        """A mini-batch: ``buffer.sample(batch)``, or drawn by ``processes_pr`` / ``processes_her``
+        worker processes (started lazily: most runs never reach a replay step this way)."""
+        if not self._sampler_checked or (self._sampler is not None and self._sampler.buffer is not buffer):
+            self._start_sampler(buffer)
+        sampler = self._sampler
+        return buffer.sample(self.agent.batch) if sampler is None else sampler.sample(self.agent.batch)
+
+    def _start_sampler(self, buffer: Any) -> None:
+        """Start the sampler the options ask for; warn once about an option this buffer ignores
+        (Note_rl ignored ``processes_pr`` without ``PR=True`` silently)."""
+        self.close()  # a sampler over a buffer the agent has since replaced
+        first, self._sampler_checked = not self._sampler_checked, True
+        settings = self.settings
+        for option, n, cls, flag in (("processes_pr", settings.processes_pr, PrioritizedReplayBuffer, "PR=True"),
+                                     ("processes_her", settings.processes_her, HerReplayBuffer, "HER=True")):
+            if n is None:
+                continue
+            if isinstance(buffer, cls):
+                self._sampler = ParallelSampler(buffer, n, settings.start_method)
+            elif first:
+                warnings.warn(f"train({option}={n}) has no effect: the agent's replay buffer is a "
+                              f"{type(buffer).__name__}, not {flag}'s", UserWarning, stacklevel=5)
+
+    def close(self) -> None:
+        """Release what this call started (parallel samplers); the loop calls it once at the end."""
+        sampler, self._sampler = self._sampler, None
+        if sampler is not None:
+            sampler.close()
+
     def pop_losses(self) -> list[float]:
         out, self.losses = self.losses, []
         return out
@@ -149,10 +185,21 @@ class Learner:
             buffer.after_update_param(lambda seg: _post_update_window(agent, settings, seg, buffer))
 
 
+def window_hook(agent: Any) -> Any:
+    """The agent's trimming hook under either seed name; defining both is ambiguous."""
+    funcs = {name: getattr(agent, name, None) for name in ("window_size_func", "window_size_fn")}
+    funcs = {name: f for name, f in funcs.items() if callable(f)}
+    if len(funcs) > 1:
+        raise ValueError("the agent defines both window_size_func and window_size_fn (two names for "
+                         "one hook, from different Note_rl versions); keep one")
+    return next(iter(funcs.values()), None)
+
+
 def _post_update_window(agent: Any, settings: TrainSettings, segment: int, buffer: Any) -> int | None:
-    """Items to drop from ``segment`` after ``update_param()``: the agent's ``window_size_func``,
-    else the adjuster's window rule, else the buffer's ``train()`` option."""
-    func = getattr(agent, "window_size_func", None)
+    """Items to drop from ``segment`` after ``update_param()``: the agent's ``window_size_func``
+    (seed 000's name) or ``window_size_fn`` (seeds 002/003), else the adjuster's window rule, else
+    the buffer's ``train()`` option."""
+    func = window_hook(agent)
     single = buffer.n_segments == 1
     if callable(func):
         return func() if single else func(segment)

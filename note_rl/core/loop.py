@@ -17,8 +17,9 @@ import numpy as np
 
 from ..callbacks import CallbackList
 from . import checkpoint
+from .async_save import AsyncSaver
 from .collect import EpisodeCollector, HerEpisodeCollector, RolloutCollector
-from .learner import Learner
+from .learner import Learner, window_hook
 from .progress import Progress
 from .settings import TrainSettings
 
@@ -68,12 +69,18 @@ class Trainer:
         collector = self._collector_class()
         collector.check(agent, settings)  # refuse what the collector cannot run, before anything is built
         if not getattr(collector, "on_policy", False):
-            _check_replay(agent)
+            _check_replay(agent, settings)
+        window_hook(agent)  # both seed names for the trimming hook defined: refused now
+        if agent.IRL and collector is not EpisodeCollector:
+            raise ValueError("set(IRL=True) runs with single-process off-policy collection only (not with "
+                             "pool_network, HER, MARL or rollouts)")
         agent.stop_training = False
         agent.jit_compile = settings.jit_compile
         agent._actor = None  # rebuilt for this run's jit setting and weights
         self.learner = Learner(agent, agent.optimizer, settings, self.callbacks)
         self.collector = self._make_collector(collector)
+        # periodic checkpoints written by a separate process (train(parallel_training_and_save=True))
+        agent._saver = AsyncSaver(settings.start_method) if settings.parallel_training_and_save else None
         agent._trainer = self  # adjusters report here and reach this call's settings (num_store)
         self._check_adjuster()
         self.callbacks.call("on_train_begin", {})
@@ -88,6 +95,10 @@ class Trainer:
         finally:
             agent._trainer = None
             self.collector.close()
+            self.learner.close()
+            saver, agent._saver = agent._saver, None
+            if saver is not None:
+                saver.close()  # waits for the last checkpoint; a failed write raises here
             elapsed = time.perf_counter() - started
             agent.total_time += elapsed
             self.progress.finish(agent, elapsed)
@@ -139,6 +150,7 @@ class Trainer:
                 agent.buffer.window_size = settings.window_size
                 agent.buffer.clearing_freq = settings.clearing_freq
                 agent.buffer.window_size_ = settings.window_size_
+            agent.buffer.shuffle = settings.shuffle
         return collector(agent, self.learner, self, settings)
 
     def report_adjust(self, logs: dict[str, float]) -> None:
@@ -206,12 +218,15 @@ class Trainer:
         return float(np.mean(agent.reward_list[-agent.trial_count:])) >= agent.criterion
 
 
-def _check_replay(agent: Any) -> None:
+def _check_replay(agent: Any, settings: TrainSettings) -> None:
     """Replay training needs a ``batch`` (Note_rl's order: ``set(...)``, then ``train(...)``); a
     pool smaller than one batch never trains, which is said (a warning: collecting without
     training is a legitimate use)."""
     if getattr(agent, "batch", None) is None:
         raise ValueError("train(): batch is not set; call set(batch=..., pool_size=...) before train()")
+    if settings.shuffle and (agent.PR or agent.HER):
+        raise ValueError("train(shuffle=True) is for uniform replay; PR=True and HER=True draw their own "
+                         "mini-batches (by priority / with relabelled goals)")
     if agent.pool_size is not None and agent.pool_size < agent.batch:
         warnings.warn(f"train(): pool_size={agent.pool_size} is smaller than batch={agent.batch}: no mini-batch "
                       "can be drawn, so this run makes no gradient step", stacklevel=4)

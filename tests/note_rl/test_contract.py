@@ -249,8 +249,6 @@ def test_bad_set_values_name_the_key() -> None:
         agent.set(batch=0)
     with pytest.raises(ValueError, match="lambda_"):
         agent.set(lambda_=2.0)
-    # HER and MARL are implemented (tests/note_rl/test_her.py, tests/note_rl/test_marl.py)
-    with pytest.raises(NotImplementedError, match="IRL"):
-        agent.set(IRL=True)
+    # HER, MARL, TRL and IRL are implemented (test_her.py, test_marl.py, test_seed_api.py)
     with pytest.raises(ValueError, match="optimizer"):
         agent.train(None, 3)

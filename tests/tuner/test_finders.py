@@ -158,6 +158,7 @@ def test_parallel_finder_runs_concurrently_and_picks_by_reward_and_loss(tmp_path
     assert logs["best_config"]["optimizer"]["cls"] == "torch.optim.adam:Adam"
     assert logs["best_config"]["optimizer"]["kwargs"]["lr"] == 1e-3
     assert logs["best_reward"] == pytest.approx(np.mean(logs["rewards"][1]))
+    assert finder.rewards == logs["rewards"] and finder.losses == logs["losses"] and finder.episode == 8
     (s0, e0), (s1, e1) = logs["times"][0], logs["times"][1]
     assert s0 < e1 and s1 < e0  # the two trainings overlapped in time
     by_loss = ParallelFinder(agents, optimizers).find(pool_network=False, episodes=8, n_jobs=2, metrics="loss",

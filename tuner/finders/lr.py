@@ -110,8 +110,8 @@ class LRFinder:
              per: str = "update", jit_compile: bool = True, storage: str | None = None,
              study_name: str | None = None, study_dir: str | None = None,
              trial_timeout: float | None = None, wandb: Any = None) -> dict[str, Any]:
-        """Run the range test (arguments as Note_rl's; ``processes_her`` / ``processes_pr`` are
-        accepted and unused: sampling is O(log n) in one process).  Returns the suggestion.
+        """Run the range test (arguments as Note_rl's; ``processes_her`` / ``processes_pr`` go to
+        the candidate's ``train()``).  Returns the suggestion.
 
         ``wandb=True`` or ``wandb=dict(project=..., mode="offline", ...)`` (keys of
         ``conf/logger/wandb.yaml``) logs the trial as a wandb run of ``job_type=lr_finder`` in its
@@ -123,6 +123,7 @@ class LRFinder:
         finder = {"kind": "lr", "start_lr": start_lr, "end_lr": end_lr, "N": N, "window_size": window_size,
                   "per": per, "metrics": metrics}
         spec = agent_spec(self.agent, episodes, finder, dict(pool_network=pool_network, processes=processes,
+                                                             processes_her=processes_her, processes_pr=processes_pr,
                                                              random=random, jit_compile=jit_compile), num_updates,
                           wandb=wandb)
         trial = run_candidates(study, folder, [Candidate({}, spec)],

@@ -49,7 +49,8 @@ class OptFinder:
         study, folder, _ = python_api_study("opt_finder", storage, study_name, study_dir,
                                             "maximize" if metrics == "reward" else "minimize")
         finder = {"kind": "episodes", "metrics": metrics}
-        train = dict(pool_network=pool_network, processes=processes, random=random, jit_compile=jit_compile)
+        train = dict(pool_network=pool_network, processes=processes, processes_her=processes_her,
+                     processes_pr=processes_pr, random=random, jit_compile=jit_compile)
         candidates = []
         for i, opt in enumerate(self.optimizers):
             spec = agent_spec(self.agent, episodes, finder, train, num_updates, optimizers=[opt], wandb=wandb)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any, Sequence
 
 import numpy as np
@@ -30,6 +31,35 @@ class ParallelFinder:
         self.optimizers = list(optimizers)
         self.logs: dict[str, Any] = {"best_reward": -1e9, "best_loss": 1e9}
         self.study_dir = ""
+        # Note_rl's attributes: per-candidate episode rewards / losses (keyed by the agent's index),
+        # the episode count of the last find(), and the lock its callbacks take
+        self.rewards: dict[int, list[float]] = {}
+        self.losses: dict[int, list[float]] = {}
+        self.episode: int | None = None
+        self.lock = threading.Lock()
+
+    def on_episode_end(self, episode: int, logs: dict[str, Any], agent: Any = None, lock: Any = None) -> None:
+        """Note_rl's reward callback: append ``logs['reward']`` to the agent's list; after its
+        last episode (``episode + 1 == self.episode``) a better mean reward becomes
+        ``logs['best_reward']`` / ``['best_opt']`` of this finder.  ``find()`` collects the same
+        data from the candidates' processes; this method is for a user's own training loop."""
+        self._record(episode, logs, agent, lock, "reward", self.rewards)
+
+    def on_episode_end_(self, episode: int, logs: dict[str, Any], agent: Any = None, lock: Any = None) -> None:
+        """Note_rl's loss callback: as :meth:`on_episode_end`, with ``logs['loss']`` and the lowest
+        mean loss (``best_loss``)."""
+        self._record(episode, logs, agent, lock, "loss", self.losses)
+
+    def _record(self, episode: int, logs: dict[str, Any], agent: Any, lock: Any, key: str,
+                store: dict[int, list[float]]) -> None:
+        index = next(i for i, a in enumerate(self.agents) if a is agent)
+        with lock or self.lock:
+            store.setdefault(index, []).append(float(logs[key]))
+            if self.episode is not None and episode + 1 == self.episode:
+                mean = float(np.mean(store[index]))
+                best = f"best_{key}"
+                if (mean > self.logs[best]) if key == "reward" else (mean < self.logs[best]):
+                    self.logs[best], self.logs["best_opt"] = mean, self.optimizers[index]
 
     def find(self, train_loss: Any = None, pool_network: bool = True, processes: int | None = None,
              processes_her: int | None = None, processes_pr: int | None = None, strategy: Any = None,
@@ -43,7 +73,8 @@ class ParallelFinder:
         study, folder, _ = python_api_study("parallel_finder", storage, study_name, study_dir,
                                             "maximize" if metrics == "reward" else "minimize")
         finder = {"kind": "episodes", "metrics": metrics}
-        train = dict(pool_network=pool_network, processes=processes, jit_compile=jit_compile)
+        train = dict(pool_network=pool_network, processes=processes, processes_her=processes_her,
+                     processes_pr=processes_pr, jit_compile=jit_compile)
         candidates, configs = [], []
         for i, (agent, opt) in enumerate(zip(self.agents, self.optimizers)):
             spec = agent_spec(agent, episodes, finder, train, optimizers=[opt], wandb=wandb)
@@ -55,6 +86,7 @@ class ParallelFinder:
         trials = run_candidates(study, folder, candidates, jobs, trial_timeout, {"finder": finder})
         self.study_dir = folder
         self.logs = summarise_candidates(trials, metrics, self.optimizers, configs)
+        self.rewards, self.losses, self.episode = self.logs["rewards"], self.logs["losses"], episodes
         return self.logs
 
 

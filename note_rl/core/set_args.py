@@ -1,0 +1,99 @@
+"""Arguments of ``set()``: the seed documents' other names, value checks, ``set(buffer=...)``
+and the rules that keep ``TRL`` apart from what it cannot run with."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..buffers import ReplayBuffer
+
+__all__ = ["POSITIVE_INTS", "aliases", "apply_buffer_class", "check_value", "trl_conflict"]
+
+POSITIVE_INTS = ("pool_size", "batch", "num_updates", "num_steps", "update_batches",
+                 "update_steps", "trial_count", "train_freq")
+
+
+def trl_conflict(values: dict[str, Any], rollout: bool = False) -> str | None:
+    """Why ``TRL=True`` cannot run with these settings (``None`` when it can): trajectory triplets
+    are drawn by their own buffer, so not by priority (``PR``) or with relabelled goals (``HER``),
+    and on-policy rollouts have no replay to draw from."""
+    if not values.get("TRL"):
+        return None
+    for flag in ("PR", "HER"):
+        if values.get(flag):
+            return f"TRL=True cannot be combined with {flag}=True (each picks how mini-batches are drawn)"
+    if rollout:
+        return "TRL=True cannot be combined with rollout (on-policy) training"
+    return None
+
+
+def apply_buffer_class(agent: Any, given: dict[str, Any]) -> dict[str, Any]:
+    """``set(buffer=cls)``: remember the class and add the flags it stands for to ``given`` (a flag
+    passed in the same call that contradicts the class is an error)."""
+    cls = given["buffer"]
+    agent._buffer_class = cls
+    flags = dict(cls.flags) if cls is not None else {}
+    for flag, value in flags.items():
+        if flag in given and bool(given[flag]) != value:
+            raise ValueError(f"set(buffer={cls.__name__}, {flag}={given[flag]!r}): the buffer class "
+                             f"stands for {flag}={value}")
+    return {**given, **flags}
+
+
+def aliases(given: dict[str, Any]) -> dict[str, Any]:
+    """The seed documents' other names for ``set()`` arguments: ``MA`` (001) is ``MARL``;
+    ``epsilon`` (001) builds or adjusts the epsilon-greedy policy."""
+    if "MA" in given:
+        value = given.pop("MA")
+        if "MARL" in given and bool(given["MARL"]) != bool(value):
+            raise ValueError(f"set(MA={value!r}, MARL={given['MARL']!r}): MA is another name for MARL; give one")
+        given["MARL"] = value
+    epsilon = given.pop("epsilon", None)
+    if epsilon is None:
+        return given
+    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.floating)) or not 0.0 <= epsilon <= 1.0:
+        raise ValueError(f"set(epsilon={epsilon!r}): must be a probability in [0, 1]")
+    policy = given.get("policy")
+    if policy is None:
+        from ..policy import EpsGreedyQPolicy
+
+        given["policy"] = EpsGreedyQPolicy(float(epsilon))
+    elif hasattr(policy, "eps"):
+        policy.eps = float(epsilon)
+    else:
+        raise ValueError(f"set(epsilon={epsilon!r}): the policy given with it ({type(policy).__name__}) has no eps")
+    return given
+
+
+def check_value(name: str, value: Any) -> None:
+    if value is None:
+        return
+    if name in ("policy", "noise"):
+        need = ("act", "select_action") if name == "policy" else ("sample",)
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if item is not None and not any(callable(getattr(item, m, None)) for m in need):
+                example = "EpsGreedyQPolicy(0.1) from note_rl.policy" if name == "policy" else \
+                    "GaussianWhiteNoiseProcess() from note_rl.noise"
+                raise ValueError(f"set({name}={item!r}): not a {name} object (e.g. {example}), or a list of them")
+        return
+    if name == "buffer":
+        if not (isinstance(value, type) and issubclass(value, ReplayBuffer)):
+            raise ValueError(f"set(buffer={value!r}): must be a ReplayBuffer subclass (or None)")
+        return
+    if name in POSITIVE_INTS:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+            raise ValueError(f"set({name}={value!r}): must be a positive integer")
+    elif name in ("alpha", "lambda_", "initial_TD", "initial_ratio", "beta", "criterion"):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+            raise ValueError(f"set({name}={value!r}): must be a number")
+        if name == "lambda_" and not 0.0 <= value <= 1.0:
+            raise ValueError(f"set(lambda_={value!r}): must be within [0, 1]")
+        if name in ("alpha", "beta") and value < 0:
+            raise ValueError(f"set({name}={value!r}): must be >= 0")
+    elif name == "her_k" and (isinstance(value, bool) or not isinstance(value, (int, np.integer))
+                              or value < 0):
+        raise ValueError(f"set(her_k={value!r}): must be a non-negative integer")
+    elif name == "learning_starts" and (not isinstance(value, (int, np.integer)) or value < 0):
+        raise ValueError(f"set(learning_starts={value!r}): must be a non-negative integer")

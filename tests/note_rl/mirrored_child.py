@@ -1,0 +1,71 @@
+"""Run in a fresh process by test_distributed_tf.py: TensorFlow must split the CPU into two logical
+devices before it initialises, which a process that already imported it cannot do."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+
+import tensorflow as tf
+
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+from note_rl.agents.keras import DQN  # noqa: E402
+from note_rl.core.updater import Updater  # noqa: E402
+from note_rl.policy import EpsGreedyQPolicy  # noqa: E402
+
+
+def batches(n: int, size: int) -> list[list[np.ndarray]]:
+    rng = np.random.default_rng(0)
+    return [[rng.normal(size=(size, 4)).astype(np.float32), rng.integers(0, 2, size).astype(np.int64),
+             rng.normal(size=(size, 4)).astype(np.float32), rng.normal(size=size).astype(np.float32),
+             (rng.random(size) < 0.1).astype(np.float32)] for _ in range(n)]
+
+
+def updates(strategy, max_grad_norm):
+    scope = strategy.scope() if strategy is not None else contextlib.nullcontext()
+    with scope:
+        agent = DQN(4, 16, 2, seed=0, max_grad_norm=max_grad_norm)
+        optimizer = keras.optimizers.Adam(1e-2)
+        updater = Updater(agent, optimizer, jit=False)
+        results = [updater(k + 1, b, None) for k, b in enumerate(batches(6, 64))]
+    weights = [np.asarray(v).tolist() for v in agent.q_net.get_weights()]
+    return {"weights": weights, "losses": [r.loss for r in results], "td": np.asarray(results[-1].td).tolist()}
+
+
+def main() -> None:
+    mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    out = {"replicas": mirrored.num_replicas_in_sync}
+    for clip in (None, 0.05):
+        out[f"single_{clip}"] = updates(None, clip)
+        out[f"mirrored_{clip}"] = updates(mirrored, clip)
+    # the seed's snippet: agent and optimizer built in the scope, then distributed_training
+    with mirrored.scope():
+        model = DQN(4, 16, 2, seed=0)
+        optimizer = keras.optimizers.Adam(1e-3)
+    model.set(policy=EpsGreedyQPolicy(0.1), pool_size=2000, batch=64, PR=True, update_steps=20)
+    model.distributed_training(optimizer, mirrored, 10, p=0)
+    out["trained"] = {"batch_counter": model.batch_counter, "episodes": model.total_episode,
+                      "td_written": bool(np.any(model.buffer.TD[model.buffer.valid_slots()] != 7.0))}
+    errors = {}
+    outside = DQN(4, 16, 2)
+    outside.set(policy=EpsGreedyQPolicy(0.1), pool_size=2000, batch=64)
+    for name, call in (("outside", lambda: outside.distributed_training(keras.optimizers.Adam(), mirrored, 1, p=0)),
+                       ("odd_batch", lambda: model.distributed_training(optimizer, mirrored, 1, global_batch_size=63, p=0)),
+                       ("no_strategy", lambda: model.distributed_training(optimizer, None, 1, p=0))):
+        try:
+            call()
+            errors[name] = None
+        except (ValueError, NotImplementedError) as exc:
+            errors[name] = str(exc)
+    out["errors"] = errors
+    json.dump(out, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()
