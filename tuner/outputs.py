@@ -15,7 +15,12 @@ __all__ = ["study_summary", "write_outputs", "summary_table", "rerun_command"]
 
 
 def rerun_command(study_dir: str) -> str:
-    return f"python -m tuner --config-dir {study_dir} --config-name best_config"
+    """The command that trains the study's best configuration again, with the study directory
+    relative to the current directory when it lies below it (what a user copies and pastes)."""
+    path = os.path.relpath(study_dir)
+    if path.startswith(os.pardir):
+        path = os.path.abspath(study_dir)
+    return f"note-tune --config-dir {path} --config-name best_config"
 
 
 def _best(study: optuna.Study) -> optuna.trial.FrozenTrial | None:

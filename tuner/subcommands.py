@@ -31,6 +31,29 @@ ALLOWED = {
 }
 
 
+#: ``note-tune <command> --help``: what it does and its arguments
+USAGE = {
+    "report": ("note-tune report study_name=NAME [storage=URL|FILE] [study_dir=DIR] [out=DIR] [wandb=offline|online]"
+               " [project=P] [entity=E]",
+               "Write a study's report (history, importances, parallel coordinates, best-trial curves) to "
+               "out/ (default <study_dir>/report) and, with wandb=, log it to the study's wandb run."),
+    "dashboard": ("note-tune dashboard [storage=URL|FILE] [study_dir=DIR] [study_name=NAME] [port=8080]",
+                  "Serve optuna-dashboard for a study storage on 127.0.0.1 (ssh -L for a remote machine)."),
+    "eval": ("note-tune eval model=FILE [episodes=20] [seeds=0,1,2]",
+             "Evaluate a saved model (a run's model file and its config.yaml) with greedy episodes."),
+    "play": ("note-tune play model=FILE [out=episode.gif|episode.mp4] [seed=0] [max_steps=N] [fps=N]",
+             "Record one greedy episode of a saved model as a GIF or an MP4 (ffmpeg)."),
+    "reevaluate": ("note-tune reevaluate study_name=NAME [storage=URL|FILE] [study_dir=DIR] [top_k=5] "
+                   "[seeds=3|[100,101]] [episodes=20] [timeout=SECONDS] [n_jobs=N]",
+                   "Retrain a study's top configs on held-out seeds and pick best_config.yaml by their scores."),
+}
+
+
+def usage(command: str) -> str:
+    line, text = USAGE[command]
+    return f"usage: {line}\n\n{text}\n"
+
+
 class ArgError(ValueError):
     """A bad argument of a subcommand (message names it)."""
 
@@ -189,6 +212,9 @@ def main(command: str, argv: list[str]) -> int:
     """Run ``command`` (``report``, ``dashboard``, ``eval``, ``play`` or ``reevaluate``) with ``key=value`` arguments."""
     from .model_commands import _Bad, eval_model, play_model
 
+    if any(a in ("-h", "--help") for a in argv):
+        print(usage(command), end="")
+        return 0
     try:
         args = parse_args(command, argv)
         if command == "eval":

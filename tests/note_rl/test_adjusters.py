@@ -486,3 +486,15 @@ def test_note_rl_dispatcher_checks_its_arguments() -> None:
         agent.adabatch(4, signal="b_simpel")
     with pytest.raises(ValueError, match="smooth"):  # Note_rl 000's name reaches the same check
         agent.adabatch(4, smooth=1.5)
+
+
+def test_adjust_takes_seed_000s_smooth() -> None:
+    """``adjust(smooth=...)`` (000) is ``adjust(smooth_alpha=...)`` (002): the same EMA."""
+    params = {"scale": 1.0, "min": None, "max": None, "align": None}
+    results = []
+    for kwargs in ({"smooth": 0.5}, {"smooth_alpha": 0.5}):
+        agent = _rl_with_buffer([1.0] * 8)
+        agent.adjust(batch_params=params, **kwargs)  # EMA starts at ESS 8
+        agent.buffer.update_priorities(np.arange(8), np.array([7.0] + [1.0] * 7))
+        results.append(agent.adjust(batch_params=params, **kwargs)["ess_ema"])
+    assert results[0] == results[1] == pytest.approx(0.5 * 3.5 + 0.5 * 8, rel=1e-6)

@@ -17,7 +17,7 @@ from note_rl.callbacks import LambdaCallback
 from note_rl.core.async_save import AsyncSaver
 from note_rl.core.checkpoint import read_npz, write_npz
 from note_rl.policy import EpsGreedyQPolicy
-from tests.conftest import agents_module
+from tests.conftest import agents_module, make_optimizer, train
 
 
 # -- the pool-network constructor: DQN(state_dim=4, hidden_size=128, action_dim=2, processes=7) ----
@@ -148,7 +148,29 @@ class PairEnv(gym.Wrapper):
         return self.env.step(action)
 
 
-def _irl_agent():
+def _irl_agent(backend: str):
+    if backend == "tf":
+        import keras
+        from note_rl.keras import RL
+
+        class KerasIrlDQN(RL):
+            def __init__(self):
+                super().__init__()
+                self.q = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+                self.reward_net = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+                self.param = self.q.trainable_weights
+                self.env = PairEnv()
+
+            def action(self, s):
+                return [self.reward_net(s), self.q(s)]
+
+            def __call__(self, s, a, next_s, r, d):
+                import tensorflow as tf
+
+                q = tf.gather(self.q(s), tf.cast(a, tf.int32), batch_dims=1)
+                return tf.reduce_mean((q - r) ** 2)
+
+        return KerasIrlDQN()
     import torch
     from note_rl.torch import RL_pytorch
 
@@ -170,20 +192,21 @@ def _irl_agent():
     return IrlDQN()
 
 
-def test_irl_action_plumbing() -> None:
-    import torch
-
-    model = _irl_agent()
+@pytest.mark.parametrize("backend", ["torch", "tf"])
+def test_irl_action_plumbing(backend) -> None:
+    model = _irl_agent(backend)
     model.set(policy=EpsGreedyQPolicy(0.0), pool_size=500, batch=8, IRL=True)
     aux, action = model.select_action(np.zeros(4, np.float32))
     assert np.asarray(aux).shape == (3,) and action in (0, 1)
-    model.train(torch.optim.Adam(model.param), 2, p=0)
+    optimizer = make_optimizer(backend, model.param)
+    train(model, backend, optimizer, 2, p=0)
+    assert model.batch_counter > 0
     assert len(model.env.aux) == model.step_counter and model.env.aux[0].shape == (3,)
     stored = model.buffer.get(model.buffer.valid_slots()).action
     assert set(np.unique(stored).tolist()) <= {0, 1}  # replay keeps the action, not the pair
     with pytest.raises(ValueError, match=r"IRL=True\) runs with single-process"):
-        model.train(torch.optim.Adam(model.param), 1, pool_network=True, processes=2, p=0)
-    plain = agents_module("torch").DQN(4, 16, 2)
+        train(model, backend, optimizer, 1, pool_network=True, processes=2, p=0)
+    plain = agents_module(backend).DQN(4, 16, 2)
     plain.set(policy=EpsGreedyQPolicy(0.1), IRL=True)
     with pytest.raises(ValueError, match=r"action\(s\) must return a pair \[aux, policy_output\]"):
         plain.select_action(np.zeros(4, np.float32))
@@ -212,6 +235,33 @@ def test_trajectory_buffer_samples_within_one_finished_episode() -> None:
     np.testing.assert_array_equal(batch.state[:, 1, 0], k + 0.5)  # s = [s_i, s'_k]
     np.testing.assert_array_equal(batch.next_state[:, 1, 0], j + 0.5)  # next_s = [s'_k, s'_j]
     np.testing.assert_array_equal(batch.reward, np.stack([i, k], axis=1))
+
+
+def test_trl_keras_agent_trains_on_pairs() -> None:
+    import keras
+    import tensorflow as tf
+    from note_rl.keras import RL
+
+    shapes = []
+
+    class KerasTrl(RL):
+        def __init__(self):
+            super().__init__()
+            self.q = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+            self.param = self.q.trainable_weights
+            self.env = gym.make("CartPole-v1")
+
+        def action(self, s):
+            return self.q(s)
+
+        def __call__(self, s, a, next_s, r, d):
+            shapes.append(tuple(s.shape))  # at trace time
+            return tf.reduce_mean((self.q(s[:, 0]) - self.q(next_s[:, 1])) ** 2)
+
+    model = KerasTrl()
+    model.set(policy=EpsGreedyQPolicy(0.2), pool_size=2000, batch=16, TRL=True, learning_starts=60)
+    model.train(None, keras.optimizers.Adam(), 6, p=0)
+    assert model.batch_counter > 0 and set(shapes) == {(16, 2, 4)}
 
 
 def test_trl_agent_trains_on_pairs_and_refuses_pr() -> None:
@@ -245,22 +295,22 @@ def test_trl_agent_trains_on_pairs_and_refuses_pr() -> None:
 
 
 # -- parallel_training_and_save ----------------------------------------------------------------------
-def test_parallel_training_and_save_writes_in_another_process(tmp_path) -> None:
-    import torch
-
-    model = agents_module("torch").DQN(4, 16, 2, seed=0)
+@pytest.mark.parametrize("backend", ["torch", "tf"])
+def test_parallel_training_and_save_writes_in_another_process(tmp_path, backend) -> None:
+    model = agents_module(backend).DQN(4, 16, 2, seed=0)
     model.set(policy=EpsGreedyQPolicy(0.1), pool_size=500, batch=8)
     model.path, model.save_freq, model.max_save_files = str(tmp_path / "model.dat"), 1, 2
     writers = []
     cb = LambdaCallback(on_episode_end=lambda e, logs: writers.append(
         (model._saver.process.pid, model._saver.process.is_alive())))
-    model.train(torch.optim.Adam(model.param), 4, parallel_training_and_save=True, callbacks=[cb], p=0)
+    train(model, backend, make_optimizer(backend, model.param), 4, parallel_training_and_save=True,
+          callbacks=[cb], p=0)
     pids = {pid for pid, _ in writers}
     assert len(pids) == 1 and os.getpid() not in pids and all(alive for _, alive in writers)
     assert model._saver is None  # the writer stopped with train()
     kept = sorted(os.listdir(tmp_path))
     assert kept == ["model-3.dat", "model-4.dat"]  # rotation, done by the writer after each write
-    restored = agents_module("torch").DQN(4, 16, 2)
+    restored = agents_module(backend).DQN(4, 16, 2)
     restored.restore(str(tmp_path / "model-4.dat"))
     assert restored.total_episode == 4 and restored.step_counter == model.step_counter
 

@@ -1,0 +1,43 @@
+"""``--help`` says what the app and each subcommand do; the printed re-run command can be pasted."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.tuner.conftest import run_app
+from tuner.outputs import rerun_command
+from tuner.subcommands import USAGE, main
+
+
+def test_app_help_lists_subcommands_and_groups(tmp_path) -> None:
+    out = run_app(["--help"], cwd=str(tmp_path), check=True).stdout
+    assert "powered by Hydra" not in out
+    for command in USAGE:
+        assert f"note-tune {command} " in out
+    for group in ("agent: a2c, ddpg, dqn, maddpg, ppo, sac, td3", "backend: tf, torch",
+                  "tuner: lr_finder, none, opt_finder, optuna, parallel_finder"):
+        assert group in out
+    assert "note-tune --hydra-help" in out
+
+
+def test_subcommand_help_from_the_console(tmp_path) -> None:
+    proc = run_app(["report", "--help"], cwd=str(tmp_path), check=True)
+    assert proc.stdout.startswith("usage: note-tune report study_name=NAME")
+    assert not proc.stderr.strip()
+
+
+@pytest.mark.parametrize("command", sorted(USAGE))
+def test_every_subcommand_has_help(command, capsys) -> None:
+    assert main(command, ["-h"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: note-tune {command}") and len(out.splitlines()) >= 3
+
+
+def test_rerun_command_is_relative_below_the_current_directory(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    inside = os.path.join(str(tmp_path), "studies", "s1")
+    assert rerun_command(inside) == f"note-tune --config-dir {os.path.join('studies', 's1')} --config-name best_config"
+    outside = os.path.dirname(str(tmp_path))
+    assert rerun_command(outside) == f"note-tune --config-dir {outside} --config-name best_config"
