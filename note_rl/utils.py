@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["scalar", "log_softmax", "pid_alive", "machine_memory_bytes"]
+__all__ = ["scalar", "log_softmax", "pid_alive", "machine_memory_bytes", "standard_start_method"]
 
 
 def scalar(x: Any) -> float:
@@ -40,3 +40,14 @@ def machine_memory_bytes() -> int:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         return 1 << 40
+
+
+def standard_start_method() -> None:
+    """Make this process's default multiprocessing start method a standard one before it starts
+    children with an explicit context.  Why: a child started with ``spawn`` / ``forkserver`` is told
+    the parent's *default* method and sets it; inside a joblib/loky worker (Hydra's joblib launcher)
+    that default is ``loky``, which a plain child does not know ("cannot find context for 'loky'")."""
+    import multiprocessing as mp
+
+    if mp.get_start_method(allow_none=True) not in (None, *mp.get_all_start_methods()):
+        mp.set_start_method("spawn", force=True)

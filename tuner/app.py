@@ -36,19 +36,32 @@ def _fail(message: str) -> None:
 def _run_plain(cfg: DictConfig, run_dir: str, isolated: bool) -> dict[str, Any]:
     plain = OmegaConf.to_container(cfg, resolve=True)
     if not isolated:
+        from .launcher import free_cores
         from .train import run_training
+        from .trial_worker import default_threads
 
+        default_threads(free_cores())  # backend.threads, when set, wins (tuner.build.set_threads)
         result = run_training(plain, run_dir)
     else:
         from .launcher import context_for
         from .study_jobs import run_in_fresh_process
 
-        result = run_in_fresh_process(plain, run_dir, context_for(plain["backend"]["name"]))
+        result = run_in_fresh_process(plain, run_dir, context_for(plain["backend"]["name"]), _parallel_jobs())
     print(f"evaluation {_num(result['final_eval_mean_return'])} ({cfg.eval.episodes} greedy episodes); "
           f"final mean return {_num(result['final_mean_return'])} over the last "
           f"{cfg.objective.last_k} episodes; best {_num(result['best_mean_return'])}; "
           f"{result['env_steps']} env steps in {result['wall_time_s']:.1f} s -> {run_dir}/result.json")
     return result
+
+
+def _parallel_jobs() -> int:
+    """How many multirun jobs the Hydra launcher runs at once (joblib's ``n_jobs``, with its
+    negative values counted from the CPU count); 1 for sequential launchers."""
+    n = HydraConfig.get().launcher.get("n_jobs")
+    if n is None:
+        return 1
+    n = int(n)
+    return max(1, n if n > 0 else (os.cpu_count() or 1) + 1 + n)
 
 
 def _num(value: float | None) -> str:

@@ -17,11 +17,12 @@ import time
 from typing import Any
 
 from note_rl.backends import backend_info
+from note_rl.utils import standard_start_method
 
 from . import trial_worker
 from .messages import Decision, TrialSpec
 
-__all__ = ["TrialProcess", "context_for", "exit_reason", "threads_per_trial"]
+__all__ = ["TrialProcess", "context_for", "exit_reason", "free_cores", "threads_per_trial"]
 
 # what every trial imports besides its backend's own preload list, so that a forked child finds
 # it in sys.modules (tuner.app is what the child re-imports as the parent's __main__)
@@ -34,6 +35,7 @@ def context_for(backend: str, preload: bool = True) -> Any:
     forkserver that preloads the backend's modules, or ``spawn``); ``preload=False`` or a platform
     without forkserver falls back to ``spawn``."""
     global _forkserver_preload
+    standard_start_method()  # a job of Hydra's joblib launcher runs in a loky worker
     info = backend_info(backend)
     if info.start_method == "forkserver" and preload and "forkserver" in mp.get_all_start_methods():
         ctx = mp.get_context("forkserver")
@@ -53,6 +55,18 @@ def threads_per_trial(n_jobs: int) -> int:
     matmul took 8 ms instead of 0.25 ms with two threads and the other core busy).  A trial's own
     ``backend.threads`` takes precedence."""
     return max(1, (os.cpu_count() or 1) // max(1, int(n_jobs)))
+
+
+def free_cores() -> int:
+    """Cores not busy with other work: the CPU count less the 1-minute load average (rounded), at
+    least 1.  A single run's default thread count: with another core-bound process on a 2-core
+    machine, two framework threads made a DQN run 2.2x slower than one (BENCHMARKS.md)."""
+    cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except (OSError, AttributeError):  # no load average on this platform
+        load = 0.0
+    return max(1, cores - int(round(load)))
 
 
 def exit_reason(exitcode: int | None) -> str:

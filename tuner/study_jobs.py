@@ -28,17 +28,19 @@ class Job:
     error: str | None = None
 
 
-def run_in_fresh_process(cfg: dict[str, Any], run_dir: str, ctx: Any) -> dict[str, Any]:
-    """Train ``cfg`` in a new process and return its ``result.json`` content."""
+def run_in_fresh_process(cfg: dict[str, Any], run_dir: str, ctx: Any, concurrent: int = 1) -> dict[str, Any]:
+    """Train ``cfg`` in a new process and return its ``result.json`` content; ``concurrent``: how
+    many such jobs run at once (a parallel Hydra launcher's ``n_jobs``), which share the cores."""
     job = Job(cfg, run_dir)
-    run_jobs([job], ctx=ctx)
+    run_jobs([job], ctx=ctx, threads_for=concurrent)
     if job.result is None:
         raise RuntimeError(f"training job failed: {job.error}")
     return job.result
 
 
 def run_jobs(jobs: list[Job], n_jobs: int = 1, deadline: float | None = None, ctx: Any = None,
-             job_timeout: float | None = None, memory_mb: int | None = None) -> None:
+             job_timeout: float | None = None, memory_mb: int | None = None,
+             threads_for: int | None = None) -> None:
     """Train every job, each in its own fresh process, at most ``n_jobs`` at once, filling in
     ``result`` or ``error``.  Past ``deadline`` (a ``time.monotonic()`` value) running jobs are
     killed and jobs not started are left with ``error="not started: time limit"``."""
@@ -51,7 +53,8 @@ def run_jobs(jobs: list[Job], n_jobs: int = 1, deadline: float | None = None, ct
                              configs=[job.cfg], report_every=10 ** 9, memory_mb=memory_mb,
                              log_path=job.log_path)
             os.makedirs(job.run_dir, exist_ok=True)
-            running[id(job)] = (job, TrialProcess(spec, ctx or context_for(spec.backend), n_jobs=n_jobs))
+            running[id(job)] = (job, TrialProcess(spec, ctx or context_for(spec.backend),
+                                                  n_jobs=threads_for or n_jobs))
         if over:
             for job in pending:
                 job.error = "not started: time limit"

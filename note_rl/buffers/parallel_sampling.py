@@ -43,6 +43,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from ..utils import standard_start_method
 from .her import HerReplayBuffer
 from .prioritized import PrioritizedReplayBuffer
 from .replay import Batch, ReplayBuffer
@@ -237,6 +238,7 @@ class ParallelSampler:
         return [dict(base, reward_fn=reward, seed=s) for s in seeds], b"__main__" in reward
 
     def _start(self, inits: list[dict[str, Any]], start_method: str, uses_main: bool) -> None:
+        standard_start_method()  # see its docstring (joblib/loky workers)
         ctx = mp.get_context(start_method)
         with _main_not_rerun(skip=not uses_main):
             for i, init in enumerate(inits):

@@ -18,6 +18,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..utils import standard_start_method
+
 __all__ = ["AsyncSaver"]
 
 
@@ -28,6 +30,7 @@ class AsyncSaver:
     """
 
     def __init__(self, start_method: str = "spawn") -> None:
+        standard_start_method()  # see its docstring (joblib/loky workers)
         ctx = mp.get_context(start_method)
         self._conn, child = ctx.Pipe()
         self.process = ctx.Process(target=_serve, args=(child,), daemon=True, name="note_rl-checkpoint-writer")

@@ -25,7 +25,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from ..utils import scalar
+from ..utils import scalar, standard_start_method
 from .collect import Collector, TrainingCadence, train_on_rollout
 from .envs import EnvFactory, dumps_noting_main, is_discrete
 from .pool_worker import worker_main
@@ -42,6 +42,7 @@ class WorkerPool:
     """``len(inits)`` worker processes, each with a duplex pipe."""
 
     def __init__(self, inits: list[dict[str, Any]], start_method: str) -> None:
+        standard_start_method()  # see its docstring (joblib/loky workers)
         ctx = mp.get_context(start_method)
         self.conns: list[Any] = []
         self.procs: list[Any] = []

@@ -41,3 +41,27 @@ def test_rerun_command_is_relative_below_the_current_directory(tmp_path, monkeyp
     assert rerun_command(inside) == f"note-tune --config-dir {os.path.join('studies', 's1')} --config-name best_config"
     outside = os.path.dirname(str(tmp_path))
     assert rerun_command(outside) == f"note-tune --config-dir {outside} --config-name best_config"
+
+
+def test_free_cores_leaves_out_busy_ones(monkeypatch) -> None:
+    from tuner import launcher
+
+    monkeypatch.setattr(launcher.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(launcher.os, "getloadavg", lambda: (1.4, 0.0, 0.0))
+    assert launcher.free_cores() == 3
+    monkeypatch.setattr(launcher.os, "getloadavg", lambda: (9.0, 0.0, 0.0))
+    assert launcher.free_cores() == 1  # never below one
+
+
+def test_joblib_launcher_runs_parallel_jobs_sharing_the_cores(tmp_path) -> None:
+    """``hydra/launcher=joblib``: each job trains in a fresh process started from a loky worker
+    (whose default start method a plain child does not know) with the cores shared out."""
+    import json
+
+    run_app(["-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "seed=0,1", "budget.steps=300",
+             "agent.learning_starts=100", "logger=none", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
+            cwd=str(tmp_path))
+    results = [json.loads((tmp_path / "sweep" / str(i) / "result.json").read_text()) for i in (0, 1)]
+    assert [r["config"]["seed"] for r in results] == [0, 1]
+    assert all(r["env_steps"] == 300 for r in results)
+    assert all(r["threads"] == max(1, (os.cpu_count() or 1) // 2) for r in results)
