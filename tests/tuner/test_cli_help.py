@@ -65,3 +65,14 @@ def test_joblib_launcher_runs_parallel_jobs_sharing_the_cores(tmp_path) -> None:
     assert [r["config"]["seed"] for r in results] == [0, 1]
     assert all(r["env_steps"] == 300 for r in results)
     assert all(r["threads"] == max(1, (os.cpu_count() or 1) // 2) for r in results)
+
+
+def test_submitit_local_launcher_runs_the_sweep(tmp_path) -> None:
+    """``hydra/launcher=submitit_local`` (the ``cluster`` extra): each job is a submitit process
+    that trains in a fresh child, as on a SLURM node with ``submitit_slurm``."""
+    import json
+
+    run_app(["-m", "hydra/launcher=submitit_local", "seed=0,1", "budget.steps=300", "agent.learning_starts=100",
+             "logger=none", f"hydra.sweep.dir={tmp_path / 'sweep'}"], cwd=str(tmp_path))
+    results = [json.loads((tmp_path / "sweep" / str(i) / "result.json").read_text()) for i in (0, 1)]
+    assert [r["config"]["seed"] for r in results] == [0, 1] and all(r["env_steps"] == 300 for r in results)
