@@ -14,13 +14,13 @@ from .train import write_json
 __all__ = ["study_summary", "write_outputs", "summary_table", "rerun_command"]
 
 
-def rerun_command(study_dir: str) -> str:
+def rerun_command(study_dir: str, config_name: str = "best_config") -> str:
     """The command that trains the study's best configuration again, with the study directory
     relative to the current directory when it lies below it (what a user copies and pastes)."""
     path = os.path.relpath(study_dir)
     if path.startswith(os.pardir):
         path = os.path.abspath(study_dir)
-    return f"note-tune --config-dir {path} --config-name best_config"
+    return f"note-tune --config-dir {path} --config-name {config_name}"
 
 
 def _best(study: optuna.Study) -> optuna.trial.FrozenTrial | None:

@@ -16,7 +16,11 @@ class NoteOptunaSweeperConf:
     """
 
     _target_: str = "hydra_plugins.note_optuna_sweeper.sweeper.NoteOptunaSweeper"
-    sampler: str = "tpe"          # tpe, random, cmaes, gp, grid, qmc
+    # Hydra must not build the sampler node's _target_ itself: the sweeper maps it to its own sampler
+    _recursive_: bool = False
+    # a name (hydra.sweeper.sampler=random: tpe, random, cmaes, gp, grid, qmc) or, as in the published
+    # plugin, a node: hydra.sweeper.sampler._target_=optuna.samplers.RandomSampler hydra.sweeper.sampler.seed=0
+    sampler: Any = field(default_factory=lambda: {"_target_": "optuna.samplers.TPESampler", "seed": None})
     sampler_seed: Optional[int] = None
     n_startup_trials: int = 5
     pruner: str = "median"        # median, percentile, successive_halving, hyperband, threshold, none
@@ -25,7 +29,7 @@ class NoteOptunaSweeperConf:
     threshold_lower: Optional[float] = None
     direction: str = "maximize"
     storage: Optional[str] = None  # null: a journal file in the sweep dir
-    study_name: Optional[str] = None
+    study_name: Optional[str] = None  # null: <agent>_<env id>, as tuner=optuna names its studies
     n_trials: int = 20             # finished (complete + pruned) trials of the study
     n_jobs: int = 1                # trial processes at once
     max_failures: Optional[int] = None

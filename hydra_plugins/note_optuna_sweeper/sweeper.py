@@ -78,9 +78,10 @@ class NoteOptunaSweeper(Sweeper):
         sweep_dir = os.path.abspath(self.config.hydra.sweep.dir)
         os.makedirs(sweep_dir, exist_ok=True)
         space, fixed = self._space(arguments)
-        name = self.conf.study_name or os.path.basename(sweep_dir)
-        settings = TunerSettings(sampler=self.conf.sampler, sampler_seed=self.conf.sampler_seed,
-                                 n_startup_trials=self.conf.n_startup_trials, pruner=self.conf.pruner,
+        name = self.conf.study_name or self._default_name(sweep_dir)
+        sampler, sampler_seed, startup = sampler_choice(self.conf)
+        settings = TunerSettings(sampler=sampler, sampler_seed=sampler_seed,
+                                 n_startup_trials=startup, pruner=self.conf.pruner,
                                  n_warmup_steps=self.conf.n_warmup_steps, percentile=self.conf.percentile,
                                  threshold_lower=self.conf.threshold_lower)
         lock = StudyLock(self.conf.storage, sweep_dir, name)
@@ -92,8 +93,16 @@ class NoteOptunaSweeper(Sweeper):
         c = self.conf
         limits = RunLimits(n_jobs=c.n_jobs, trial_timeout=c.trial_timeout, preload=c.preload, blocking=c.blocking,
                            max_failures=c.max_failures if c.max_failures is not None else c.n_trials)
-        TrialRunner(study, lock, limits).run(lambda: ask_within(study, c.n_trials, distributions(space)),
-                                             lambda trial: self._prepare(trial, space, fixed, sweep_dir))
+        from tuner.study_progress import StudyProgress
+
+        # one line per finished trial off a terminal (a log file, CI), a bar on one
+        progress = StudyProgress(study, c.n_trials)
+        try:
+            TrialRunner(study, lock, limits).run(lambda: ask_within(study, c.n_trials, distributions(space)),
+                                                 lambda trial: self._prepare(trial, space, fixed, sweep_dir),
+                                                 on_change=progress.update)
+        finally:
+            progress.close()
         results = self._write_results(study, sweep_dir)
         from tuner.report import report_study
         from tuner.storage import describe
@@ -133,14 +142,62 @@ class NoteOptunaSweeper(Sweeper):
 
         try:
             best = study.best_trial
-            results = {"name": "optuna", "best_params": dict(best.params), "best_value": best.value}
+            results = {"name": "optuna", "best_params": dict(best.params), "best_value": best.value,
+                       "best_trial": best.number}
         except ValueError:
-            results = {"name": "optuna", "best_params": None, "best_value": None}
+            results = {"name": "optuna", "best_params": None, "best_value": None, "best_trial": None}
         counts = {s.name.lower(): sum(t.state == s for t in study.trials) for s in optuna.trial.TrialState}
         results["counts"] = {k: v for k, v in counts.items() if v}
         OmegaConf.save(OmegaConf.create(results), os.path.join(sweep_dir, "optimization_results.yaml"))
         print(f"best {results['best_value']} {results['best_params']} -> {sweep_dir}/optimization_results.yaml")
+        best_config = os.path.join(sweep_dir, str(results.get("best_trial")), "config.yaml")
+        if results["best_value"] is not None and os.path.exists(best_config):
+            from tuner.outputs import rerun_command
+
+            # best_config.yaml beside optimization_results.yaml, as a tuner=optuna study writes it
+            # (a folder's config.yaml cannot be a --config-name: the app's own one shadows it)
+            with open(best_config) as src, open(os.path.join(sweep_dir, "best_config.yaml"), "w") as dst:
+                dst.write(f"# best trial {results['best_trial']} of study {study.study_name}\n{src.read()}")
+            print(f"re-run the best configuration (trial {results['best_trial']}): {rerun_command(sweep_dir)}")
         return results
+
+    def _default_name(self, sweep_dir: str) -> str:
+        """``<agent>_<env id>`` of the swept config (tuner=optuna's default study name), else the
+        sweep folder's name."""
+        try:
+            return f"{self.config.agent.name}_{self.config.env.id}"
+        except Exception:  # noqa: BLE001 - a config without those keys (another app)
+            return os.path.basename(sweep_dir)
+
+
+#: the published hydra-optuna-sweeper's ``sampler._target_`` classes and this sweeper's names for them
+_OPTUNA_SAMPLERS = {"TPESampler": "tpe", "RandomSampler": "random", "CmaEsSampler": "cmaes",
+                    "GPSampler": "gp", "GridSampler": "grid", "QMCSampler": "qmc"}
+
+
+def sampler_choice(conf: NoteOptunaSweeperConf) -> tuple[str, int | None, int]:
+    """``(sampler name, seed, n_startup_trials)`` from ``hydra.sweeper``: a name, or the published
+    plugin's ``sampler: {_target_: optuna.samplers.X, seed: ..., n_startup_trials: ...}``."""
+    from tuner.schema import ConfigError
+
+    sampler = conf.sampler
+    if isinstance(sampler, str):
+        return sampler, conf.sampler_seed, conf.n_startup_trials
+    if not isinstance(sampler, dict) or "_target_" not in sampler:
+        raise ConfigError(f"hydra.sweeper.sampler: {sampler!r} is neither a sampler name nor a {{_target_: ...}} node")
+    target = str(sampler["_target_"])
+    name = _OPTUNA_SAMPLERS.get(target.rsplit(".", 1)[-1]) if target.startswith("optuna.samplers.") else None
+    if name is None:
+        raise ConfigError(f"hydra.sweeper.sampler._target_: {target} is not one of "
+                          + ", ".join(f"optuna.samplers.{k}" for k in _OPTUNA_SAMPLERS))
+    extra = sorted(k for k, v in sampler.items() if k not in ("_target_", "seed", "n_startup_trials") and v is not None)
+    if extra:
+        raise ConfigError(f"hydra.sweeper.sampler.{extra[0]}: not supported (seed and n_startup_trials are)")
+    seed = sampler.get("seed")
+    if seed is not None and conf.sampler_seed is not None and seed != conf.sampler_seed:
+        raise ConfigError(f"hydra.sweeper.sampler.seed={seed} and hydra.sweeper.sampler_seed={conf.sampler_seed}: give one")
+    startup = sampler.get("n_startup_trials")
+    return name, seed if seed is not None else conf.sampler_seed, startup if startup is not None else conf.n_startup_trials
 
 
 def _nest(flat: dict[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """Our Optuna sweeper for Hydra multirun: parallel trials, pruning, resume, optimization_results.yaml,
 non-blocking slots, SQLite storage with direction=minimize, the report and wandb by default."""
 
+import json
 import os
 import time
 
@@ -122,3 +123,30 @@ def test_sqlite_storage_minimize_report_and_wandb_by_default(tmp_path) -> None:
         assert run["config"]["params"] == t.params and run["summary"]["state"] == "complete"
     (path,) = offline_runs(str(sweep))
     assert read_run(path)["run"]["job_type"] == "study"
+
+
+def test_published_plugin_sampler_form_progress_lines_default_name_and_rerun(tmp_path) -> None:
+    """``hydra.sweeper.sampler._target_`` (the published plugin's form) works; off a terminal each
+    finished trial prints a progress line; the study is named ``<agent>_<env id>``, not after the
+    sweep folder's clock time; the printed re-run command trains the best trial's config again."""
+    sweep = tmp_path / "sweep"
+    out = run_app(["-m", "hydra/sweeper=optuna", "hydra.sweeper.sampler._target_=optuna.samplers.RandomSampler",
+                   "hydra.sweeper.sampler.seed=0", "hydra.sweeper.n_trials=2", "hydra.sweeper.pruner=none",
+                   f"hydra.sweep.dir={sweep}", "agent.gamma=choice(0.9, 0.99)", *TINY], cwd=str(tmp_path)).stdout
+    assert "[study] 1/2 finished" in out and "[study] 2/2 finished" in out
+    from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+    storage = JournalStorage(JournalFileBackend(str(sweep / "journal.log")))
+    assert [s.study_name for s in optuna.get_all_study_summaries(storage)] == ["dqn_CartPole-v1"]
+    study = optuna.load_study(study_name="dqn_CartPole-v1", storage=storage)
+    (line,) = [x for x in out.splitlines() if x.startswith("re-run the best configuration")]
+    command = line.split(": ", 1)[1].split()
+    assert command[:2] == ["note-tune", "--config-dir"] and command[3:] == ["--config-name", "best_config"]
+    run_app(command[1:] + [f"hydra.run.dir={tmp_path / 'rerun'}"], cwd=str(tmp_path))
+    cfg = json.loads((tmp_path / "rerun" / "result.json").read_text())["config"]
+    assert cfg["agent"]["gamma"] == study.best_params["agent.gamma"]
+    bad = run_app(["-m", "hydra/sweeper=optuna", "hydra.sweeper.sampler._target_=optuna.samplers.NoSuchSampler",
+                   f"hydra.sweep.dir={tmp_path / 'bad'}", "agent.gamma=choice(0.9, 0.99)", *TINY],
+                  cwd=str(tmp_path), check=False)
+    assert bad.returncode != 0
+    assert "hydra.sweeper.sampler._target_: optuna.samplers.NoSuchSampler is not one of" in bad.stdout + bad.stderr
