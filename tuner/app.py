@@ -84,7 +84,7 @@ def _run_study(cfg: DictConfig) -> dict[str, Any]:
     overrides = list(hc.overrides.task)
     driver = Driver(cfg, settings, lambda extra: compose(hc.job.config_name, overrides=extra), overrides)
     print(f"study {settings.study_name!r} in {driver.study_dir} (storage {driver.storage_desc})", flush=True)
-    progress = StudyProgress(driver.study, settings.n_trials, quiet=cfg.logger.name == "none")
+    progress = StudyProgress(driver.study, settings.n_trials)  # the driver's output, whatever the logger
     heldout = None
     try:
         driver.run(on_change=progress.update)

@@ -24,7 +24,7 @@ class StudyProgress:
 
     :param study: the study (its storage is read on every update)
     :param n_trials: the number of finished trials the study aims for (the bar's total)
-    :param quiet: print nothing (``logger=none``)
+    :param quiet: print nothing
     """
 
     def __init__(self, study: optuna.Study, n_trials: int, quiet: bool = False,
