@@ -126,7 +126,7 @@ def main(conn: Any, spec: TrialSpec) -> None:
         os.setpgid(0, 0)  # lead a process group: the driver kills the trial with its workers
     except OSError:
         pass
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # as note_rl.backends.tf_backend
     default_threads(spec.threads)
     if spec.log_path:  # keep the driver's terminal clean; the trial's own output goes to its run dir
         os.makedirs(os.path.dirname(spec.log_path), exist_ok=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
+from ..backends import tf_backend as _tf_backend  # noqa: F401,I001 - imports TensorFlow with its start-up log lines silenced
 import keras
 import numpy as np
 import tensorflow as tf

@@ -7,6 +7,7 @@ import math
 from typing import Any, Sequence
 
 import numpy as np
+from ..backends import tf_backend as _tf_backend  # noqa: F401,I001 - imports TensorFlow with its start-up log lines silenced
 import tensorflow as tf
 
 from ..keras import RL

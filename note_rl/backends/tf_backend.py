@@ -14,7 +14,9 @@ import os
 import sys
 from typing import Any, Callable, Iterator, Sequence
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# errors reach Python as exceptions; TensorFlow's C++ log lines (XLA set-up, "failed call to cuInit"
+# on a machine without a GPU) are noise in an RL run's output.  TF_CPP_MIN_LOG_LEVEL=0 shows them.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
 @contextlib.contextmanager
