@@ -153,6 +153,19 @@ PLOTS: dict[str, tuple[str, Callable[[optuna.Study], Any]]] = {
 }
 
 
+#: fewer complete trials than this and the importances / parallel coordinates carry a caveat
+FEW_TRIALS = 10
+
+
+def caveat(name: str, study: optuna.Study) -> str | None:
+    """A warning to print with plot ``name``: importances and parallel coordinates drawn from a
+    handful of trials say more about the noise of those trials than about the parameters."""
+    n = len(_complete(study))
+    if name in ("param_importances", "parallel_coordinate") and n < FEW_TRIALS:
+        return f"drawn from only {n} complete trials: with fewer than {FEW_TRIALS}, read it as noise"
+    return None
+
+
 def _why_not(name: str, study: optuna.Study) -> str | None:
     """A reason to skip plot ``name`` that is known before drawing it."""
     complete = _complete(study)
@@ -181,6 +194,9 @@ def _draw_all(study: optuna.Study, folder: str) -> tuple[dict[str, str], dict[st
             except Exception as exc:  # noqa: BLE001 - one bad plot must not cost the others
                 fig, reason = None, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
             if fig is not None:
+                note = caveat(name, study)
+                if note:  # on the image too: it travels without the markdown (wandb, dashboards)
+                    fig.text(0.01, 0.005, note, fontsize=8, color="firebrick", ha="left", va="bottom")
                 path = os.path.join(folder, f"{name}.png")
                 fig.savefig(path, dpi=100)
                 plt.close(fig)
@@ -221,6 +237,9 @@ def _markdown(study: optuna.Study, summary: dict[str, Any], images: dict[str, st
     lines += ["", "## Plots", ""]
     for name, path in images.items():
         lines += [f"### {PLOTS[name][0]}", "", f"![{name}]({os.path.basename(path)})", ""]
+        note = caveat(name, study)
+        if note:
+            lines += [f"> Caveat: {note}.", ""]
     lines += [f"- {PLOTS[name][0]}: not drawn ({reason})" for name, reason in skipped.items()]
     failed = [t for t in study.get_trials(deepcopy=False) if t.state == TrialState.FAIL]
     if failed:

@@ -44,6 +44,8 @@ def test_end_of_study_report_has_plots_and_best_params(study) -> None:
     for key, value in summary["best_params"].items():
         assert f"| `{key}` | {value!r} |" in text
     assert "complete 3, pruned 0, failed 0" in text
+    # three trials: importances and parallel coordinates come with a caveat (in the markdown and the image)
+    assert text.count("> Caveat: drawn from only 3 complete trials: with fewer than 10, read it as noise.") == 2
     # relative to the directory the study ran in: a command to paste there
     assert f"note-tune --config-dir {os.path.join('studies', 'rep')} --config-name best_config" in text
     assert f"report: {report / 'report.md'} (5 plots)" in out.stdout
