@@ -112,18 +112,19 @@ class RL(RLBase):
             global_batch_size, optimizer, strategy, episodes, num_episodes = (
                 optimizer, strategy, episodes, num_episodes, None)
         check_strategy(self, strategy)
+        replicas = strategy.num_replicas_in_sync
+        batch = global_batch_size if global_batch_size is not None else self.batch
+        if batch is not None and batch % replicas:  # checked before set(): a refused call changes nothing
+            raise ValueError(f"distributed_training: batch={batch} does not split evenly over {replicas} "
+                             f"replicas; make it a multiple of {replicas}")
         if global_batch_size is not None:
             self.set(batch=global_batch_size)
-        replicas = strategy.num_replicas_in_sync
-        if self.batch is not None and self.batch % replicas:
-            raise ValueError(f"distributed_training: batch={self.batch} does not split evenly over {replicas} "
-                             f"replicas; make it a multiple of {replicas}")
         if episodes is not None and num_episodes is not None and episodes != num_episodes:
             raise ValueError(f"distributed_training(episodes={episodes}, num_episodes={num_episodes}): "
                              "two names for the episode budget; give one")
         options = {k: v for k, v in locals().items()
                    if k not in ("self", "optimizer", "strategy", "episodes", "num_episodes", "train_loss",
-                                "global_batch_size", "replicas", "__class__")}
+                                "global_batch_size", "replicas", "batch", "__class__")}
         with strategy.scope():
             return self.train(train_loss, optimizer, episodes if episodes is not None else num_episodes,
                               **options)

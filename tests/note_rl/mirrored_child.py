@@ -63,6 +63,7 @@ def main() -> None:
             errors[name] = None
         except (ValueError, NotImplementedError) as exc:
             errors[name] = str(exc)
+    errors["batch_kept"] = model.batch  # the refused global_batch_size=63 changed nothing
     out["errors"] = errors
     json.dump(out, sys.stdout)
 

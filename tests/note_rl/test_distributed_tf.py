@@ -47,3 +47,4 @@ def test_misuse_is_one_clear_error(result) -> None:
     assert "created outside MirroredStrategy.scope()" in errors["outside"]
     assert "batch=63 does not split evenly over 2 replicas" in errors["odd_batch"]
     assert "pass a tf.distribute strategy" in errors["no_strategy"]
+    assert errors["batch_kept"] == 64
