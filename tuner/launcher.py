@@ -60,7 +60,7 @@ def threads_per_trial(n_jobs: int) -> int:
 def free_cores() -> int:
     """Cores not busy with other work: the CPU count less the 1-minute load average (rounded), at
     least 1.  A single run's default thread count: with another core-bound process on a 2-core
-    machine, two framework threads made a DQN run 2.2x slower than one (BENCHMARKS.md)."""
+    machine, the quick start took 54 s with two torch threads and 24 s with one (BENCHMARKS.md)."""
     cores = os.cpu_count() or 1
     try:
         load = os.getloadavg()[0]

@@ -43,7 +43,8 @@ def run_jobs(jobs: list[Job], n_jobs: int = 1, deadline: float | None = None, ct
              threads_for: int | None = None) -> None:
     """Train every job, each in its own fresh process, at most ``n_jobs`` at once, filling in
     ``result`` or ``error``.  Past ``deadline`` (a ``time.monotonic()`` value) running jobs are
-    killed and jobs not started are left with ``error="not started: time limit"``."""
+    killed and jobs not started are left with ``error="not started: time limit"``.  Each job gets
+    ``cores // threads_for`` framework threads (default: ``cores // n_jobs``)."""
     pending, running = list(jobs), {}
     while pending or running:
         over = deadline is not None and time.monotonic() > deadline

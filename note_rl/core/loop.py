@@ -79,13 +79,14 @@ class Trainer:
         agent._actor = None  # rebuilt for this run's jit setting and weights
         self.learner = Learner(agent, agent.optimizer, settings, self.callbacks)
         self.collector = self._make_collector(collector)
-        # periodic checkpoints written by a separate process (train(parallel_training_and_save=True))
-        agent._saver = AsyncSaver(settings.start_method) if settings.parallel_training_and_save else None
         agent._trainer = self  # adjusters report here and reach this call's settings (num_store)
         self._check_adjuster()
         self.callbacks.call("on_train_begin", {})
         started = time.perf_counter()
         try:
+            # periodic checkpoints written by a separate process (parallel_training_and_save=True);
+            # started inside the try so that the finally below always stops it
+            agent._saver = AsyncSaver(settings.start_method) if settings.parallel_training_and_save else None
             if self.episodes != 0:
                 self._begin_episode()
                 while not self.finished:
