@@ -120,7 +120,9 @@ def train_kwargs(cfg: dict[str, Any]) -> dict[str, Any]:
     return dict(pool_network=pool, processes=s["processes"] if pool else None, num_store=s["num_store"],
                 parallel_store_and_training=s["parallel_store_and_training"],
                 start_method=s["start_method"], jit_compile=cfg["backend"]["jit_compile"],
-                steps=cfg["budget"]["steps"], p=logger.get("p", 0) if logger["name"] != "none" else 0)
+                steps=cfg["budget"]["steps"], p=logger.get("p", 0) if logger["name"] != "none" else 0,
+                **{k: s[k] for k in ("processes_pr", "processes_her", "shuffle", "parallel_training_and_save")
+                   if k in s})
 
 
 def logger_callbacks(cfg: dict[str, Any], run_dir: str | None, meta: dict[str, Any] | None = None,

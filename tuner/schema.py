@@ -220,6 +220,12 @@ class StrategyConf:
     num_store: int = 1
     parallel_store_and_training: bool = True
     start_method: str = "spawn"
+    # Note_rl train() options: sampler processes for PR / HER mini-batches, uniform mini-batches
+    # without replacement, checkpoints written by a separate process
+    processes_pr: Optional[int] = None
+    processes_her: Optional[int] = None
+    shuffle: bool = False
+    parallel_training_and_save: bool = False
 
 
 @dataclass
@@ -351,7 +357,7 @@ CHOICES = {
 }
 POSITIVE = ("eval.every", "eval.episodes", "agent.batch", "agent.train_freq", "agent.num_updates", "agent.update_steps", "agent.update_batches",
             "agent.num_steps", "agent.n_steps", "agent.n_envs", "agent.n_epochs", "buffer.pool_size",
-            "strategy.processes", "strategy.num_store", "budget.steps", "budget.episodes",
+            "strategy.processes", "strategy.num_store", "strategy.processes_pr", "strategy.processes_her", "budget.steps", "budget.episodes",
             "budget.max_updates", "objective.last_k", "optimizer.lr", "agent.lr", "agent.clip",
             "logger.log_every", "logger.gif_max_steps", "logger.init_timeout", "agent.policy_delay",
             "agent.n_critics", "agent.target_update_interval", "backend.threads")
@@ -516,6 +522,11 @@ def _check_ranges(cfg: DictConfig) -> None:
     hidden = OmegaConf.select(cfg, "agent.hidden_size")
     if OmegaConf.is_list(hidden) and (not hidden or any(h <= 0 for h in hidden)):
         raise ConfigError(f"agent.hidden_size: needs positive layer sizes, got {list(hidden)}")
+    if cfg.buffer.name == "trajectory" and str(OmegaConf.select(cfg, "agent._target_") or "").startswith("note_rl.agents."):
+        raise ConfigError("buffer: trajectory triplets (TRL) need an agent whose loss reads pairs of transitions; "
+                          "the built-in agents do not (use your own agent's _target_)")
+    if cfg.strategy.shuffle and cfg.buffer.name != "uniform":
+        raise ConfigError(f"strategy.shuffle: true is for buffer=uniform, not buffer={cfg.buffer.name}")
     if cfg.buffer.name == "prioritized" and OmegaConf.select(cfg, "agent.n_steps"):
         raise ConfigError("buffer: prioritized replay needs agent.n_steps=null (Note_rl-style PPO)")
     if cfg.budget.steps is None and cfg.budget.episodes is None:

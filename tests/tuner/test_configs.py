@@ -39,6 +39,10 @@ def test_every_option_composes_and_validates(group, option) -> None:
         overrides.append("env=simple_spread")
     if group == "adjuster" and option == "ess":
         overrides.append("buffer=prioritized")  # the ESS is a property of replay priorities
+    if group == "buffer" and option == "trajectory":  # pairs of transitions: for a user's agent only
+        with pytest.raises(ConfigError, match="trajectory triplets .* the built-in agents do not"):
+            validate(compose_cfg(overrides))
+        overrides.append("agent._target_=tests.tuner.trl_agent.PairAgent")
     cfg = validate(compose_cfg(overrides))
     assert group == "hyperparams" or OmegaConf.select(cfg, group) is not None  # presets are _global_
     parse_space(cfg.search, cfg)
@@ -321,3 +325,25 @@ def test_discrete_observation_env_builds_with_one_hot_states() -> None:
     cfg = validate(compose_cfg(["env.id=FrozenLake-v1", "+env.kwargs.is_slippery=false"]))
     agent = build_agent(OmegaConf.to_container(cfg, resolve=True))
     assert agent.state_dim == 16 and agent.env.observation_space.shape == (16,)
+
+
+def test_seed_train_options_and_trajectory_buffer_from_config(tmp_path) -> None:
+    """Note_rl's train() options are strategy settings, TRL is buffer=trajectory for a user's agent."""
+    from tests.tuner import trl_agent
+    from tuner.train import run_training
+
+    cfg = OmegaConf.to_container(validate(compose_cfg([
+        "buffer=trajectory", "agent._target_=tests.tuner.trl_agent.PairAgent", "agent.batch=8",
+        "agent.train_freq=1", "agent.num_updates=1", "agent.learning_starts=60", "budget.steps=300",
+        "strategy.parallel_training_and_save=true", "logger=none"])), resolve=True)
+    assert train_kwargs(cfg)["parallel_training_and_save"] is True and train_kwargs(cfg)["shuffle"] is False
+    trl_agent.SHAPES.clear()
+    result = run_training(cfg, str(tmp_path))
+    assert result["env_steps"] == 300 and set(trl_agent.SHAPES) == {(8, 2, 4)}
+    uniform = OmegaConf.to_container(validate(compose_cfg(["strategy.shuffle=true", "strategy.processes_pr=2"])),
+                                     resolve=True)
+    assert train_kwargs(uniform)["shuffle"] is True and train_kwargs(uniform)["processes_pr"] == 2
+    with pytest.raises(ConfigError, match="strategy.shuffle: true is for buffer=uniform"):
+        validate(compose_cfg(["strategy.shuffle=true", "buffer=prioritized", "agent=ppo", "agent.n_steps=null"]))
+    with pytest.raises(ConfigError, match="strategy.processes_her: must be > 0"):
+        validate(compose_cfg(["strategy.processes_her=0"]))
