@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-from typing import Any
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-__all__ = ["scalar", "log_softmax", "pid_alive", "machine_memory_bytes", "standard_start_method"]
+__all__ = ["scalar", "log_softmax", "pid_alive", "machine_memory_bytes", "standard_start_method",
+           "main_not_rerun", "stop_workers"]
 
 
 def scalar(x: Any) -> float:
@@ -51,3 +53,43 @@ def standard_start_method() -> None:
 
     if mp.get_start_method(allow_none=True) not in (None, *mp.get_all_start_methods()):
         mp.set_start_method("spawn", force=True)
+
+
+@contextlib.contextmanager
+def main_not_rerun() -> Iterator[None]:
+    """Start ``spawn`` / ``forkserver`` children without re-running the parent's ``__main__``.
+
+    Why: a spawned child normally re-imports the script that was run (as ``__mp_main__``) so that
+    objects defined there can be unpickled.  Workers that are sent nothing from ``__main__`` need
+    none of it, and a script that imports TensorFlow or PyTorch at the top would cost each worker
+    seconds of start-up and exit time (pool workers, replay sampler workers)."""
+    from multiprocessing import spawn as mp_spawn
+
+    original = mp_spawn.get_preparation_data
+
+    def preparation_data(name: str) -> dict[str, Any]:
+        data = original(name)
+        data.pop("init_main_from_path", None)
+        data.pop("init_main_from_name", None)
+        return data
+
+    mp_spawn.get_preparation_data = preparation_data
+    try:
+        yield
+    finally:
+        mp_spawn.get_preparation_data = original
+
+
+def stop_workers(conns: Sequence[Any], procs: Sequence[Any], timeout: float = 5) -> None:
+    """Ask worker processes to stop (``("close", None)`` on each pipe), wait ``timeout`` seconds for
+    each, terminate the ones still running, and close the pipes."""
+    for conn in conns:
+        with contextlib.suppress(OSError, ValueError):
+            conn.send(("close", None))
+    for proc in procs:
+        proc.join(timeout=timeout)
+        if proc.is_alive():
+            proc.terminate()
+            proc.join(timeout=timeout)
+    for conn in conns:
+        conn.close()

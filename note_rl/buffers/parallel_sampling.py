@@ -37,13 +37,12 @@ import sys
 import traceback
 import types
 import weakref
-from multiprocessing import spawn as mp_spawn
 from multiprocessing.shared_memory import SharedMemory
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import numpy as np
 
-from ..utils import standard_start_method
+from ..utils import main_not_rerun, standard_start_method, stop_workers
 from .her import HerReplayBuffer
 from .prioritized import PrioritizedReplayBuffer
 from .replay import Batch, ReplayBuffer
@@ -164,26 +163,6 @@ class _SharedArrays:
         self.blocks.clear()
 
 
-@contextlib.contextmanager
-def _main_not_rerun(skip: bool) -> Iterator[None]:
-    """Start ``spawn`` children without re-running the parent's ``__main__`` when ``skip``: the
-    workers need nothing from it unless the reward function comes from it, and a script that
-    imports PyTorch or TensorFlow at the top would cost each worker seconds."""
-    original = mp_spawn.get_preparation_data
-
-    def preparation_data(name: str) -> dict[str, Any]:
-        data = original(name)
-        for key in ("init_main_from_path", "init_main_from_name"):
-            data.pop(key, None)
-        return data
-
-    mp_spawn.get_preparation_data = preparation_data if skip else original
-    try:
-        yield
-    finally:
-        mp_spawn.get_preparation_data = original
-
-
 # -- the sampler -------------------------------------------------------------------------------
 class ParallelSampler:
     """Draw mini-batches of a prioritized or HER buffer in ``n`` worker processes.
@@ -240,7 +219,7 @@ class ParallelSampler:
     def _start(self, inits: list[dict[str, Any]], start_method: str, uses_main: bool) -> None:
         standard_start_method()  # see its docstring (joblib/loky workers)
         ctx = mp.get_context(start_method)
-        with _main_not_rerun(skip=not uses_main):
+        with contextlib.nullcontext() if uses_main else main_not_rerun():
             for i, init in enumerate(inits):
                 parent, child = ctx.Pipe()
                 proc = ctx.Process(target=_worker_main, args=(child, init), daemon=True,
@@ -385,16 +364,7 @@ class ParallelSampler:
             return
         self.closed = True
         try:
-            for conn in self.conns:
-                with contextlib.suppress(OSError, ValueError):
-                    conn.send(("close", None))
-            for proc in self.procs:
-                proc.join(timeout=5)
-                if proc.is_alive():
-                    proc.terminate()
-                    proc.join(timeout=5)
-            for conn in self.conns:
-                conn.close()
+            stop_workers(self.conns, self.procs)
         finally:
             try:
                 self._unshare()

@@ -20,12 +20,11 @@ from __future__ import annotations
 import contextlib
 import copy
 import multiprocessing as mp
-from multiprocessing import spawn as mp_spawn
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
-from ..utils import scalar, standard_start_method
+from ..utils import main_not_rerun, scalar, standard_start_method, stop_workers
 from .collect import Collector, TrainingCadence, train_on_rollout
 from .envs import EnvFactory, dumps_noting_main, is_discrete
 from .pool_worker import worker_main
@@ -46,7 +45,7 @@ class WorkerPool:
         ctx = mp.get_context(start_method)
         self.conns: list[Any] = []
         self.procs: list[Any] = []
-        with contextlib.nullcontext() if _uses_main(inits) else _main_not_rerun():
+        with contextlib.nullcontext() if _uses_main(inits) else main_not_rerun():
             for i, init in enumerate(inits):
                 parent, child = ctx.Pipe()
                 proc = ctx.Process(target=worker_main, args=(child, init), daemon=True,
@@ -80,18 +79,7 @@ class WorkerPool:
         return [self.recv(i) for i in range(len(self))]
 
     def close(self) -> None:
-        for i, conn in enumerate(self.conns):
-            try:
-                conn.send(("close", None))
-            except (OSError, ValueError):
-                pass
-        for proc in self.procs:
-            proc.join(timeout=5)
-            if proc.is_alive():
-                proc.terminate()
-                proc.join(timeout=5)
-        for conn in self.conns:
-            conn.close()
+        stop_workers(self.conns, self.procs)
 
 
 def _uses_main(inits: list[dict[str, Any]]) -> bool:
@@ -100,29 +88,6 @@ def _uses_main(inits: list[dict[str, Any]]) -> bool:
         return dumps_noting_main(inits)[1]
     except Exception:  # noqa: BLE001 - starting the worker will raise the real pickling error
         return True
-
-
-@contextlib.contextmanager
-def _main_not_rerun() -> Iterator[None]:
-    """Start ``spawn`` / ``forkserver`` children without re-running the parent's ``__main__``.
-
-    Why: a spawned child normally re-imports the script that was run (as ``__mp_main__``) so that
-    objects defined there can be unpickled.  Workers need nothing from it when nothing they are
-    sent comes from ``__main__`` (checked by :func:`_uses_main`), and a script that imports
-    TensorFlow or PyTorch at the top would cost each worker seconds of start-up and exit time."""
-    original = mp_spawn.get_preparation_data
-
-    def preparation_data(name: str) -> dict[str, Any]:
-        data = original(name)
-        data.pop("init_main_from_path", None)
-        data.pop("init_main_from_name", None)
-        return data
-
-    mp_spawn.get_preparation_data = preparation_data
-    try:
-        yield
-    finally:
-        mp_spawn.get_preparation_data = original
 
 
 def _pick(obj: Any, p: int) -> Any:
