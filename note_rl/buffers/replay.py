@@ -126,6 +126,10 @@ class ReplayBuffer:
     def __len__(self) -> int:
         return int(self.sizes.sum())
 
+    def can_sample(self, min_items: int) -> bool:
+        """Whether training may start: ``min_items`` (``learning_starts``) items are stored."""
+        return len(self) >= min_items
+
     def seed(self, seed: int | None) -> None:
         self.rng = np.random.default_rng(seed)
 

@@ -77,11 +77,16 @@ class TrajectoryReplayBuffer(ReplayBuffer):
         keep = lengths >= 3
         return order, starts[keep], lengths[keep]
 
+    def can_sample(self, min_items: int) -> bool:
+        """Training waits for ``min_items`` items *and* one finished episode to draw from (the
+        first episode may outlast ``learning_starts``)."""
+        return super().can_sample(min_items) and len(self.episodes()[1]) > 0
+
     def sample(self, batch: int) -> Batch:
         order, starts, lengths = self.episodes()
         if len(starts) == 0:
             raise ValueError("TRL=True: no finished episode of three or more steps is stored yet "
-                             "(trajectory triplets need one; raise learning_starts)")
+                             "(trajectory triplets need one)")
         picked = self.rng.integers(0, len(starts), size=batch)
         offsets = distinct_triples(lengths[picked], self.rng)
         i, k, j = (order[starts[picked] + offsets[:, c]] for c in range(3))

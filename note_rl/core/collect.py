@@ -51,7 +51,7 @@ class TrainingCadence:
         agent = self.agent
         freq = agent.train_freq or 1
         rounds = (step_before + n_new) // freq - step_before // freq
-        if len(agent.buffer) >= max(self.learning_starts(), 1) and rounds > 0:
+        if rounds > 0 and agent.buffer.can_sample(max(self.learning_starts(), 1)):
             self.owed += rounds * (agent.num_updates or 1)
         if agent.update_steps:
             step = agent.update_steps

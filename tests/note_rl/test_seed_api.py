@@ -226,7 +226,10 @@ def test_trajectory_buffer_samples_within_one_finished_episode() -> None:
     # episode A: steps 0-4 (terminal at 4); B: 5-6 (too short); C: 7-9 unfinished
     dones = [0, 0, 0, 0, 1, 0, 1, 0, 0, 0]
     for t, d in enumerate(dones):
+        # training waits for a finished episode, however many steps learning_starts asked for
+        assert buffer.can_sample(2) == (t > 4)
         buffer.add(np.array([t, t], np.float32), t, np.array([t + 0.5, t + 0.5], np.float32), float(t), float(d))
+    assert not buffer.can_sample(11)
     batch = buffer.sample(256)
     assert batch.state.shape == (256, 2, 2) and batch.action.shape == (256, 2)
     i, k, j = batch.indices.T
@@ -259,7 +262,8 @@ def test_trl_keras_agent_trains_on_pairs() -> None:
             return tf.reduce_mean((self.q(s[:, 0]) - self.q(next_s[:, 1])) ** 2)
 
     model = KerasTrl()
-    model.set(policy=EpsGreedyQPolicy(0.2), pool_size=2000, batch=16, TRL=True, learning_starts=60)
+    # a CartPole episode lasts at least 8 steps: 6 episodes always store more than learning_starts
+    model.set(policy=EpsGreedyQPolicy(0.2), pool_size=2000, batch=16, TRL=True, learning_starts=40)
     model.train(None, keras.optimizers.Adam(), 6, p=0)
     assert model.batch_counter > 0 and set(shapes) == {(16, 2, 4)}
 
@@ -285,7 +289,7 @@ def test_trl_agent_trains_on_pairs_and_refuses_pr() -> None:
             return ((self.q(s[:, 0]) - self.q(next_s[:, 1])) ** 2).mean()
 
     model = TrlAgent()
-    model.set(policy=EpsGreedyQPolicy(0.2), pool_size=2000, batch=16, TRL=True, learning_starts=60)
+    model.set(policy=EpsGreedyQPolicy(0.2), pool_size=2000, batch=16, TRL=True, learning_starts=40)
     model.train(torch.optim.Adam(model.param), 6, p=0)
     assert isinstance(model.buffer, TrajectoryReplayBuffer) and shapes and set(shapes) == {(16, 2, 4)}
     with pytest.raises(ValueError, match=r"TRL=True cannot be combined with PR=True"):
