@@ -10,6 +10,7 @@ fork-safe once imported).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import multiprocessing as mp
 import os
 import signal
@@ -53,8 +54,15 @@ def threads_per_trial(n_jobs: int) -> int:
     Why: torch and TensorFlow start one intra-op thread per core in every process, so two trials on
     two cores would run four threads whose barriers wait on each other (measured here: a 64x256x256
     matmul took 8 ms instead of 0.25 ms with two threads and the other core busy).  A trial's own
-    ``backend.threads`` takes precedence."""
-    return max(1, (os.cpu_count() or 1) // max(1, int(n_jobs)))
+    ``backend.threads`` takes precedence.  Cores that other work kept busy when this driver started
+    its first trial are not counted (:func:`free_cores`, read once per driver so that every trial of
+    a study gets the same count: its own trials raise the load average)."""
+    return max(1, min((os.cpu_count() or 1) // max(1, int(n_jobs)), _free_at_start()))
+
+
+@functools.lru_cache(maxsize=1)
+def _free_at_start() -> int:
+    return free_cores()
 
 
 def free_cores() -> int:

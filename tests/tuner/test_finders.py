@@ -82,9 +82,10 @@ def test_lr_finder_python_api(backend, tmp_path) -> None:
         agent.optimizer = tf.keras.optimizers.Adam()
     before = [w.copy() for w in agent.q_weights()]
     finder = LRFinder(agent)
-    out = finder.find(pool_network=False, N=60, window_size=3, start_lr=1e-4, end_lr=1, episodes=40, per="update",
+    # per="episode" (Note_rl's default for the reward): one lr step per episode that trained
+    out = finder.find(pool_network=False, N=30, window_size=3, start_lr=1e-4, end_lr=1, episodes=40,
                       study_dir=str(tmp_path / "lr"), study_name="lr")
-    assert len(finder.lrs) == 61 and abs(finder.lrs[-1] - 1.0) < 1e-9
+    assert len(finder.lrs) == 31 and abs(finder.lrs[-1] - 1.0) < 1e-9
     assert len(finder.normalized) == len(finder.episode_lrs) >= 1
     assert 1e-4 <= out["suggested_lr"] <= 1.0 and out["interval"][0] < out["interval"][1]
     for png in (finder.plot_reward(), finder.plot_reward_change()):
@@ -95,7 +96,7 @@ def test_lr_finder_python_api(backend, tmp_path) -> None:
     trial = study.trials[0]
     assert trial.state == optuna.trial.TrialState.COMPLETE
     # intermediate values against the lr: step k is the lr's exponent, lr = start_lr * factor**k
-    factor = (1.0 / 1e-4) ** (1 / 60)
+    factor = (1.0 / 1e-4) ** (1 / 30)
     expected = {}
     for lr, value in zip(finder.episode_lrs, finder.normalized):
         expected.setdefault(round(np.log(lr / 1e-4) / np.log(factor)), value)
@@ -167,18 +168,18 @@ def test_parallel_finder_runs_concurrently_and_picks_by_reward_and_loss(tmp_path
 
 
 # logger=none: finder studies log to wandb by default; these tests do not look at wandb
-TINY = ["agent.hidden_size=[16]", "agent.batch=16", "agent.train_freq=1", "agent.num_updates=1",
+TINY = ["agent=dqn", "agent.hidden_size=[16]", "agent.batch=16", "agent.train_freq=1", "agent.num_updates=1",
         "agent.learning_starts=16", "buffer.pool_size=2000", "logger=none"]
 
 
 def test_finders_from_the_config(tmp_path) -> None:
-    run_app(["tuner=lr_finder", "tuner.N=100", "tuner.episodes=40", *TINY], cwd=str(tmp_path))
+    run_app(["tuner=lr_finder", "tuner.N=20", "tuner.episodes=60", *TINY], cwd=str(tmp_path))
     lr_dir = tmp_path / "studies" / "lr_finder_dqn_CartPole-v1"
     result = json.loads((lr_dir / "lr_finder.json").read_text())
-    assert len(result["lrs"]) == 101 and abs(result["lrs"][-1] - 1.0) < 1e-9
+    assert len(result["lrs"]) == 21 and abs(result["lrs"][-1] - 1.0) < 1e-9
     override = (lr_dir / "lr_range.txt").read_text().strip()
     assert override.startswith('search.values.optimizer.lr="tag(log, interval(')
-    for name in ("lr_reward.png", "lr_reward_change.png", "lr_loss.png"):
+    for name in ("lr_reward.png", "lr_reward_change.png"):
         assert (lr_dir / name).stat().st_size > 1000
     # the one-line chain: a study searching the suggested interval
     run_app(["tuner=optuna", NO_REEVAL, "tuner.n_trials=1", "search=none", override.replace("search.values", "+search.values"),
@@ -187,16 +188,19 @@ def test_finders_from_the_config(tmp_path) -> None:
     low, high = json.loads((lr_dir / "lr_finder.json").read_text())["interval"]
     assert low * 0.99 <= study.trials[0].params["optimizer.lr"] <= high * 1.01
 
-    run_app(["tuner=lr_finder", "backend=tf", "tuner.study_name=lr_tf", "tuner.N=60", "tuner.episodes=30", *TINY],
-            cwd=str(tmp_path))
+    # per=update with metrics=loss: the loss of every update against its lr
+    run_app(["tuner=lr_finder", "backend=tf", "tuner.study_name=lr_tf", "tuner.per=update", "tuner.metrics=loss",
+             "tuner.N=60", "tuner.episodes=30", *TINY], cwd=str(tmp_path))
     lr_tf = json.loads((tmp_path / "studies" / "lr_tf" / "lr_finder.json").read_text())
-    assert len(lr_tf["lrs"]) == 61 and abs(lr_tf["lrs"][-1] - 1.0) < 1e-9
+    assert len(lr_tf["lrs"]) == 61 and abs(lr_tf["lrs"][-1] - 1.0) < 1e-9 and len(lr_tf["losses"]) == 60
+    assert (tmp_path / "studies" / "lr_tf" / "lr_loss.png").stat().st_size > 1000
 
-    run_app(["tuner=opt_finder", "tuner.optimizers=[adam,sgd]", "tuner.episodes=3", *TINY], cwd=str(tmp_path))
+    # 5 episodes store at least 40 steps, past TINY's learning_starts=32: every candidate trains
+    run_app(["tuner=opt_finder", "tuner.optimizers=[adam,sgd]", "tuner.episodes=5", *TINY], cwd=str(tmp_path))
     opt = json.loads((tmp_path / "studies" / "opt_finder_dqn_CartPole-v1" / "opt_finder.json").read_text())
     assert [row["optimizer"] for row in opt["table"]] == ["adam", "sgd"] and opt["best_optimizer"] in ("adam", "sgd")
 
-    run_app(["tuner=parallel_finder", "tuner.episodes=3", "tuner.candidates=[['backend=torch'],['backend=tf']]", *TINY],
+    run_app(["tuner=parallel_finder", "tuner.episodes=5", "tuner.candidates=[['backend=torch'],['backend=tf']]", *TINY],
             cwd=str(tmp_path))
     par = json.loads((tmp_path / "studies" / "parallel_finder_CartPole-v1" / "parallel_finder.json").read_text())
     assert par["best_index"] in (0, 1) and len(par["rewards"]) == 2
@@ -275,7 +279,8 @@ def test_note_lr_finder_command(tmp_path) -> None:
     run_command("note-lr-finder", ["tuner.per=episode", "tuner.N=8", "tuner.episodes=12", "tuner.window_size=3",
                                    *TINY], cwd=str(tmp_path))
     result = json.loads((tmp_path / "studies" / "lr_finder_dqn_CartPole-v1" / "lr_finder.json").read_text())
-    assert len(result["lrs"]) == 9 and len(result["normalized_rewards"]) == 8 and 1e-4 <= result["suggested_lr"] <= 1.0
+    # every episode is recorded; the lr grew once per episode that trained, up to end_lr
+    assert len(result["lrs"]) == 9 and len(result["normalized_rewards"]) >= 8 and 1e-4 <= result["suggested_lr"] <= 1.0
 
 
 def test_a_rerun_reuses_the_study_choices_and_other_candidates_raise() -> None:
@@ -332,3 +337,92 @@ def test_parallel_finder_keras_agents_and_results_in_the_storage(tmp_path) -> No
     assert [t.value for t in trials] == pytest.approx([np.mean(logs["rewards"][i]) for i in range(2)])
     assert [len(t.intermediate_values) for t in trials] == [2, 2]
     assert logs["best_reward"] == pytest.approx(max(t.value for t in trials))
+
+
+# -- meaningful finder results (issue: every episode at one lr; comparisons without training) -----
+def test_per_episode_lr_grows_only_after_episodes_that_trained() -> None:
+    import torch
+
+    agent = _dqn("torch")
+    agent.optimizer = torch.optim.Adam(agent.param)
+    test = LRRangeTest(start_lr=1e-3, end_lr=1e-1, N=2, per="episode")
+    test.set_model(agent)
+    test.on_train_begin()
+    test.on_episode_end(0, {"reward": 10.0})  # before learning starts: the lr stays
+    test.on_episode_end(1, {"reward": 12.0})
+    test.on_batch_end(0, {"loss": 1.0})
+    test.on_episode_end(2, {"reward": 20.0})  # trained: one lr step
+    test.on_episode_end(3, {"reward": 21.0})  # no gradient step since the last episode: stays
+    test.on_batch_end(1, {"loss": 1.0})
+    test.on_batch_end(2, {"loss": 1.0})
+    test.on_episode_end(4, {"reward": 30.0})
+    assert test.episode_lrs == pytest.approx([1e-3, 1e-3, 1e-3, 1e-2, 1e-2])
+    assert test.episode_updates == [0, 0, 1, 1, 3] and test.lrs == pytest.approx([1e-3, 1e-2, 1e-1])
+    assert agent.stop_training and agent.optimizer.param_groups[0]["lr"] == pytest.approx(1e-1)
+
+
+def test_reward_curve_and_collapse_by_hand() -> None:
+    from tuner.finders.lr import before_collapse, reward_curve
+
+    levels, curve = reward_curve([1, 1, 2, 3, 3, 4], [10, 20, 30, 40, 60, 80], smooth=3)
+    assert levels.tolist() == [1, 2, 3, 4]
+    # means per lr 15, 30, 50, 80; centred windows of 3 (2 at the ends)
+    assert curve == pytest.approx([22.5, 95 / 3, 160 / 3, 65])
+    # rises to 100, then falls below halfway between the start (10) and the best (100): 55
+    assert before_collapse([10, 12, 40, 100, 60, 50, 200]) == 5
+    assert before_collapse([30, 29, 31, 90, 95]) == 5  # start-up noise is not a collapse
+    assert before_collapse([5, 5, 5]) == 3
+
+
+def test_lr_curve_from_too_few_lrs_is_refused(tmp_path) -> None:
+    from tuner.finders.lr import LRFinder
+
+    n = 30  # 30 episodes, trained from episode 10 on, all at 2 learning rates (per=update, one round)
+    np.savez(tmp_path / "finder.npz", lrs=np.geomspace(1e-4, 1, 78), rewards=np.arange(n, dtype=float),
+             normalized=np.zeros(n), losses=np.zeros(n), step_losses=np.zeros(77),
+             episode_lrs=np.r_[np.full(12, 1e-4), np.full(18, 1.0)],
+             episode_updates=np.r_[np.zeros(10), np.full(20, 77)])
+    with pytest.raises(ValueError, match=r"^per: the trained episodes saw only 2 learning rates: the N=77 lr steps"):
+        LRFinder(None).load(str(tmp_path), "reward", finder={"N": 77, "per": "update", "episodes": 30})
+    with pytest.raises(ValueError, match=r"^episodes: only 2 learning rates were tried before 30 episodes ran out"):
+        LRFinder(None).load(str(tmp_path), "reward", finder={"N": 77, "per": "episode", "episodes": 30})
+
+
+def test_candidates_without_a_gradient_step_are_not_compared() -> None:
+    from tuner.finders.parallel import drop_untrained
+
+    trials = [optuna.trial.create_trial(value=v, user_attrs={"gradient_steps": g}) for v, g in ((50, 0), (20, 8))]
+    with pytest.warns(UserWarning, match=r"candidates \[0\] made no gradient step"):
+        kept, idle = drop_untrained(trials, {0: 50.0, 1: 20.0})
+    assert kept == {1: 20.0} and idle == [0]
+    with pytest.raises(ValueError, match=r"^episodes: no candidate made a gradient step"):
+        drop_untrained(trials[:1], {0: 50.0})
+
+
+def test_finder_settings_without_a_curve_are_one_line_exit_2(tmp_path) -> None:
+    # DQN training rounds of 77 updates: per=update spends all 77 lr steps in the first round
+    out = run_app(["tuner=lr_finder", "tuner.per=update", "tuner.episodes=12", *TINY, "agent.train_freq=64",
+                   "agent.num_updates=77", "agent.learning_starts=32"], cwd=str(tmp_path), check=False)
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and len(lines) == 1 and lines[0].startswith(
+        "error: tuner.per: the trained episodes saw only "), out.stderr[-2000:]
+    # an OptFinder whose candidates never train (learning starts after the budget): refused
+    out = run_app(["tuner=opt_finder", "tuner.optimizers=[adam,sgd]", "tuner.episodes=2", *TINY,
+                   "agent.learning_starts=1000"], cwd=str(tmp_path), check=False)
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and len(lines) == 1 and lines[0].startswith(
+        "error: tuner.episodes: no candidate made a gradient step"), out.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_lr_finder_with_the_default_agent_suggests_a_range(tmp_path) -> None:
+    """The README's example with the default agent (PPO on CartPole), a shorter range: the curve
+    spans many lrs after training starts and the suggestion is an interval inside the range."""
+    run_app(["tuner=lr_finder", "tuner.N=30", "tuner.start_lr=1e-4", "tuner.end_lr=1e-1", "logger=none"],
+            cwd=str(tmp_path))
+    folder = tmp_path / "studies" / "lr_finder_ppo_CartPole-v1"
+    result = json.loads((folder / "lr_finder.json").read_text())
+    low, high = result["interval"]
+    assert 1e-4 <= low < result["suggested_lr"] < high <= 1e-1 and high / low > 3
+    assert len(set(result["episode_lrs"])) >= 30 and abs(result["lrs"][-1] - 1e-1) < 1e-12
+    assert (folder / "lr_reward.png").stat().st_size > 10_000

@@ -37,7 +37,7 @@ def summarise(recorder: EpisodeRecorder, run_dir: str, extra: dict[str, Any]) ->
         value = max(series) if recorder.metrics == "reward" else min(series)
     else:
         value = recorder.mean()
-    attrs = dict(extra, rewards=recorder.rewards, losses=recorder.losses,
+    attrs = dict(extra, rewards=recorder.rewards, losses=recorder.losses, gradient_steps=recorder.updates,
                  started_at=recorder.started, ended_at=recorder.ended, metric=recorder.metrics)
     return {"status": "complete", "value": value, "attrs": attrs}
 

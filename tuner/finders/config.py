@@ -44,7 +44,7 @@ class FinderSettings:
     window_size: int = 7
     start_lr: float = 1e-4
     end_lr: float = 1.0
-    per: str = "update"
+    per: str = "episode"
     # opt_finder: optimizer config names; parallel_finder: one override list per candidate
     optimizers: list[str] = field(default_factory=lambda: ["adam", "adamw", "adamax", "sgd", "rmsprop"])
     candidates: list[list[str]] = field(default_factory=list)
@@ -119,6 +119,9 @@ def run_finder(cfg: DictConfig, compose: Composer, overrides: list[str]) -> dict
         out = runner(s, study, folder, compose, overrides)
     except CandidateMismatch as exc:  # before any trial was created: the study is unchanged
         raise ConfigError(f"tuner.study_name: {exc}") from None
+    except NoCurve as exc:  # the trials ran and are kept; their settings gave no comparison
+        _report(study, folder, storage_desc, cfg)
+        raise ConfigError(f"tuner.{exc}") from None
     except ConfigError:  # a bad candidate config: nothing ran, nothing to report
         raise
     except Exception:
@@ -137,7 +140,7 @@ def _report(study: Any, folder: str, storage_desc: str, cfg: DictConfig) -> None
 
 def _lr(s: FinderSettings, study: Any, folder: str, compose: Composer, overrides: list[str]) -> dict[str, Any]:
     finder = {"kind": "lr", "start_lr": s.start_lr, "end_lr": s.end_lr, "N": s.N, "window_size": s.window_size,
-              "per": s.per, "metrics": s.metrics}
+              "per": s.per, "metrics": s.metrics, "episodes": s.episodes}
     trial = run_candidates(study, folder, [_candidate(compose, overrides, {}, s.episodes, finder)],
                            trial_timeout=s.trial_timeout, user_attrs={"finder": finder}, lock=_lock(s, folder),
                            memory_mb=s.trial_memory_mb)[0]
@@ -145,12 +148,20 @@ def _lr(s: FinderSettings, study: Any, folder: str, compose: Composer, overrides
         raise RuntimeError(f"LR range test failed: {failure(trial)}")
     lr = LRFinder(agent=None)
     lr.study_dir = folder
-    suggestion = lr.load(trial.user_attrs["run_dir"], s.metrics, study, trial.number)
-    plots = [lr.plot_reward(), lr.plot_reward_change(y_lim=None)] if lr.normalized else []
+    try:
+        suggestion = lr.load(trial.user_attrs["run_dir"], s.metrics, study, trial.number, finder)
+    except ValueError as exc:  # a setting that gives no curve: name it (finder.npz stays for a look)
+        raise NoCurve(str(exc)) from None
+    # the whole curve: the suggestion may lie among the first lrs (Note_rl skipped 10 by default)
+    plots = [lr.plot_reward(n_skip_beginning=0, n_skip_end=0),
+             lr.plot_reward_change(n_skip_beginning=0, n_skip_end=0, y_lim=None)] if lr.curve else []
     if lr.step_losses:
         plots.append(lr.plot_loss())
     with open(os.path.join(folder, "lr_range.txt"), "w") as f:
         f.write(suggestion["search_override"] + "\n")
+    if suggestion["lr_reached"] < s.end_lr * (1 - 1e-6):
+        print(f"note: the lr reached {suggestion['lr_reached']:.3g} of end_lr={s.end_lr:g} before "
+              f"tuner.episodes={s.episodes} ran out; raise tuner.episodes to test the whole range", flush=True)
     print(f"suggested lr {suggestion['suggested_lr']:.3g}, interval {suggestion['interval']}\n"
           f"search it next: note-tune tuner=optuna '{suggestion['search_override']}'", flush=True)
     return dict(suggestion, trial=trial.number, plots=plots, lrs=lr.lrs, episode_lrs=lr.episode_lrs,
@@ -163,7 +174,7 @@ def _opt(s: FinderSettings, study: Any, folder: str, compose: Composer, override
                   for name in s.optimizers]
     trials = run_candidates(study, folder, candidates, s.n_jobs or 1, s.trial_timeout, {"finder": finder},
                             lock=_lock(s, folder), memory_mb=s.trial_memory_mb)
-    logs = summarise_candidates(trials, s.metrics)
+    logs = _compared(trials, s.metrics)
     table = [{"optimizer": name, "mean_reward": _mean(t.user_attrs.get("rewards")),
               "mean_loss": _mean([v for v in t.user_attrs.get("losses", []) if v is not None]),
               "failed": failure(t)} for name, t in zip(s.optimizers, trials)]
@@ -181,10 +192,22 @@ def _parallel(s: FinderSettings, study: Any, folder: str, compose: Composer, ove
     trials = run_candidates(study, folder, candidates, jobs, s.trial_timeout, {"finder": finder},
                             lock=_lock(s, folder), memory_mb=s.trial_memory_mb)
     # best_config: the best candidate's fully resolved config (what a plain run of it would train)
-    logs = summarise_candidates(trials, s.metrics, configs=[c.spec.configs[0] for c in candidates])
+    logs = _compared(trials, s.metrics, configs=[c.spec.configs[0] for c in candidates])
     logs["best_opt"] = s.candidates[logs["best_index"]]
     print(f"best candidate: {logs['best_index']} {logs['best_opt']}", flush=True)
     return logs
+
+
+class NoCurve(Exception):
+    """The finder's trials ran, but its settings gave nothing to compare (the message names the
+    setting, without the ``tuner.`` prefix)."""
+
+
+def _compared(trials: list[Any], metrics: str, configs: Any = None) -> dict[str, Any]:
+    try:
+        return summarise_candidates(trials, metrics, configs=configs)
+    except ValueError as exc:
+        raise NoCurve(str(exc)) from None
 
 
 def _lock(s: FinderSettings, folder: str) -> StudyLock:

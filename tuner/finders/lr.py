@@ -1,11 +1,12 @@
 """LRFinder: Note_rl's learning-rate range test, rebuilt as an Optuna study.
 
 ``LRFinder(agent).find(...)`` trains a copy of the agent in a fresh process while the learning
-rate grows by ``factor = (end_lr / start_lr) ** (1 / N)`` per update (or per episode).  The
-normalised reward (or the loss) of each episode is reported as the trial's intermediate values, so
-optuna-dashboard draws the curve; the arrays go to ``finder.npz`` in the trial's run dir.  The
-suggested learning rate is where the reward rises fastest (the loss falls fastest, with
-``metrics="loss"``), and the suggested search interval spans half a decade on each side of it.
+rate grows by ``factor = (end_lr / start_lr) ** (1 / N)`` per episode that trains (or per update).
+Note_rl's normalised reward (or the loss) of each episode is reported as the trial's intermediate
+values; the arrays go to ``finder.npz`` in the trial's run dir.  The suggested learning rate is
+where the reward curve (mean episode reward per lr, smoothed; episodes before the first gradient
+step left out) rises fastest (the loss falls fastest, with ``metrics="loss"``), and the suggested
+search interval spans half a decade on each side of it.
 The agent itself is not modified (Note_rl restored weights and lr after its in-process test).
 """
 
@@ -84,6 +85,55 @@ def plot_curve(x: Sequence[float], y: Sequence[float], path: str, xlabel: str, y
     return path
 
 
+def reward_curve(episode_lrs: Sequence[float], rewards: Sequence[float],
+                 smooth: int = 7) -> tuple[np.ndarray, np.ndarray]:
+    """The range test's reward curve: the mean raw reward of the episodes played at each learning
+    rate (sorted), smoothed by a centred moving average over ``smooth`` neighbouring lrs (fewer at
+    the ends).  Note_rl's windowed z-score of single episodes is kept as the trial's intermediate
+    values, but it is noise around 0 by construction; the suggestion reads this curve."""
+    lrs, rewards = np.asarray(episode_lrs, dtype=np.float64), np.asarray(rewards, dtype=np.float64)
+    levels = np.unique(lrs)
+    means = np.array([rewards[lrs == lr].mean() for lr in levels])
+    half = max(0, int(smooth) // 2)
+    smoothed = np.array([means[max(0, i - half): i + half + 1].mean() for i in range(len(means))])
+    return levels, smoothed
+
+
+def before_collapse(curve: Sequence[float]) -> int:
+    """How many points of a reward curve come before it collapses: the first point that falls
+    below halfway between its start and its best so far (Smith's range test stops when the loss
+    diverges; a policy trained at too high an lr collapses, and a later recovery at a still higher
+    lr is the lagged effect of the earlier training, not a usable lr)."""
+    c = np.asarray(curve, dtype=np.float64)
+    if not len(c):
+        return 0
+    best = np.maximum.accumulate(c)
+    # a fall only counts after a real rise (a quarter of the curve's range), not start-up noise
+    risen = best - c[0] > 0.25 * (c.max() - c.min())
+    fallen = np.flatnonzero(risen & (c < c[0] + 0.5 * (best - c[0])))
+    return int(fallen[0]) if len(fallen) else len(c)
+
+
+MIN_LR_POINTS = 10  # distinct learning rates the trained episodes must see to draw a curve
+
+
+def _check_points(episode_lrs: Sequence[float], finder: dict[str, Any]) -> None:
+    """Refuse a reward curve drawn from fewer than MIN_LR_POINTS learning rates (one message per
+    cause, naming the setting to change)."""
+    seen = len(np.unique(np.asarray(episode_lrs)))
+    if seen >= min(MIN_LR_POINTS, int(finder.get("N", MIN_LR_POINTS))):  # (end_lr itself is never played)
+        return
+    if finder.get("per") == "update":
+        raise ValueError(f"per: the trained episodes saw only {seen} learning rates: the N={finder.get('N')} lr "
+                         "steps (one per gradient step) fell inside a few training rounds, so the reward has no "
+                         "curve; use per=episode (one lr step per episode that trains) or metrics=loss")
+    if not len(episode_lrs):
+        raise ValueError(f"episodes: no episode followed a gradient step within {finder.get('episodes', 'the')} "
+                         "episodes (the agent had not started learning); raise episodes")
+    raise ValueError(f"episodes: only {seen} learning rates were tried before {finder.get('episodes', 'the')} "
+                     f"episodes ran out (need {MIN_LR_POINTS}); raise episodes")
+
+
 class LRFinder:
     """Learning-rate range test for a Note_rl agent (Keras or PyTorch).
 
@@ -96,6 +146,8 @@ class LRFinder:
         self.lrs: list[float] = []
         self.rewards: list[float] = []
         self.normalized: list[float] = []
+        self.curve_lrs: list[float] = []  # the reward curve (reward_curve), after the first gradient step
+        self.curve: list[float] = []
         self.losses: list[float] = []
         self.episode_lrs: list[float] = []
         self.step_losses: list[float] = []
@@ -107,11 +159,13 @@ class LRFinder:
              processes_her: int | None = None, processes_pr: int | None = None, strategy: Any = None,
              random: bool = True, num_updates: int | None = None, N: int = 77, window_size: int = 7,
              start_lr: float = 1e-4, end_lr: float = 1.0, episodes: int = 77, metrics: str = "reward",
-             per: str = "update", jit_compile: bool = True, storage: str | None = None,
+             per: str | None = None, jit_compile: bool = True, storage: str | None = None,
              study_name: str | None = None, study_dir: str | None = None,
              trial_timeout: float | None = None, wandb: Any = None) -> dict[str, Any]:
         """Run the range test (arguments as Note_rl's; ``processes_her`` / ``processes_pr`` go to
-        the candidate's ``train()``).  Returns the suggestion.
+        the candidate's ``train()``).  Returns the suggestion.  ``per`` (``"episode"`` or
+        ``"update"``) defaults to Note_rl's: per episode for ``metrics="reward"``, per update for
+        ``"loss"``; ``episodes`` caps the test, which ends when the lr reaches ``end_lr``.
 
         ``wandb=True`` or ``wandb=dict(project=..., mode="offline", ...)`` (keys of
         ``conf/logger/wandb.yaml``) logs the trial as a wandb run of ``job_type=lr_finder`` in its
@@ -120,8 +174,9 @@ class LRFinder:
             raise NotImplementedError("LRFinder(strategy=...): TF distribution strategies are not implemented")
         study, folder, _ = python_api_study("lr_finder", storage, study_name, study_dir, "maximize"
                                             if metrics == "reward" else "minimize")
+        per = per or ("episode" if metrics == "reward" else "update")
         finder = {"kind": "lr", "start_lr": start_lr, "end_lr": end_lr, "N": N, "window_size": window_size,
-                  "per": per, "metrics": metrics}
+                  "per": per, "metrics": metrics, "episodes": episodes}
         spec = agent_spec(self.agent, episodes, finder, dict(pool_network=pool_network, processes=processes,
                                                              processes_her=processes_her, processes_pr=processes_pr,
                                                              random=random, jit_compile=jit_compile), num_updates,
@@ -132,10 +187,19 @@ class LRFinder:
         if reason:
             raise RuntimeError(f"LR range test failed: {reason}")
         self.study_dir = folder
-        return self.load(trial.user_attrs["run_dir"], metrics, study, trial.number)
+        try:
+            return self.load(trial.user_attrs["run_dir"], metrics, study, trial.number, finder)
+        except ValueError as exc:
+            raise ValueError(f"LRFinder.find() {exc}") from None
 
-    def load(self, run_dir: str, metrics: str, study: Any = None, number: int | None = None) -> dict[str, Any]:
-        """Read a finished test's arrays and compute the suggestion (also stored in the study)."""
+    def load(self, run_dir: str, metrics: str, study: Any = None, number: int | None = None,
+             finder: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Read a finished test's arrays and compute the suggestion (also stored in the study).
+
+        The reward curve starts at the first episode that followed a gradient step (the episodes
+        before it played an untrained policy, whatever the lr).  A test whose trained episodes saw
+        fewer than :data:`MIN_LR_POINTS` learning rates has no curve: ``ValueError`` naming the
+        setting to change (``finder``: the test's settings, for the message)."""
         with np.load(os.path.join(run_dir, "finder.npz")) as data:
             self.lrs = data["lrs"].tolist()
             self.rewards = data["rewards"].tolist()
@@ -143,13 +207,22 @@ class LRFinder:
             self.losses = data["losses"].tolist()
             self.episode_lrs = data["episode_lrs"].tolist()
             self.step_losses = data["step_losses"].tolist()
+            updates = data["episode_updates"] if "episode_updates" in data.files else np.ones(len(self.rewards))
         self.metrics = metrics
         if metrics == "reward" or not self.step_losses:
-            best, interval = suggest_lr(self.episode_lrs, self.normalized, rising=True)
+            first = int(np.argmax(updates > 0)) if np.any(updates > 0) else len(self.episode_lrs)
+            _check_points(self.episode_lrs[first:], finder or {})
+            levels, curve = reward_curve(self.episode_lrs[first:], self.rewards[first:],
+                                         int((finder or {}).get("window_size", 7)))
+            self.curve_lrs, self.curve = levels.tolist(), curve.tolist()
+            usable = max(2, before_collapse(curve))
+            best, interval = suggest_lr(levels[:usable], curve[:usable], rising=True, n_skip_beginning=0,
+                                        n_skip_end=0)
         else:
             best, interval = suggest_lr(self.lrs, self.step_losses, rising=False)
         self.suggestion = {"suggested_lr": best, "interval": list(interval),
-                           "search_override": lr_search_override(interval)}
+                           "search_override": lr_search_override(interval),
+                           "lr_reached": float(max(self.lrs or self.episode_lrs or [0.0]))}
         if study is not None and number is not None:
             study.set_user_attr(f"lr_finder_{number}", self.suggestion)
         return self.suggestion
@@ -160,15 +233,16 @@ class LRFinder:
 
     def plot_reward(self, n_skip_beginning: int = 10, n_skip_end: int = 5, x_scale: str = "log",
                     path: str | None = None) -> str:
-        """Normalised episode reward against the learning rate."""
-        return plot_curve(self.episode_lrs, self.normalized, self._path("lr_reward.png", path),
-                          "learning rate", "normalised reward", n_skip_beginning, n_skip_end, x_scale,
+        """The reward curve (:func:`reward_curve`: mean episode reward per lr, smoothed) against the
+        learning rate, with the suggestion marked."""
+        return plot_curve(self.curve_lrs, self.curve, self._path("lr_reward.png", path), "learning rate",
+                          "episode reward (mean per lr, smoothed)", n_skip_beginning, n_skip_end, x_scale,
                           mark=self.suggestion.get("suggested_lr"))
 
     def plot_reward_change(self, sma: int = 1, n_skip_beginning: int = 10, n_skip_end: int = 5,
                            y_lim: tuple[float, float] = (-0.01, 0.01), path: str | None = None) -> str:
-        """Rate of change of the normalised reward (``sma``-lagged difference) against the lr."""
-        return plot_curve(self.episode_lrs, lagged_change(self.normalized, sma),
+        """Rate of change of the reward curve (``sma``-lagged difference) against the lr."""
+        return plot_curve(self.curve_lrs, lagged_change(self.curve, sma),
                           self._path("lr_reward_change.png", path), "learning rate", "reward change",
                           n_skip_beginning, n_skip_end, "log", y_lim)
 
@@ -184,8 +258,8 @@ class LRFinder:
                           "learning rate", "loss change", n_skip_beginning, n_skip_end, "log", y_lim)
 
     def get_best_lr(self, sma: int = 1, n_skip_beginning: int = 10, n_skip_end: int = 5) -> float:
-        """The suggested learning rate (fastest rise of the normalised reward)."""
-        return suggest_lr(self.episode_lrs, self.normalized, sma, n_skip_beginning, n_skip_end)[0]
+        """The learning rate where the reward curve rises fastest."""
+        return suggest_lr(self.curve_lrs, self.curve, sma, n_skip_beginning, n_skip_end)[0]
 
 
 def agent_spec(agent: Any, episodes: int, finder: dict[str, Any], train: dict[str, Any],

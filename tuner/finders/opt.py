@@ -8,6 +8,7 @@ import numpy as np
 
 from .common import describe_optimizer, python_api_study
 from .lr import agent_spec
+from .parallel import drop_untrained
 from .runner import Candidate, failure, run_candidates
 
 __all__ = ["OptFinder"]
@@ -80,6 +81,11 @@ class OptFinder:
         ok = [row for row in self.table if row["failed"] is None and row[key] is not None]
         if not ok:
             raise RuntimeError(f"every candidate failed: {[row['failed'] for row in self.table]}")
+        try:
+            kept, _ = drop_untrained(trials, {row["index"]: row[key] for row in ok})
+        except ValueError as exc:
+            raise ValueError(f"OptFinder.find() {exc}") from None
+        ok = [row for row in ok if row["index"] in kept]
         best = (max if metrics == "reward" else min)(ok, key=lambda row: row[key])
         self.best_index = best["index"]
         self.best_opt = self.optimizers[self.best_index]

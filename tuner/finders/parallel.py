@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
@@ -85,7 +86,10 @@ class ParallelFinder:
         jobs = n_jobs or min(len(candidates), os.cpu_count() or 1)
         trials = run_candidates(study, folder, candidates, jobs, trial_timeout, {"finder": finder})
         self.study_dir = folder
-        self.logs = summarise_candidates(trials, metrics, self.optimizers, configs)
+        try:
+            self.logs = summarise_candidates(trials, metrics, self.optimizers, configs)
+        except ValueError as exc:
+            raise ValueError(f"ParallelFinder.find() {exc}") from None
         self.rewards, self.losses, self.episode = self.logs["rewards"], self.logs["losses"], episodes
         return self.logs
 
@@ -107,9 +111,25 @@ def summarise_candidates(trials: list[Any], metrics: str, optimizers: Sequence[A
                             "failed": {i: failure(t) for i, t in enumerate(trials) if failure(t)}}
     if not means:
         raise RuntimeError(f"every candidate failed: {logs['failed']}")
+    means, logs["no_gradient_steps"] = drop_untrained(trials, means)
     best = (max if metrics == "reward" else min)(means, key=means.get)
     logs["best_reward" if metrics == "reward" else "best_loss"] = means[best]
     logs["best_index"] = best
     logs["best_config"] = configs[best] if configs is not None else dict(trials[best].params)
     logs["best_opt"] = optimizers[best] if optimizers is not None else trials[best].params.get("label")
     return logs
+
+
+def drop_untrained(trials: list[Any], means: dict[int, float]) -> tuple[dict[int, float], list[int]]:
+    """``means`` without the candidates whose trial made no gradient step (their episodes played
+    the untrained policy, so their score says nothing about their optimizer), and those indices.
+    A warning names them; ``ValueError`` (naming ``episodes``) when no candidate trained."""
+    idle = [i for i in means if trials[i].user_attrs.get("gradient_steps") == 0]
+    if idle and len(idle) == len(means):
+        raise ValueError("episodes: no candidate made a gradient step within its episodes (the agent had not "
+                         "started learning: learning_starts / train_freq / a rollout not yet full), so no "
+                         "optimizer can be compared; raise episodes")
+    if idle:
+        warnings.warn(f"candidates {idle} made no gradient step within their episodes and are not compared; "
+                      "raise episodes", stacklevel=2)
+    return {i: v for i, v in means.items() if i not in idle}, idle

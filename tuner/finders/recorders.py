@@ -21,11 +21,11 @@ def windowed_normalize(rewards: list[float], window_size: int) -> np.ndarray:
     """``z_i = (r_i - mean(w_i)) / (std(w_i) + 1e-8)`` with ``w_i`` the last ``window_size``
     rewards up to and including episode ``i`` (fewer at the start)."""
     r = np.asarray(rewards, dtype=np.float64)
-    out = np.zeros(len(r))
-    for i in range(len(r)):
-        w = r[max(0, i - window_size + 1): i + 1]
-        out[i] = (r[i] - w.mean()) / (w.std() + 1e-8)
-    return out
+    return np.array([_z(r[max(0, i - window_size + 1): i + 1]) for i in range(len(r))])
+
+
+def _z(window: np.ndarray) -> float:
+    return float((window[-1] - window.mean()) / (window.std() + 1e-8))
 
 
 class EpisodeRecorder(Callback):
@@ -42,6 +42,8 @@ class EpisodeRecorder(Callback):
         self.report = report
         self.rewards: list[float] = []
         self.losses: list[float | None] = []
+        self.updates = 0  # gradient steps so far
+        self.episode_updates: list[int] = []  # gradient steps made by the end of each episode
         self.started = self.ended = 0.0
 
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
@@ -50,8 +52,12 @@ class EpisodeRecorder(Callback):
     def on_train_end(self, logs: dict[str, Any] | None = None) -> None:
         self.ended = time.time()
 
+    def on_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        self.updates += 1
+
     def on_episode_end(self, episode: int, logs: dict[str, Any] | None = None) -> None:
         logs = logs or {}
+        self.episode_updates.append(self.updates)
         self.rewards.append(float(logs["reward"]))
         self.losses.append(None if logs.get("loss") is None else float(logs["loss"]))
         value = self.report_value()
@@ -69,6 +75,7 @@ class EpisodeRecorder(Callback):
     def arrays(self) -> dict[str, np.ndarray]:
         return {"rewards": np.asarray(self.rewards, dtype=np.float64),
                 "losses": np.asarray([np.nan if v is None else v for v in self.losses], dtype=np.float64),
+                "episode_updates": np.asarray(self.episode_updates, dtype=np.int64),
                 "times": np.asarray([self.started, self.ended])}
 
 
@@ -76,8 +83,10 @@ class LRRangeTest(EpisodeRecorder):
     """Exponential learning-rate range test (Smith 2017, https://arxiv.org/abs/1506.01186).
 
     The learning rate of every optimizer starts at ``start_lr`` and is multiplied by
-    ``factor = (end_lr / start_lr) ** (1 / N)`` after each update (``per="update"``) or episode
-    (``per="episode"``), so it reaches ``end_lr`` after ``N`` steps, where the test stops.  Episode
+    ``factor = (end_lr / start_lr) ** (1 / N)`` after each update (``per="update"``) or after each
+    episode during which the agent made a gradient step (``per="episode"``: episodes before learning
+    starts, or between two of an off-policy agent's training rounds, keep the lr, so the whole range
+    is spent on a policy that trains), so it reaches ``end_lr`` after ``N`` steps, where the test stops.  Episode
     rewards are normalised over a sliding window of ``window_size`` episodes; the normalised reward
     (or, with ``metrics="loss"``, the episode's loss) is reported as the intermediate value of step
     ``k``, the lr's exponent (``lr = start_lr * factor**k``) when the episode ended.  The episode's
@@ -123,15 +132,18 @@ class LRRangeTest(EpisodeRecorder):
         self._apply()
 
     def on_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        super().on_batch_end(batch, logs)
         if self.per == "update" and self.k < self.N:
             self.step_losses.append(float((logs or {})["loss"]))
             self._advance()
 
     def on_episode_end(self, episode: int, logs: dict[str, Any] | None = None) -> None:
+        trained = self.updates > (self.episode_updates[-1] if self.episode_updates else 0)
+        self.episode_updates.append(self.updates)
         self.episode_lrs.append(self.lr)
         self.rewards.append(float((logs or {})["reward"]))
         self.losses.append(None if (logs or {}).get("loss") is None else float(logs["loss"]))
-        self.normalized.append(float(windowed_normalize(self.rewards, self.window_size)[-1]))
+        self.normalized.append(_z(np.asarray(self.rewards[-self.window_size:], dtype=np.float64)))
         if logs is not None:  # the episode's point for loggers later in the callback list (wandb);
             # every optimizer follows the schedule: `lr/i` as the wandb logger names the others
             lr, n = self.episode_lrs[-1], len(optimizer_list(self.model.optimizer))
@@ -146,7 +158,7 @@ class LRRangeTest(EpisodeRecorder):
             self.reported_steps.add(self.k)
             if self.report(self.k, value):
                 self.model.stop_training = True
-        if self.per == "episode" and self.k < self.N:
+        if self.per == "episode" and trained and self.k < self.N:
             self._advance()
 
     def arrays(self) -> dict[str, np.ndarray]:
