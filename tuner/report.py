@@ -25,18 +25,10 @@ import numpy as np
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from .curves import pyplot, training_figure
 from .outputs import rerun_command, study_summary
 
 __all__ = ["write_report", "log_study_run", "report_study", "trials_table", "PLOTS"]
-
-
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only; never open a window from a study driver
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def _optuna_plot(name: str) -> Callable[[optuna.Study], Any]:
@@ -83,27 +75,7 @@ def _best_curves(study: optuna.Study) -> Any:
     data = _results(best)
     if data is None:
         raise ValueError(f"trial {best.number} has no result.json with returns")
-    plt = _pyplot()
-    returns = np.asarray(data["returns"], dtype=float)
-    k = int((data.get("config") or {}).get("objective", {}).get("last_k", 20))
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
-    episodes = np.arange(1, len(returns) + 1)
-    top.plot(episodes, returns, lw=0.8, alpha=0.5, label="episode return")
-    if len(returns) >= 1:
-        mean = np.array([returns[max(0, i - k + 1):i + 1].mean() for i in range(len(returns))])
-        top.plot(episodes, mean, lw=1.8, label=f"mean of last {k}")
-    top.set_ylabel("return")
-    top.legend(loc="best")
-    top.set_title(f"best trial {best.number} (value {best.value:.4g})")
-    losses = [np.nan if v is None else float(v) for v in data.get("losses") or []]
-    if losses and not np.all(np.isnan(losses)):
-        bottom.plot(np.arange(1, len(losses) + 1), losses, color="tab:red", lw=1.0, marker=".")
-    else:
-        bottom.text(0.5, 0.5, "no loss recorded", ha="center", va="center", transform=bottom.transAxes)
-    bottom.set_ylabel("loss (episode mean)")
-    bottom.set_xlabel("episode")
-    fig.tight_layout()
-    return fig
+    return training_figure(data, f"best trial {best.number} (value {best.value:.4g})")
 
 
 def _finder_arrays(study: optuna.Study) -> list[tuple[int, dict[str, np.ndarray]]]:
@@ -120,23 +92,36 @@ def _finder_arrays(study: optuna.Study) -> list[tuple[int, dict[str, np.ndarray]
 
 
 def _lr_finder(study: optuna.Study) -> Any:
+    from .finders.lr import reward_curve
+
     found = _finder_arrays(study)
     if not found:
         return None  # not an LR-finder study: no plot, no note
-    plt = _pyplot()
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 6))
+    plt = pyplot()
+    with_loss = [(n, a) for n, a in found if len(a.get("step_losses", []))]
+    fig, axes = plt.subplots(2 if with_loss else 1, 1, figsize=(9, 6 if with_loss else 4), squeeze=False)
+    top = axes[0][0]
     for number, a in found:
-        if len(a.get("episode_lrs", [])) and len(a.get("normalized", [])):
-            n = min(len(a["episode_lrs"]), len(a["normalized"]))
-            top.plot(a["episode_lrs"][:n], a["normalized"][:n], label=f"trial {number}")
-        if len(a.get("step_losses", [])):
+        lrs, rewards = a.get("episode_lrs", np.zeros(0)), a.get("rewards", np.zeros(0))
+        updates = a.get("episode_updates", np.ones(len(rewards)))
+        trained = np.flatnonzero(np.asarray(updates)[: len(lrs)] > 0)
+        if len(trained):
+            levels, curve = reward_curve(lrs[trained[0]:], rewards[trained[0]:len(lrs)])
+            top.plot(levels, curve, label=f"trial {number}")
+    top.set_ylabel("episode reward (mean per lr, smoothed)")
+    panels = [top]
+    if with_loss:
+        bottom = axes[1][0]
+        for number, a in with_loss:
             n = min(len(a["lrs"]), len(a["step_losses"]))
             bottom.plot(a["lrs"][:n], a["step_losses"][:n], label=f"trial {number}")
-    for ax, label in ((top, "normalised reward"), (bottom, "loss")):
+        bottom.set_ylabel("loss")
+        panels.append(bottom)
+    for ax in panels:
         ax.set_xscale("log")
-        ax.set_ylabel(label)
-        ax.legend(loc="best")
-    bottom.set_xlabel("learning rate")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(loc="best")
+    panels[-1].set_xlabel("learning rate")
     top.set_title("LR range test")
     fig.tight_layout()
     return fig
@@ -184,7 +169,7 @@ def _why_not(name: str, study: optuna.Study) -> str | None:
 
 
 def _draw_all(study: optuna.Study, folder: str) -> tuple[dict[str, str], dict[str, str]]:
-    plt = _pyplot()
+    plt = pyplot()
     images, skipped = {}, {}
     for name, (_, draw) in PLOTS.items():
         reason = _why_not(name, study)
@@ -275,7 +260,7 @@ def log_study_run(study: optuna.Study, report: dict[str, Any], opts: dict[str, A
 
     summary = report["summary"]
     meta = {"job_type": "study", "group": study.study_name, "name": f"{study.study_name} (study)",
-            "tags": ["study"], "x_axis": "trial"}
+            "tags": ["study"], "x_axis": "trial", "run_id": _study_run_id(study)}
     session = WandbSession(opts, run_dir, meta, {**(config or {}), "study": summary})
     if not session.start():
         return None
@@ -289,6 +274,22 @@ def log_study_run(study: optuna.Study, report: dict[str, Any], opts: dict[str, A
     files = [report["markdown"], *report["images"].values()]
     session.artifact(f"report-{study.study_name}", "report", files)
     return session.finish()
+
+
+def _study_run_id(study: optuna.Study) -> str | None:
+    """The wandb run id of the study's run, kept in the study (user attr ``wandb_study_run``): the
+    end-of-study report and every later ``note-tune report`` log to that one run (resumed online; an
+    offline re-report is another offline dir of the same run id, which ``wandb sync`` merges)."""
+    run_id = study.user_attrs.get("wandb_study_run")
+    if run_id is None:
+        import secrets
+
+        run_id = secrets.token_hex(4)
+        try:
+            study.set_user_attr("wandb_study_run", run_id)
+        except Exception:  # noqa: BLE001 - a storage that refuses writes: a run of its own then
+            return None
+    return str(run_id)
 
 
 def report_study(study: optuna.Study, study_dir: str, storage_desc: str, config: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -161,7 +161,8 @@ class WandbSession:
         run = wandb.init(project=self.opts.get("project") or "note-rl-tuner", entity=self.opts.get("entity"),
                          mode=mode, dir=self.dir, group=self.meta.get("group"), job_type=job_type,
                          name=self.meta.get("name"), tags=tags or None, config=self.config,
-                         settings=settings, reinit="create_new")
+                         settings=settings, reinit="create_new", id=self.meta.get("run_id"),
+                         resume="allow" if self.meta.get("run_id") else None)
         x_axis = self.meta.get("x_axis", "env_steps")
         run.define_metric(x_axis)
         run.define_metric("*", step_metric=x_axis)

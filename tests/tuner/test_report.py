@@ -26,6 +26,12 @@ def study(tmp_path_factory):
     return cwd, cwd / "studies" / "rep", out
 
 
+def _load(study_dir):
+    from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+    return optuna.load_study(study_name="rep", storage=JournalStorage(JournalFileBackend(str(study_dir / "journal.log"))))
+
+
 def _valid_png(path) -> None:
     with Image.open(path) as img:
         assert img.format == "PNG" and img.size[0] >= 400 and img.size[1] >= 300
@@ -64,6 +70,11 @@ def test_report_on_demand_with_a_wandb_study_run(study) -> None:
     run = read_run(path)
     assert run["run"]["job_type"] == "study" and run["run"]["project"] == "unit" and run["run"]["run_group"] == "rep"
     assert run["summary"]["n_complete"] == 3 and run["history"][0]["trials.nrows"] == 3
+    # a second report logs to the same wandb run (its id is kept in the study), not to a new one
+    run_app(["report", f"storage={study_dir / 'journal.log'}", "study_name=rep", "out=twice", "wandb=offline",
+             "project=unit"], cwd=str(cwd))
+    (second,) = offline_runs(str(cwd / "twice"))
+    assert read_run(second)["run"]["run_id"] == run["run"]["run_id"] == _load(study_dir).user_attrs["wandb_study_run"]
 
 
 @pytest.mark.parametrize("args, message", [
