@@ -2,7 +2,7 @@
 
     python bench/bench_threads.py [--steps 4000] [--repeats 2] [--threads 1,2]
 
-Runs the quick start (``note-tune``: DQN on CartPole, torch) for ``--steps`` env steps with each
+Runs DQN on CartPole (``note-tune agent=dqn``, torch) for ``--steps`` env steps with each
 ``backend.threads`` value, first on the idle machine, then with one core-bound Python loop running
 beside it (another job on the machine), interleaving the settings in each repeat.  Prints the
 wall time of each run (process start to exit, as a user sees it) and the busy/idle ratios.  The
@@ -29,7 +29,7 @@ def _spin(seconds: float) -> None:
 
 def _run(threads: int, steps: int, folder: str) -> float:
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "tuner", f"budget.steps={steps}", f"backend.threads={threads}",
+    subprocess.run([sys.executable, "-m", "tuner", "agent=dqn", f"budget.steps={steps}", f"backend.threads={threads}",
                     "logger=none", f"hydra.run.dir={folder}/t{threads}"], check=True, capture_output=True)
     return time.perf_counter() - start
 

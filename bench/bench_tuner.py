@@ -20,7 +20,7 @@ import time
 import optuna
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SMALL = ["agent.hidden_size=[32]", "agent.batch=32", "agent.train_freq=4", "agent.num_updates=1",
+SMALL = ["agent=dqn", "agent.hidden_size=[32]", "agent.batch=32", "agent.train_freq=4", "agent.num_updates=1",
          "agent.learning_starts=64", "buffer.pool_size=5000", "logger=none"]
 
 

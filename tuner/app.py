@@ -51,7 +51,43 @@ def _run_plain(cfg: DictConfig, run_dir: str, isolated: bool) -> dict[str, Any]:
           f"final mean return {_num(result['final_mean_return'])} over the last "
           f"{cfg.objective.last_k} episodes; best {_num(result['best_mean_return'])}; "
           f"{result['env_steps']} env steps in {result['wall_time_s']:.1f} s -> {run_dir}/result.json")
+    _plot_run(result, run_dir)
+    if not isolated:  # a multirun prints one line per job; the guide is for a single run
+        print(_next_steps(result, run_dir))
     return result
+
+
+def _plot_run(result: dict[str, Any], run_dir: str) -> None:
+    """``training.png`` in the run dir: returns and loss per episode."""
+    from .curves import pyplot, training_figure
+
+    fig = training_figure(result, f"{result['config']['agent']['name']} on {result['config']['env']['id']}, "
+                                  f"seed {result['seed']}")
+    fig.savefig(os.path.join(run_dir, "training.png"), dpi=100)
+    pyplot().close(fig)
+
+
+def _short(path: str) -> str:
+    """``path`` relative to the working directory when it lies below it (what a user types)."""
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+def _next_steps(result: dict[str, Any], run_dir: str) -> str:
+    """Where this run's files went, and the commands a user runs next."""
+    run, model = _short(run_dir), _short(result.get("model") or os.path.join(run_dir, "model.npz"))
+    files = [(f"{run}/result.json", "returns, evaluations, losses, config"),
+             (model, "the final weights"),
+             *([(_short(result["best_eval_model"]), "the weights of the best evaluation")]
+               if result.get("best_eval_model") else []),
+             (f"{run}/training.png", "return and loss per episode")]
+    commands = [(f"note-tune eval model={model}", "evaluate the saved model"),
+                (f"note-tune play model={model} out=episode.gif", "record a greedy episode"),
+                ("note-tune tuner=optuna tuner.n_trials=20", "tune this agent with an Optuna study"),
+                ("note-tune dashboard", "watch the studies in optuna-dashboard")]
+    width = max(len(left) for left, _ in files + commands) + 3
+    return "\n".join(["files:", *(f"  {left:<{width}}{right}" for left, right in files),
+                      "next:", *(f"  {left:<{width}}{right}" for left, right in commands)])
 
 
 def _parallel_jobs() -> int:
@@ -257,8 +293,22 @@ def main() -> None:
 
         raise SystemExit(subcommand(sys.argv[1], sys.argv[2:]))
     register()
+    sys.argv[1:] = [_sweeper_param(arg) for arg in sys.argv[1:]]
     _precheck(sys.argv[1:])
     _app()
+
+
+def _sweeper_param(arg: str) -> str:
+    """``hydra.sweeper.params.<key>=<expr>`` as the published sweeper plugins document it.  Hydra's
+    struct mode wants ``+`` for a key the sweeper's ``params`` does not hold yet, and refuses ``+``
+    for one a config file set: ``++`` (add or override) accepts both.  An unquoted expression such
+    as ``choice(0.9, 0.99)`` would be a sweep of a Hydra key, which Hydra refuses: it is quoted."""
+    if not arg.startswith("hydra.sweeper.params.") or "=" not in arg:
+        return arg
+    key, value = arg.split("=", 1)
+    if not value.startswith(("'", '"')):
+        value = "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return f"++{key}={value}"
 
 
 def _finder_main(name: str) -> None:

@@ -8,15 +8,39 @@ from tests.tuner.conftest import TINY, run_app
 
 
 def test_default_run_writes_result_json(tmp_path) -> None:
-    # the default run with a smaller step budget (defaults: DQN, torch, CartPole-v1, rl-zoo settings)
-    out = run_app(["budget.steps=600", "agent.learning_starts=300"], cwd=str(tmp_path))
+    # the default run with a smaller step budget (defaults: PPO, torch, CartPole-v1, rl-zoo settings)
+    out = run_app(["budget.steps=2048"], cwd=str(tmp_path))
     results = list(tmp_path.glob("outputs/*/*/result.json"))
     assert len(results) == 1
     result = json.loads(results[0].read_text())
-    assert result["env_steps"] == 600 and result["status"] == "complete"
+    assert result["env_steps"] == 2048 and result["status"] == "complete"
     assert result["final_mean_return"] > 0 and result["best_mean_return"] >= result["final_mean_return"]
-    assert result["config"]["agent"]["name"] == "dqn" and result["config"]["backend"]["name"] == "torch"
+    assert result["config"]["agent"]["name"] == "ppo" and result["config"]["backend"]["name"] == "torch"
     assert result["wall_time_s"] > 0 and "final mean return" in out.stdout
+    # where the files went (paths relative to where the user ran it) and what to run next
+    run = results[0].parent.relative_to(tmp_path)
+    png = (results[0].parent / "training.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    lines = out.stdout.splitlines()
+    files, steps = lines.index("files:"), lines.index("next:")
+    assert [line.split()[0] for line in lines[files + 1:steps]] == [
+        f"{run}/result.json", f"{run}/model.npz", f"{run}/best_eval_model.npz", f"{run}/training.png"]
+    assert lines[steps + 1].split()[:3] == ["note-tune", "eval", f"model={run}/model.npz"]
+    assert any(line.split()[:2] == ["note-tune", "tuner=optuna"] for line in lines[steps + 1:])
+
+
+def test_dqn_loss_panel_joins_the_episodes_that_trained() -> None:
+    from tuner.curves import training_figure
+
+    data = {"returns": [10.0, 12.0, 9.0, 20.0, 25.0], "losses": [None, 0.5, None, None, 0.25],
+            "config": {"objective": {"last_k": 2}}, "evaluations": [{"mean": 30.0}]}
+    fig = training_figure(data, "t")
+    top, bottom = fig.axes
+    (loss,) = bottom.get_lines()
+    assert list(loss.get_xdata()) == [2, 5] and list(loss.get_ydata()) == [0.5, 0.25]  # one line, no gaps
+    lines = top.get_lines()
+    assert list(lines[1].get_ydata()) == [10.0, 11.0, 10.5, 14.5, 22.5]  # the mean of the last 2 by hand
+    assert list(lines[2].get_ydata()) == [30.0, 30.0]  # the final evaluation
 
 
 def test_multirun_jobs_each_have_their_own_result(tmp_path) -> None:
@@ -43,7 +67,7 @@ def test_overrides_reach_the_agent(tmp_path) -> None:
 
 
 def test_run_without_a_finished_episode_reports_na(tmp_path) -> None:
-    out = run_app(["budget.steps=1", "logger=none"], cwd=str(tmp_path))
+    out = run_app(["agent=dqn", "budget.steps=1", "logger=none"], cwd=str(tmp_path))
     result = json.loads(next(tmp_path.glob("outputs/*/*/result.json")).read_text())
     assert result["env_steps"] == 1 and result["episodes"] == 0
     assert result["final_mean_return"] is None and result["best_mean_return"] is None

@@ -58,7 +58,7 @@ def test_joblib_launcher_runs_parallel_jobs_sharing_the_cores(tmp_path) -> None:
     (whose default start method a plain child does not know) with the cores shared out."""
     import json
 
-    run_app(["-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "seed=0,1", "budget.steps=300",
+    run_app(["-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "seed=0,1", "agent=dqn", "budget.steps=300",
              "agent.learning_starts=100", "logger=none", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
             cwd=str(tmp_path))
     results = [json.loads((tmp_path / "sweep" / str(i) / "result.json").read_text()) for i in (0, 1)]
@@ -72,14 +72,14 @@ def test_submitit_local_launcher_runs_the_sweep(tmp_path) -> None:
     that trains in a fresh child, as on a SLURM node with ``submitit_slurm``."""
     import json
 
-    run_app(["-m", "hydra/launcher=submitit_local", "seed=0,1", "budget.steps=300", "agent.learning_starts=100",
+    run_app(["-m", "hydra/launcher=submitit_local", "seed=0,1", "agent=dqn", "budget.steps=300", "agent.learning_starts=100",
              "logger=none", f"hydra.sweep.dir={tmp_path / 'sweep'}"], cwd=str(tmp_path))
     results = [json.loads((tmp_path / "sweep" / str(i) / "result.json").read_text()) for i in (0, 1)]
     assert [r["config"]["seed"] for r in results] == [0, 1] and all(r["env_steps"] == 300 for r in results)
 
 
 def test_tensorflow_start_up_lines_are_silenced(tmp_path) -> None:
-    out = run_app(["backend=tf", "budget.steps=200", "agent.learning_starts=100", "logger=none",
+    out = run_app(["backend=tf", "agent=dqn", "budget.steps=200", "agent.learning_starts=100", "logger=none",
                    f"hydra.run.dir={tmp_path / 'run'}"], cwd=str(tmp_path))
     noise = [line for line in (out.stdout + out.stderr).splitlines()
              if line.startswith(("I0000", "W0000", "E0000", "WARNING: All log messages", "To enable the following"))]

@@ -6,7 +6,16 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from tests.tuner.conftest import CONF_DIR, compose_cfg, run_app
+from tests.tuner.conftest import CONF_DIR, run_app
+from tests.tuner.conftest import compose_cfg as _compose
+
+
+def compose_cfg(overrides: list[str]):
+    """These checks are written against DQN's config (the app's default agent before PPO): DQN
+    unless the overrides choose an agent."""
+    if not any(o.split("=", 1)[0].lstrip("+~") == "agent" for o in overrides):
+        overrides = ["agent=dqn", *overrides]
+    return _compose(overrides)
 from tuner.build import build_agent, build_optimizer, logger_callbacks, train_kwargs
 from tuner.schema import ConfigError, validate
 from tuner.search import parse_space
@@ -333,7 +342,7 @@ def test_seed_train_options_and_trajectory_buffer_from_config(tmp_path) -> None:
     from tuner.train import run_training
 
     cfg = OmegaConf.to_container(validate(compose_cfg([
-        "buffer=trajectory", "agent._target_=tests.tuner.trl_agent.PairAgent", "agent.batch=8",
+        "agent=dqn", "buffer=trajectory", "agent._target_=tests.tuner.trl_agent.PairAgent", "agent.batch=8",
         "agent.train_freq=1", "agent.num_updates=1", "agent.learning_starts=60", "budget.steps=300",
         "strategy.parallel_training_and_save=true", "logger=none"])), resolve=True)
     assert train_kwargs(cfg)["parallel_training_and_save"] is True and train_kwargs(cfg)["shuffle"] is False

@@ -32,14 +32,14 @@ def test_default_spaces_are_within_the_limit(agent, env) -> None:
 
 def test_a_lopsided_space_is_refused_in_one_line_unless_allowed(tmp_path) -> None:
     space = ["search.values.agent.train_freq='choice(1, 256)'", "+search.values.agent.num_updates='int(interval(1, 8))'"]
-    cfg = compose_cfg(["tuner=optuna", *space])
+    cfg = compose_cfg(["tuner=optuna", "agent=dqn", *space])
     with pytest.raises(ConfigError, match=r"^search: one trial may cost 2202x another \(agent.batch=128, "
                                           r"agent.train_freq=1, agent.num_updates=8 against agent.batch=32, "
                                           r"agent.train_freq=256, agent.num_updates=1\)"):
         check_cost(parse_space(cfg.search, cfg), cfg, 100)
     assert round(check_cost(parse_space(cfg.search, cfg), cfg, 3000)) == 2202  # allowed: the user said so
-    capped = compose_cfg(["tuner=optuna", *space, "budget.max_updates=2000"])
+    capped = compose_cfg(["tuner=optuna", "agent=dqn", *space, "budget.max_updates=2000"])
     assert check_cost(parse_space(capped.search, capped), capped, 100) < 100  # a cap evens the trials out
-    out = run_app(["tuner=optuna", "tuner.study_name=costly", *space, "logger=none"], cwd=str(tmp_path), check=False)
+    out = run_app(["tuner=optuna", "agent=dqn", "tuner.study_name=costly", *space, "logger=none"], cwd=str(tmp_path), check=False)
     assert out.returncode == 2 and out.stderr.strip().startswith("error: search: one trial may cost 2202x another")
     assert "tuner.max_cost_ratio=2203" in out.stderr and not (tmp_path / "studies").exists()

@@ -128,11 +128,14 @@ def test_sqlite_storage_minimize_report_and_wandb_by_default(tmp_path) -> None:
 def test_published_plugin_sampler_form_progress_lines_default_name_and_rerun(tmp_path) -> None:
     """``hydra.sweeper.sampler._target_`` (the published plugin's form) works; off a terminal each
     finished trial prints a progress line; the study is named ``<agent>_<env id>``, not after the
-    sweep folder's clock time; the printed re-run command trains the best trial's config again."""
+    sweep folder's clock time; ``hydra.sweeper.params.<key>=...`` needs no ``+``; the printed re-run
+    command trains the best trial's config again."""
     sweep = tmp_path / "sweep"
     out = run_app(["-m", "hydra/sweeper=optuna", "hydra.sweeper.sampler._target_=optuna.samplers.RandomSampler",
                    "hydra.sweeper.sampler.seed=0", "hydra.sweeper.n_trials=2", "hydra.sweeper.pruner=none",
-                   f"hydra.sweep.dir={sweep}", "agent.gamma=choice(0.9, 0.99)", *TINY], cwd=str(tmp_path)).stdout
+                   # the published plugin's params form, without Hydra's `+` for a new key
+                   f"hydra.sweep.dir={sweep}", "hydra.sweeper.params.agent.gamma=choice(0.9, 0.99)", *TINY],
+                  cwd=str(tmp_path)).stdout
     assert "[study] 1/2 finished" in out and "[study] 2/2 finished" in out
     from optuna.storages.journal import JournalFileBackend, JournalStorage
 
