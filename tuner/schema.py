@@ -561,6 +561,15 @@ def _check_device(cfg: DictConfig) -> None:
         raise ConfigError(f"backend.device: {exc}") from None
 
 
+def _check_framework(name: str) -> None:
+    """The chosen backend's framework is installed (each is an extra: ``[torch]``, ``[tf]``)."""
+    from note_rl.backends import missing_framework
+
+    message = missing_framework(name)
+    if message is not None:
+        raise ConfigError(f"backend: {message}")
+
+
 def validate(cfg: DictConfig, check_env: bool = True) -> DictConfig:
     """Typed, range-checked copy of ``cfg`` (raises :class:`ConfigError`)."""
     try:
@@ -573,6 +582,7 @@ def validate(cfg: DictConfig, check_env: bool = True) -> DictConfig:
 def _validate(cfg: DictConfig, check_env: bool) -> DictConfig:
     typed = _typed(_hidden_size(cfg))
     _check_ranges(typed)
+    _check_framework(typed.backend.name)
     check_agent_backend(typed.agent._target_, typed.backend.name)
     _check_targets(typed)
     _check_device(typed)

@@ -116,7 +116,7 @@ def default_threads(n: int | None) -> None:
         return
     export_thread_env(n)
     for name in backend_names():
-        if backend_info(name).framework in sys.modules:
+        if sys.modules.get(backend_info(name).framework) is not None:  # imported (None: blocked)
             get_backend(name).set_threads(n)
 
 

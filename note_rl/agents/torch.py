@@ -8,6 +8,8 @@ from typing import Any, Sequence
 import math
 
 import numpy as np
+
+from ..backends import torch_backend as _torch_backend  # noqa: F401,I001 - says how to install PyTorch when missing
 import torch
 
 from ..torch import RL_pytorch

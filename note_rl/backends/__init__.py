@@ -15,12 +15,13 @@ Code outside this package asks these two functions and never compares backend na
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from dataclasses import dataclass
 
 from .base import Backend, BoundGroup, DeviceError, StepResult
 
 __all__ = ["Backend", "BackendInfo", "BoundGroup", "DeviceError", "StepResult", "backend_info",
-           "backend_names", "get_backend"]
+           "backend_names", "get_backend", "missing_framework", "require_framework"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class BackendInfo:
     :param base_class: the class (dotted path) that a user agent of this backend subclasses
     :param start_method: how a fresh trial process starts (``forkserver`` or ``spawn``)
     :param preload: modules a forkserver imports once so that every forked trial finds them
+    :param extra: the package extra that installs the framework (``pip install 'note-rl-tuner[tf]'``)
     """
 
     name: str
@@ -43,6 +45,7 @@ class BackendInfo:
     base_class: str
     start_method: str
     preload: tuple[str, ...] = ()
+    extra: str = ""
 
 
 _INFO = {
@@ -51,8 +54,9 @@ _INFO = {
         "forkserver",
         # the first torch.optim optimizer a process builds imports torch._dynamo (~3 s here)
         ("note_rl.agents.torch", "note_rl.core.loop", "gymnasium", "gymnasium.envs.classic_control",
-         "torch._dynamo")),
-    "tf": BackendInfo("tf", "tensorflow", "note_rl.backends.tf_backend", "note_rl.agents.keras", "note_rl.keras.RL", "spawn"),
+         "torch._dynamo"), extra="torch"),
+    "tf": BackendInfo("tf", "tensorflow", "note_rl.backends.tf_backend", "note_rl.agents.keras", "note_rl.keras.RL", "spawn",
+                      extra="tf"),
 }
 _CACHE: dict[str, Backend] = {}
 
@@ -69,9 +73,32 @@ def backend_info(name: str) -> BackendInfo:
     return _INFO[name]
 
 
+def missing_framework(name: str) -> str | None:
+    """``None`` when backend ``name``'s framework is installed, else the one line that says how to
+    install it (the framework is looked up, not imported: TensorFlow takes seconds to import)."""
+    info = backend_info(name)
+    try:
+        found = importlib.util.find_spec(info.framework) is not None
+    except (ImportError, ValueError):  # a broken or blocked installation counts as missing
+        found = False
+    if found:
+        return None
+    label = {"tensorflow": "TensorFlow", "torch": "PyTorch"}.get(info.framework, info.framework)
+    return (f"backend {name!r} needs {label}, which is not installed: pip install 'note-rl-tuner[{info.extra}]' "
+            f"(in a checkout: pip install -e '.[{info.extra}]')")
+
+
+def require_framework(name: str) -> None:
+    """``ImportError`` with :func:`missing_framework`'s line when backend ``name`` cannot run."""
+    message = missing_framework(name)
+    if message is not None:
+        raise ImportError(message)
+
+
 def get_backend(name: str) -> Backend:
     """The backend called ``name`` (``"torch"`` or ``"tf"``), imported on first use."""
     info = backend_info(name)
     if name not in _CACHE:
+        require_framework(name)
         _CACHE[name] = importlib.import_module(info.module).BACKEND
     return _CACHE[name]

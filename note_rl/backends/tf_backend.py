@@ -40,6 +40,9 @@ def _native_stderr_silenced() -> Iterator[None]:
         os.close(saved)
 
 
+from . import require_framework  # noqa: E402
+
+require_framework("tf")  # one line that says how to install TensorFlow, not a bare ModuleNotFoundError
 with _native_stderr_silenced():
     import keras  # noqa: E402
     import tensorflow as tf  # noqa: E402

@@ -5,7 +5,11 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 import numpy as np
-import torch
+
+from . import require_framework
+
+require_framework("torch")  # one line that says how to install PyTorch, not a bare ModuleNotFoundError
+import torch  # noqa: E402
 
 from ..optim import OptimizerSpec
 from .base import (Backend, BoundGroup, DeviceError, StepFn, StepResult, check_device_name, distinct,
