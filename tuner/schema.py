@@ -563,11 +563,12 @@ def _check_device(cfg: DictConfig) -> None:
 
 def _check_framework(name: str) -> None:
     """The chosen backend's framework is installed (each is an extra: ``[torch]``, ``[tf]``)."""
-    from note_rl.backends import missing_framework
+    from note_rl.backends import backend_names, missing_framework
 
     message = missing_framework(name)
     if message is not None:
-        raise ConfigError(f"backend: {message}")
+        usable = [other for other in backend_names() if other != name and missing_framework(other) is None]
+        raise ConfigError(f"backend: {message}" + (f"; backend={usable[0]} is installed" if usable else ""))
 
 
 def validate(cfg: DictConfig, check_env: bool = True) -> DictConfig:

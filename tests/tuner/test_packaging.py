@@ -34,7 +34,7 @@ def test_app_without_tensorflow_says_how_to_install_it(tmp_path) -> None:
     out = _run(tmp_path, "tensorflow,keras", ["-m", "tuner", "backend=tf", *TINY])
     assert out.returncode == 2 and out.stderr.strip().splitlines() == [
         "error: backend: backend 'tf' needs TensorFlow, which is not installed: pip install "
-        "'note-rl-tuner[tf]' (in a checkout: pip install -e '.[tf]')"], out.stderr
+        "'note-rl-tuner[tf]' (in a checkout: pip install -e '.[tf]'); backend=torch is installed"], out.stderr
     assert not (tmp_path / "outputs").exists() or not list(tmp_path.glob("outputs/*/*/result.json"))
     # the torch backend trains as usual without TensorFlow
     ok = _run(tmp_path, "tensorflow,keras", ["-m", "tuner", *TINY])
