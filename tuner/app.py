@@ -29,7 +29,9 @@ CONF_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 
 
 def _fail(message: str) -> None:
-    print(f"error: {message}", file=sys.stderr)
+    from .redact import mask_argv_secrets
+
+    print(f"error: {mask_argv_secrets(message)}", file=sys.stderr)
     raise SystemExit(2)
 
 

@@ -20,7 +20,7 @@ import sys
 from typing import Any, Iterable
 from urllib.parse import urlsplit
 
-__all__ = ["find_secrets", "scrub", "protect", "MASK"]
+__all__ = ["find_secrets", "scrub", "protect", "mask_argv_secrets", "MASK"]
 
 MASK = "***"
 SECRET_KEY = re.compile(r"pass(word|wd)?$|secret|token|api_?key|credential", re.IGNORECASE)
@@ -89,6 +89,14 @@ def protect(config: dict[str, Any], folders: Iterable[str] = ()) -> set[str]:
                 with open(path, "w") as f:
                     f.write(clean)
     return secrets
+
+
+def mask_argv_secrets(text: str, argv: list[str] | None = None) -> str:
+    """``text`` with every secret of the command line masked (an error line that quotes an override
+    must not print the password in it)."""
+    for secret in sorted(_argv_secrets(sys.argv if argv is None else argv), key=len, reverse=True):
+        text = text.replace(secret, MASK)
+    return text
 
 
 def _argv_secrets(argv: list[str]) -> set[str]:

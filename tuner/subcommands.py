@@ -227,5 +227,7 @@ def main(command: str, argv: list[str]) -> int:
             return reevaluate_study(args)
         return report(args) if command == "report" else dashboard(args)
     except (ArgError, _Bad) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        from .redact import mask_argv_secrets
+
+        print(f"error: {mask_argv_secrets(str(exc), argv)}", file=sys.stderr)
         return 2

@@ -72,3 +72,30 @@ def test_password_stays_out_of_outputs_and_bad_connections_are_one_line(tmp_path
             assert f"//postgres:{MASK}@127.0.0.1:" in lines[0]
             assert "wrong-pw" not in out.stdout + out.stderr and PASSWORD not in out.stdout + out.stderr
         assert masked.startswith("postgresql://postgres:***@")
+
+
+def test_an_error_line_quoting_an_override_masks_its_password(tmp_path) -> None:
+    # tuner.storage is not a key of a plain run: Hydra's message quotes the override, password included
+    out = run_app(["-m", "seed=0,1", f"tuner.storage='postgresql://bob:{PASSWORD}@db/x'", *TINY], cwd=str(tmp_path),
+                  check=False)
+    assert out.returncode == 2 and out.stderr.strip().splitlines() == [
+        f"error: tuner.storage: no such config key (to append to your config use +tuner.storage='postgresql://bob:"
+        f"{MASK}@db/x')"]
+    out = run_app(["report", f"storage=postgresql://bob:{PASSWORD}@127.0.0.1:1/x", "study_name=s"], cwd=str(tmp_path),
+                  check=False)
+    assert out.returncode == 2 and PASSWORD not in out.stdout + out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.skipif(server_binaries() is None, reason="needs Debian's postgresql package")
+def test_sweeper_multirun_keeps_the_password_out_of_every_file_and_line(tmp_path) -> None:
+    """A Hydra multirun (the Optuna sweeper) on a password-protected PostgreSQL study: the jobs' saved
+    configs and logs, best_config.yaml, the report and the printed lines hold no password."""
+    with postgres_server(password=PASSWORD) as url:
+        out = run_app(["-m", "hydra/sweeper=optuna", f"hydra.sweeper.storage='{url}'", "hydra.sweeper.study_name=s",
+                       "hydra.sweeper.n_trials=2", "seed=choice(0, 1)", f"hydra.sweep.dir={tmp_path / 'sweep'}",
+                       *TINY], cwd=str(tmp_path))
+        assert "[study] 2/2 finished" in out.stdout and PASSWORD not in out.stdout + out.stderr
+        # the jobs' saved configs and logs, best_config.yaml and the report exist, and none holds it
+        assert len(list(tmp_path.glob("sweep/*/config.yaml"))) == 2 and len(list(tmp_path.glob("sweep/*/trial.log"))) == 2
+        assert (tmp_path / "sweep" / "best_config.yaml").exists()
+        assert _files_containing(tmp_path, PASSWORD.encode()) == []
