@@ -89,9 +89,12 @@ def maddpg_seed_order(gamma: Any, tau: Any, env: Any, lr: Any) -> tuple[Any, Any
 
 def hidden_sizes(hidden_size: int | Sequence[int]) -> list[int]:
     """``128`` -> one hidden layer of 128 units; ``[256, 256]`` -> two layers."""
-    sizes = [int(hidden_size)] if isinstance(hidden_size, (int, np.integer)) else [int(h) for h in hidden_size]
+    try:
+        sizes = [int(hidden_size)] if isinstance(hidden_size, (int, np.integer)) else [int(h) for h in hidden_size]
+    except (TypeError, ValueError):
+        sizes = []
     if not sizes or min(sizes) <= 0:
-        raise ValueError(f"hidden_size must be a positive int or a list of them, got {hidden_size!r}")
+        raise ValueError(f"hidden_size={hidden_size!r}: must be a positive int or a list of them")
     return sizes
 
 

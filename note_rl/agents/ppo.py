@@ -60,7 +60,8 @@ class PPOMixin(SeededInit):
             raise ValueError(f"{name}(lam={lam!r}): must be in [0, 1]")
         if clip <= 0:
             raise ValueError(f"{name}(clip={clip!r}): must be > 0")
-        for arg, value in (("n_envs", n_envs), ("n_epochs", n_epochs), ("n_steps", n_steps or 1)):
+        # n_steps=None trains from replay (Note_rl-style); 0 is refused, not read as None
+        for arg, value in (("n_envs", n_envs), ("n_epochs", n_epochs), ("n_steps", 1 if n_steps is None else n_steps)):
             if int(value) <= 0:
                 raise ValueError(f"{name}({arg}={value!r}): must be a positive integer")
         self.env = make_env(env)

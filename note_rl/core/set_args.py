@@ -11,6 +11,7 @@ from ..buffers import ReplayBuffer
 
 __all__ = ["POSITIVE_INTS", "aliases", "apply_buffer_class", "check_value", "trl_conflict"]
 
+FLAGS = ("PPO", "HER", "TRL", "MARL", "PR", "IRL", "MA")
 POSITIVE_INTS = ("pool_size", "batch", "num_updates", "num_steps", "update_batches",
                  "update_steps", "trial_count", "train_freq")
 
@@ -82,6 +83,12 @@ def check_value(name: str, value: Any) -> None:
         if not (isinstance(value, type) and issubclass(value, ReplayBuffer)):
             raise ValueError(f"set(buffer={value!r}): must be a ReplayBuffer subclass (or None)")
         return
+    if name in FLAGS:
+        if not (isinstance(value, (bool, np.bool_)) or (isinstance(value, (int, np.integer)) and value in (0, 1))):
+            raise ValueError(f"set({name}={value!r}): must be True or False")
+        return
+    if name == "seed" and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0):
+        raise ValueError(f"set(seed={value!r}): must be a non-negative integer (or None)")
     if name in POSITIVE_INTS:
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
             raise ValueError(f"set({name}={value!r}): must be a positive integer")
