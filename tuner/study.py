@@ -116,20 +116,8 @@ class Driver:
                                       f"gives {_show(new[key])} (keep the space or use another tuner.study_name)") from None
 
     def _enqueue(self, cfg: DictConfig, settings: TunerSettings) -> None:
-        """Known-good trials first: ``tuner.enqueue``'s parameter sets, then (a new study only) the
-        config's own values as trial 0 (``tuner.enqueue_defaults``, not with the grid sampler);
-        Optuna runs waiting trials before sampling."""
-        fresh = not self.study.trials
-        for params in settings.enqueue or []:
-            unknown = set(params) - set(distributions(self.space))
-            if unknown:
-                raise ConfigError(f"tuner.enqueue: {sorted(unknown)[0]} is not a searched parameter")
-            self.study.enqueue_trial(dict(params), user_attrs={"enqueued": "tuner.enqueue"}, skip_if_exists=True)
-        # the grid sampler enumerates every point itself: an enqueued one would be run twice
-        if fresh and settings.enqueue_defaults and settings.sampler != "grid":
-            params = default_params(self.space, cfg)
-            if params:
-                self.study.enqueue_trial(params, user_attrs={"enqueued": "defaults"}, skip_if_exists=True)
+        enqueue_known_good(self.study, self.space, cfg, settings.enqueue, settings.enqueue_defaults,
+                           settings.sampler, "tuner")
 
     def run(self, on_change: Callable[[], None] | None = None) -> None:
         """Run trials until the study is full, a limit is hit, or Ctrl-C (see :mod:`tuner.runner`)."""
@@ -172,3 +160,21 @@ def _show(d: optuna.distributions.BaseDistribution) -> str:
     if isinstance(d, optuna.distributions.IntDistribution):
         text = f"int({text})"
     return f"tag(log, {text})" if getattr(d, "log", False) else text
+
+
+def enqueue_known_good(study: optuna.Study, space: list, cfg: DictConfig, enqueue: list | None,
+                       enqueue_defaults: bool, sampler: str, prefix: str) -> None:
+    """Known-good trials first: ``enqueue``'s parameter sets, then (a new study only) the config's
+    own values as trial 0 (``enqueue_defaults``; not with the grid sampler, which enumerates every
+    point itself, so an enqueued one would run twice).  Optuna runs waiting trials before sampling.
+    ``prefix`` names the settings in errors (``tuner``, ``hydra.sweeper``)."""
+    fresh = not study.trials
+    for params in enqueue or []:
+        unknown = set(params) - set(distributions(space))
+        if unknown:
+            raise ConfigError(f"{prefix}.enqueue: {sorted(unknown)[0]} is not a searched parameter")
+        study.enqueue_trial(dict(params), user_attrs={"enqueued": f"{prefix}.enqueue"}, skip_if_exists=True)
+    if fresh and enqueue_defaults and sampler != "grid":
+        params = default_params(space, cfg)
+        if params:
+            study.enqueue_trial(params, user_attrs={"enqueued": "defaults"}, skip_if_exists=True)

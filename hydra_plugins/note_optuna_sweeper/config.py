@@ -43,6 +43,10 @@ class NoteOptunaSweeperConf:
     blocking: bool = False
     # search space as in hydra-optuna-sweeper: {key: sweep expression}; command-line sweeps add to it
     params: dict[str, Any] = field(default_factory=dict)
+    # known-good parameter sets to try first ([{optimizer.lr: 1e-3}], Optuna's enqueue_trial), and the
+    # sweep's own values of the searched keys as trial 0 of a new study (as tuner=optuna does)
+    enqueue: Optional[list[dict[str, Any]]] = None
+    enqueue_defaults: bool = True
     # the trials' logger when the command line selects none (`logger=...` wins): wandb, offline by
     # default, as in tuner=optuna studies; null keeps the job config's own default (console)
     logger: Optional[str] = "wandb"

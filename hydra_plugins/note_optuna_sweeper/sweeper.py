@@ -90,6 +90,7 @@ class NoteOptunaSweeper(Sweeper):
             study = optuna.create_study(study_name=name, storage=make_storage(self.conf.storage, sweep_dir),
                                         sampler=make_sampler(settings, space), pruner=make_pruner(settings),
                                         direction=self.conf.direction, load_if_exists=True)
+            self._enqueue(study, space, fixed, sampler)
         c = self.conf
         limits = RunLimits(n_jobs=c.n_jobs, trial_timeout=c.trial_timeout, preload=c.preload, blocking=c.blocking,
                            max_failures=c.max_failures if c.max_failures is not None else c.n_trials)
@@ -109,6 +110,17 @@ class NoteOptunaSweeper(Sweeper):
 
         report_study(study, sweep_dir, describe(self.conf.storage, sweep_dir), self._trial_config)
         return results
+
+    def _enqueue(self, study: "optuna.Study", space: list["Param"], fixed: list[str], sampler: str) -> None:
+        """``hydra.sweeper.enqueue`` and the sweep's own values first (:func:`tuner.study.enqueue_known_good`)."""
+        from tuner.study import enqueue_known_good
+
+        base = self.hydra_context.config_loader.load_sweep_config(self.config, list(fixed))
+        with open_dict(base):
+            del base["hydra"]
+        enqueue = OmegaConf.to_container(self.conf.enqueue, resolve=True) if OmegaConf.is_config(self.conf.enqueue) \
+            else self.conf.enqueue
+        enqueue_known_good(study, space, base, enqueue, self.conf.enqueue_defaults, sampler, "hydra.sweeper")
 
     def _prepare(self, trial: "optuna.Trial", space: list["Param"], fixed: list[str], sweep_dir: str) -> "TrialSpec":
         """The job config of a trial (Hydra's sweep config plus the sampled overrides), validated."""

@@ -153,3 +153,23 @@ def test_published_plugin_sampler_form_progress_lines_default_name_and_rerun(tmp
                   cwd=str(tmp_path), check=False)
     assert bad.returncode != 0
     assert "hydra.sweeper.sampler._target_: optuna.samplers.NoSuchSampler is not one of" in bad.stdout + bad.stderr
+
+
+def test_sweeper_enqueues_known_good_trials_then_the_defaults(tmp_path) -> None:
+    """``hydra.sweeper.enqueue`` runs first, then the sweep's own values (trial 0 of tuner=optuna)."""
+    sweep = tmp_path / "sweep"
+    run_app(["-m", "hydra/sweeper=optuna", "hydra.sweeper.n_trials=3", "hydra.sweeper.pruner=none",
+             "hydra.sweeper.sampler=random", "hydra.sweeper.enqueue=[{optimizer.lr: 0.005}]", f"hydra.sweep.dir={sweep}",
+             "optimizer.lr=tag(log, interval(1e-4, 1e-2))", *TINY, "agent.lr=0.003"], cwd=str(tmp_path))
+    from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+    storage = JournalStorage(JournalFileBackend(str(sweep / "journal.log")))
+    study = optuna.load_study(study_name="dqn_CartPole-v1", storage=storage)
+    trials = sorted(study.trials, key=lambda t: t.number)
+    assert [t.params["optimizer.lr"] for t in trials[:2]] == [0.005, 0.003]  # optimizer.lr: null -> agent.lr
+    assert [t.user_attrs.get("enqueued") for t in trials] == ["hydra.sweeper.enqueue", "defaults", None]
+    bad = run_app(["-m", "hydra/sweeper=optuna", "hydra.sweeper.enqueue=[{agent.tau: 0.1}]",
+                   f"hydra.sweep.dir={tmp_path / 'bad'}", "optimizer.lr=tag(log, interval(1e-4, 1e-2))", *TINY],
+                  cwd=str(tmp_path), check=False)
+    assert bad.returncode != 0 and "hydra.sweeper.enqueue: agent.tau is not a searched parameter" in bad.stderr
+
