@@ -58,7 +58,9 @@ SET = [
 ]
 
 
-@pytest.mark.parametrize("kwargs,message", SET, ids=[str(k) for k, _ in SET])
+# ids from the messages, not the arguments: an object's repr holds its address, which differs between
+# pytest-xdist workers (they must collect the same test names)
+@pytest.mark.parametrize("kwargs,message", SET, ids=[f"{i}-{m[:48]}" for i, (_, m) in enumerate(SET)])
 def test_set_misuse_is_one_line_naming_the_argument(kwargs, message) -> None:
     agent = agents_module("torch").DQN(4, 16, 2)
     with pytest.raises(ValueError) as info:
