@@ -63,10 +63,13 @@ def _plot_run(result: dict[str, Any], run_dir: str) -> None:
     """``training.png`` in the run dir: returns and loss per episode."""
     from .curves import pyplot, training_figure
 
-    fig = training_figure(result, f"{result['config']['agent']['name']} on {result['config']['env']['id']}, "
-                                  f"seed {result['seed']}")
-    fig.savefig(os.path.join(run_dir, "training.png"), dpi=100)
-    pyplot().close(fig)
+    try:
+        fig = training_figure(result, f"{result['config']['agent']['name']} on {result['config']['env']['id']}, "
+                                      f"seed {result['seed']}")
+        fig.savefig(os.path.join(run_dir, "training.png"), dpi=100)
+        pyplot().close(fig)
+    except Exception as exc:  # noqa: BLE001 - the run and its result.json stand without the picture
+        print(f"warning: training.png not written: {type(exc).__name__}: {exc}", file=sys.stderr)
 
 
 def _short(path: str) -> str:
