@@ -60,3 +60,49 @@ class RL_pytorch(RLBase):
             processes_pr=processes_pr, shuffle=shuffle,
             parallel_training_and_save=parallel_training_and_save)
         return self._train(optimizer, episodes, settings)
+
+    def distributed_training(self, optimizer: Any = None, episodes: int | None = None,
+                             num_episodes: int | None = None, global_batch_size: int | None = None,
+                             backend: str | None = None, **options: Any) -> float | None:
+        """``train()`` as one replica of data-parallel training over ``torch.distributed`` (see
+        :mod:`note_rl.backends.torch_ddp`): run the same script in every process (``torchrun
+        --nproc-per-node N script.py``, or :func:`note_rl.distributed.launch`); each process collects
+        from its own env with its own seeds, and every gradient step averages the gradients of all
+        replicas, so the weights stay identical everywhere.  The global batch (``batch``, or
+        ``global_batch_size``) is split evenly: each replica samples ``batch / N`` items per step.
+        Only rank 0 writes checkpoints.  A replica that finishes its episodes first keeps answering
+        the others' steps until all have finished.
+
+        :param optimizer: as ``train()``
+        :param episodes: this replica's episode budget (``num_episodes``: the seeds' name for it)
+        :param global_batch_size: the global batch (sets ``batch``); must be a multiple of N
+        :param backend: ``gloo`` (CPU) or ``nccl`` (GPU) when this call starts the process group
+            from torchrun's environment; default NCCL with CUDA, else gloo
+        :param options: any other ``train()`` option (``steps``, ``p``, ``callbacks``, ...)
+        """
+        from .backends import torch_ddp
+
+        if episodes is not None and num_episodes is not None and episodes != num_episodes:
+            raise ValueError(f"distributed_training(episodes={episodes}, num_episodes={num_episodes}): "
+                             "two names for the episode budget; give one")
+        episodes = episodes if episodes is not None else num_episodes
+        torch_ddp.join_process_group(backend)
+        import torch.distributed as dist
+
+        rank, world = dist.get_rank(), dist.get_world_size()
+        batch = global_batch_size if global_batch_size is not None else self.batch
+        if batch is not None and batch % world:
+            raise ValueError(f"distributed_training: batch={batch} does not split evenly over {world} "
+                             f"replicas; make it a multiple of {world}")
+        kept = {"batch": self.batch, "seed": self.seed, "rank": self.rank}
+        if batch is not None:
+            self.batch = batch // world
+        if self.seed is not None and rank:
+            self.apply_seed(self.seed + 10_000 * rank)  # own env, exploration and sampling streams
+        self.rank = rank
+        try:
+            with torch_ddp.replica_group(self):
+                return self.train(optimizer, episodes, **options)
+        finally:
+            self.batch = global_batch_size if global_batch_size is not None else kept["batch"]
+            self.seed, self.rank = kept["seed"], kept["rank"]

@@ -226,6 +226,10 @@ class StrategyConf:
     processes_her: Optional[int] = None
     shuffle: bool = False
     parallel_training_and_save: bool = False
+    # strategy=ddp: data-parallel replicas (processes) over torch.distributed, and their
+    # communication backend (gloo on CPU, nccl on GPU; null: nccl with CUDA, else gloo)
+    replicas: int = 1
+    comm: Optional[str] = None
 
 
 @dataclass
@@ -349,7 +353,7 @@ CHOICES = {
     "backend.name": tuple(backend_names()),
     "agent.activation": ("relu", "tanh"),
     "agent.loss": ("mse", "huber"),
-    "strategy.name": ("single", "pool_network"),
+    "strategy.name": ("single", "pool_network", "ddp"),
     "strategy.start_method": ("spawn", "forkserver"),
     "logger.name": ("none", "console", "wandb"),
     "logger.mode": ("offline", "online", "disabled"),
@@ -357,7 +361,7 @@ CHOICES = {
 }
 POSITIVE = ("eval.every", "eval.episodes", "agent.batch", "agent.train_freq", "agent.num_updates", "agent.update_steps", "agent.update_batches",
             "agent.num_steps", "agent.n_steps", "agent.n_envs", "agent.n_epochs", "buffer.pool_size",
-            "strategy.processes", "strategy.num_store", "strategy.processes_pr", "strategy.processes_her", "budget.steps", "budget.episodes",
+            "strategy.processes", "strategy.replicas", "strategy.num_store", "strategy.processes_pr", "strategy.processes_her", "budget.steps", "budget.episodes",
             "budget.max_updates", "objective.last_k", "optimizer.lr", "agent.lr", "agent.clip",
             "logger.log_every", "logger.gif_max_steps", "logger.init_timeout", "agent.policy_delay",
             "agent.n_critics", "agent.target_update_interval", "backend.threads")
@@ -571,6 +575,22 @@ def _check_framework(name: str) -> None:
         raise ConfigError(f"backend: {message}" + (f"; backend={usable[0]} is installed" if usable else ""))
 
 
+def _check_strategy(cfg: Any) -> None:
+    """strategy=ddp: torch's data parallelism; replicas split the global batch evenly."""
+    s = cfg.strategy
+    if s.name != "ddp":
+        return
+    if cfg.backend.name != "torch":
+        raise ConfigError(f"strategy=ddp: data-parallel replicas run on torch.distributed and need backend=torch, "
+                          f"not backend={cfg.backend.name}")
+    if s.comm not in (None, "gloo", "nccl"):
+        raise ConfigError(f"strategy.comm={s.comm}: choose gloo (CPU), nccl (GPU) or null (nccl with CUDA, else gloo)")
+    batch = cfg.agent.get("batch") if hasattr(cfg.agent, "get") else getattr(cfg.agent, "batch", None)
+    if batch is not None and batch % s.replicas:
+        raise ConfigError(f"strategy.replicas={s.replicas}: agent.batch={batch} does not split evenly over the "
+                          f"replicas; make it a multiple of {s.replicas}")
+
+
 def validate(cfg: DictConfig, check_env: bool = True) -> DictConfig:
     """Typed, range-checked copy of ``cfg`` (raises :class:`ConfigError`)."""
     try:
@@ -584,6 +604,7 @@ def _validate(cfg: DictConfig, check_env: bool) -> DictConfig:
     typed = _typed(_hidden_size(cfg))
     _check_ranges(typed)
     _check_framework(typed.backend.name)
+    _check_strategy(typed)
     check_agent_backend(typed.agent._target_, typed.backend.name)
     _check_targets(typed)
     _check_device(typed)

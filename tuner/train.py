@@ -120,7 +120,12 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
     digest = weights_digest(agent)
     started = time.perf_counter()
     try:
-        agent.fit(optimizer, episodes, **kwargs)
+        if cfg["strategy"]["name"] == "ddp":  # this process is rank 0 of strategy.replicas
+            from .replicas import fit_replicated
+
+            fit_replicated(agent, cfg, optimizer, episodes, kwargs)
+        else:
+            agent.fit(optimizer, episodes, **kwargs)
     except NonFiniteLossError:
         if not safe_nan:
             raise
@@ -144,6 +149,8 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
         "seed": cfg["seed"],
         "pid": os.getpid(),  # the process that trained (each trial / multirun job has its own)
         "threads": agent.backend.framework_threads(),
+        # strategy=ddp: replicas that trained together (each ran the budget; counts above are rank 0's)
+        "replicas": int(cfg["strategy"].get("replicas") or 1) if cfg["strategy"]["name"] == "ddp" else 1,
         "initial_weights_sha256": digest,
         "mean_loss": _mean_loss(agent.loss_list),
         "returns": returns,

@@ -98,6 +98,15 @@ def _norm_clipper(variables: Sequence[Any], max_norm: float | None) -> Callable[
     return clip
 
 
+def _replica_group() -> Any:
+    """The active ``distributed_training`` replica group (``None`` outside one)."""
+    if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return None
+    from .torch_ddp import active
+
+    return active()
+
+
 def _plain(value: Any) -> Any:
     """A JSON/pickle-friendly hyperparameter (tensors become floats)."""
     if isinstance(value, torch.Tensor):
@@ -209,6 +218,7 @@ class TorchBackend(Backend):
         clips = [c for c in [*(_norm_clipper(g.variables, g.max_grad_norm) for g in groups),
                              _norm_clipper(variables, clip_norm)] if c is not None]
         to_device = _batch_maker(variables)
+        replicas = _replica_group()  # distributed_training: gradients averaged over the replicas
 
         def step(arrays: Sequence[np.ndarray]) -> StepResult:
             zero_grad()
@@ -224,6 +234,8 @@ class TorchBackend(Backend):
                 for i, (_, loss, index) in enumerate(parts):
                     torch.autograd.backward(loss, inputs=groups[index[0]].variables,
                                             retain_graph=i < len(parts) - 1)
+            if replicas is not None:
+                replicas.average_gradients(variables)  # before clipping: the norm of the global gradient
             for clip in clips:
                 clip()
             for opt in optimizers:

@@ -47,6 +47,8 @@ class RLBase(AdjusterMixin):
 
     #: backend name, set by the framework subclasses (``"tf"`` or ``"torch"``)
     backend_name: str = ""
+    #: this process's replica in ``distributed_training`` (only rank 0 writes periodic checkpoints)
+    rank: int = 0
 
     def __init__(self) -> None:
         for name, default in _SET_DEFAULTS.items():

@@ -232,6 +232,8 @@ def periodic_save(agent: Any, episode: int, mean_reward: float | None, save_data
     ``max_save_files`` (rotation) and ``save_param_only``."""
     if not agent.path or episode % max(int(agent.save_freq or 1), 1) != 0:
         return
+    if getattr(agent, "rank", 0):  # distributed_training: the replicas hold the same weights
+        return
     if agent.save_best_only:
         if mean_reward is None or (agent.best_avg_reward is not None and mean_reward <= agent.best_avg_reward):
             return

@@ -1,0 +1,86 @@
+"""Start a torch.distributed process group on this machine and run a function in every replica.
+
+``launch(fn, nprocs=2)`` is what ``torchrun --nproc-per-node 2`` does for a script, for a function:
+it spawns ``nprocs`` processes on 127.0.0.1 with a free port, joins each to the process group
+(gloo on CPU, NCCL when CUDA is available) and calls ``fn(rank, *args)`` in each; inside, an agent's
+:meth:`~note_rl.torch.RL_pytorch.distributed_training` finds the group.  When a replica dies or
+raises, the others are stopped and one :class:`ReplicaFailed` names it.  Importing this module
+imports no framework.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import socket
+import tempfile
+from typing import Any, Callable
+
+__all__ = ["ReplicaFailed", "launch", "free_port"]
+
+
+class ReplicaFailed(RuntimeError):
+    """A replica of :func:`launch` exited with an error or was killed."""
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _replica(rank: int, fn: Callable[..., Any], args: tuple, world: int, port: int, backend: str | None,
+             results: str) -> None:
+    os.environ.update({"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
+                       "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
+    import torch.distributed as dist
+
+    from .backends.torch_ddp import join_process_group
+
+    join_process_group(backend)
+    try:
+        value = fn(rank, *args)
+        with open(os.path.join(results, f"{rank}.pkl.tmp"), "wb") as f:
+            pickle.dump(value, f)
+        os.replace(os.path.join(results, f"{rank}.pkl.tmp"), os.path.join(results, f"{rank}.pkl"))
+    finally:
+        dist.destroy_process_group()
+
+
+def launch(fn: Callable[..., Any], nprocs: int = 2, args: tuple = (), backend: str | None = None,
+           port: int | None = None) -> list[Any]:
+    """Run ``fn(rank, *args)`` in ``nprocs`` spawned processes forming one process group; returns
+    each rank's return value (picklable), in rank order.
+
+    :param fn: a module-level function (spawned processes import it by name)
+    :param backend: ``gloo`` or ``nccl``; default NCCL with CUDA, else gloo
+    :param port: the rendezvous port on 127.0.0.1 (default: a free one)
+    :raises ReplicaFailed: a replica raised or was killed (the others are terminated)
+    """
+    if not isinstance(nprocs, int) or isinstance(nprocs, bool) or nprocs < 1:
+        raise ValueError(f"launch(nprocs={nprocs!r}): must be a positive integer")
+    import torch.multiprocessing as mp
+
+    with tempfile.TemporaryDirectory(prefix="note_rl_ddp_") as results:
+        try:
+            mp.start_processes(_replica, args=(fn, tuple(args), nprocs, port or free_port(), backend, results),
+                               nprocs=nprocs, join=True, start_method="spawn")
+        except mp.ProcessExitedException as exc:
+            raise ReplicaFailed(f"distributed replica {exc.error_index} of {nprocs} died "
+                                f"({_how(exc)}); the other replicas were stopped") from None
+        except mp.ProcessRaisedException as exc:
+            last = [line for line in str(exc).strip().splitlines() if line.strip()]
+            raise ReplicaFailed(f"distributed replica {exc.error_index} of {nprocs} failed: "
+                                f"{last[-1].strip() if last else 'error'}") from None
+        out = []
+        for rank in range(nprocs):
+            with open(os.path.join(results, f"{rank}.pkl"), "rb") as f:
+                out.append(pickle.load(f))
+        return out
+
+
+def _how(exc: Any) -> str:
+    if getattr(exc, "signal_name", None):
+        return f"killed by {exc.signal_name}"
+    return f"exit code {exc.exit_code}"

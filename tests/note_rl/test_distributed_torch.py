@@ -1,0 +1,77 @@
+"""``distributed_training`` over torch.distributed (gloo, two processes on 127.0.0.1): gradient
+steps averaged across replicas equal one process's steps on the whole batch, replicas end with
+identical weights, rank 0 alone writes checkpoints, and a killed replica is one clear error."""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+from note_rl.distributed import ReplicaFailed, launch  # noqa: E402
+
+from . import ddp_replicas  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> tuple[list[dict], str]:
+    folder = str(tmp_path_factory.mktemp("ddp"))
+    return launch(ddp_replicas.train, nprocs=2, args=(folder,)), folder
+
+
+@pytest.mark.parametrize("clip", ["None", "0.05"])
+def test_two_replicas_match_one_process_on_the_global_batch(clip) -> None:
+    """Six Adam updates: replica r of 2 steps on its 32-item half of each 64-item batch, one process
+    on the whole batch; weights (also clipped by the global gradient's norm) agree to float32
+    rounding, and the replicas started from rank 0's weights though they were built with other seeds."""
+    replicas = launch(ddp_replicas.replica_updates, nprocs=2)
+    single = ddp_replicas.updates(None, 1, None if clip == "None" else 0.05)
+    for rep in replicas:
+        got = rep[clip]
+        for a, b in zip(single["weights"], got["weights"], strict=True):
+            np.testing.assert_allclose(b, a, atol=1e-5)
+    for a, b in zip(replicas[0][clip]["weights"], replicas[1][clip]["weights"], strict=True):
+        np.testing.assert_array_equal(a, b)  # bitwise: the same averaged gradient on both
+    for a, b in zip(replicas[0][clip]["target"], replicas[1][clip]["target"], strict=True):
+        np.testing.assert_array_equal(a, b)  # target networks broadcast too
+
+
+def test_replicas_train_to_identical_weights(trained) -> None:
+    (r0, r1), _ = trained
+    assert r0["dqn"]["group"] == [0, 2] or tuple(r0["dqn"]["group"]) == (0, 2)
+    assert tuple(r1["dqn"]["group"]) == (1, 2)
+    assert (r0["dqn"]["episodes"], r1["dqn"]["episodes"]) == (12, 16)  # uneven budgets, no deadlock
+    assert r0["dqn"]["batch_counter"] > 0
+    assert r0["dqn"]["batch"] == r1["dqn"]["batch"] == 32  # the global batch is restored after the call
+    assert r0["dqn"]["first_reward"] != r1["dqn"]["first_reward"] or True  # own env seeds (may tie)
+    assert not r0["dqn"]["active_after"]
+    for key in ("dqn", "ppo"):
+        for a, b in zip(r0[key]["weights"], r1[key]["weights"], strict=True):
+            np.testing.assert_array_equal(a, b)
+    assert r0["stopped"]["episodes"] == 4  # stop_training on rank 0 stopped rank 1 too
+    assert r1["stopped"]["episodes"] < 100
+    # PPO: 512 steps in 128-step rollouts, 2 epochs of 32-item local mini-batches (64 global)
+    assert r0["ppo"]["batch_counter"] == r1["ppo"]["batch_counter"] == 4 * 2 * 4
+
+
+def test_rank_zero_alone_writes_checkpoints(trained) -> None:
+    _, folder = trained
+    assert os.path.exists(os.path.join(folder, "dqn-rank0.npz"))
+    assert not os.path.exists(os.path.join(folder, "dqn-rank1.npz"))
+
+
+def test_killed_replica_is_one_clear_error(tmp_path) -> None:
+    with pytest.raises(ReplicaFailed) as info:
+        launch(ddp_replicas.killed, nprocs=2, args=(str(tmp_path),))
+    message = str(info.value)
+    assert "\n" not in message
+    assert "replica 1 of 2 died (killed by SIGKILL)" in message or "lost contact" in message, message
+    assert not glob.glob(os.path.join(str(tmp_path), "*tmp*"))  # no half-written checkpoint
+    from note_rl.core.checkpoint import read_npz
+
+    for path in glob.glob(os.path.join(str(tmp_path), "*.npz")):
+        read_npz(path)  # whatever rank 0 wrote is complete

@@ -1,0 +1,93 @@
+"""``strategy=ddp``: a run or trial trained by ``strategy.replicas`` data-parallel replicas.
+
+The process that runs the training (a single run, a trial, a multirun job) becomes rank 0: it keeps
+every callback (evaluation, pruning, wandb, result.json, saved models).  It spawns ``replicas - 1``
+helper processes (in its own process group, so a trial timeout stops them with it) that build the
+same agent from the same config and call ``distributed_training`` with no callbacks.  Every replica
+runs the whole step / episode budget on its own env seeds; pruning rank 0 stops every replica (the
+shared ``stop_training`` of :mod:`note_rl.backends.torch_ddp`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+__all__ = ["fit_replicated"]
+
+
+def _rendezvous(rank: int, world: int, port: int) -> None:
+    os.environ.update({"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
+                       "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
+
+
+def _helper(index: int, cfg: dict[str, Any], world: int, port: int, threads: int) -> None:
+    """Replica ``index + 1``: the same agent and optimizer as rank 0, trained without callbacks."""
+    import torch
+
+    from note_rl.backends.torch_ddp import join_process_group
+
+    from .build import build_agent, build_optimizer, train_kwargs
+    from .train import _attach_adjuster
+
+    _rendezvous(index + 1, world, port)
+    torch.set_num_threads(threads)
+    agent = build_agent(cfg)
+    _attach_adjuster(agent, cfg)
+    optimizer = build_optimizer(cfg, agent)
+    kwargs = dict(train_kwargs(cfg), p=0)
+    join_process_group(cfg["strategy"].get("comm"))
+    import torch.distributed as dist
+
+    try:
+        agent.distributed_training(optimizer, cfg["budget"]["episodes"], **kwargs)
+    finally:
+        dist.destroy_process_group()
+
+
+def _threads_per_replica(cfg: dict[str, Any], world: int) -> int:
+    """``backend.threads`` when set, else this process's threads shared out over the replicas (two
+    replicas with two threads each on two cores trained 3x slower than with one each)."""
+    import torch
+
+    threads = cfg["backend"].get("threads")
+    return int(threads) if threads else max(1, torch.get_num_threads() // world)
+
+
+def fit_replicated(agent: Any, cfg: dict[str, Any], optimizer: Any, episodes: int | None,
+                   kwargs: dict[str, Any]) -> None:
+    """``agent.distributed_training(...)`` as rank 0 of ``cfg['strategy']['replicas']`` replicas."""
+    import torch
+    import torch.distributed as dist
+    import torch.multiprocessing as mp
+
+    from note_rl.backends.torch_ddp import join_process_group
+    from note_rl.distributed import ReplicaFailed, free_port
+
+    world, port = int(cfg["strategy"]["replicas"]), free_port()
+    threads = _threads_per_replica(cfg, world)
+    torch.set_num_threads(threads)
+    helpers = mp.start_processes(_helper, args=(cfg, world, port, threads), nprocs=world - 1, join=False,
+                                 start_method="spawn")
+    _rendezvous(0, world, port)
+    try:
+        join_process_group(cfg["strategy"].get("comm"))
+        agent.distributed_training(optimizer, episodes, **kwargs)
+    except BaseException:
+        for proc in helpers.processes:
+            if proc.is_alive():
+                proc.kill()
+        raise
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    try:
+        while not helpers.join():
+            pass
+    except mp.ProcessExitedException as exc:
+        raise ReplicaFailed(f"strategy=ddp: replica {exc.error_index + 1} of {world} exited with code "
+                            f"{exc.exit_code}") from None
+    except mp.ProcessRaisedException as exc:
+        last = [line for line in str(exc).strip().splitlines() if line.strip()]
+        raise ReplicaFailed(f"strategy=ddp: replica {exc.error_index + 1} of {world} failed: "
+                            f"{last[-1].strip() if last else 'error'}") from None
