@@ -75,3 +75,21 @@ def test_killed_replica_is_one_clear_error(tmp_path) -> None:
 
     for path in glob.glob(os.path.join(str(tmp_path), "*.npz")):
         read_npz(path)  # whatever rank 0 wrote is complete
+
+
+def test_torchrun_runs_the_example(tmp_path) -> None:
+    """examples/ddp_dqn.py as the README runs it, under torchrun: both replicas end with the same
+    weights and one checkpoint is written."""
+    import re
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
+    out = subprocess.run([torchrun, "--standalone", "--nproc-per-node", "2", os.path.join(root, "examples", "ddp_dqn.py"),
+                          "--episodes", "12", "--path", str(tmp_path / "model.npz")],
+                         capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
+    assert out.returncode == 0, out.stderr[-3000:]
+    sums = {m.group(1): m.group(2) for m in re.finditer(r"rank (\d): 12 episodes, .*?weights sum (-?\d+\.\d{6})", out.stdout)}
+    assert set(sums) == {"0", "1"} and sums["0"] == sums["1"], out.stdout
+    assert os.listdir(tmp_path) == ["model.npz"]
