@@ -125,9 +125,45 @@ class RL(RLBase):
         options = {k: v for k, v in locals().items()
                    if k not in ("self", "optimizer", "strategy", "episodes", "num_episodes", "train_loss",
                                 "global_batch_size", "replicas", "batch", "__class__")}
-        with strategy.scope():
-            return self.train(train_loss, optimizer, episodes if episodes is not None else num_episodes,
-                              **options)
+        episodes = episodes if episodes is not None else num_episodes
+        from .backends.tf_distribute import local_replicas
+
+        if local_replicas(strategy) == replicas:  # one process holds every replica
+            with strategy.scope():
+                return self.train(train_loss, optimizer, episodes, **options)
+        return self._multi_worker_training(strategy, train_loss, optimizer, episodes, options)
+
+    def _multi_worker_training(self, strategy: Any, train_loss: Any, optimizer: Any, episodes: int | None,
+                               options: dict[str, Any]) -> float | None:
+        """One worker of a multi-worker strategy: its share of the global batch from its own buffer,
+        its own env seeds, weights from the first worker, finished workers shadowing the rest."""
+        from .backends.tf_distribute import WorkerSession, broadcast_from_first, local_replicas
+
+        terms = self.update_spec().terms
+        if len(terms) != 1:
+            raise ValueError(f"distributed_training: {type(strategy).__name__} trains agents whose update is one "
+                             f"loss term (DQN, PPO, A2C); {type(self).__name__} has {len(terms)} "
+                             f"({', '.join(t.label for t in terms)}); use MirroredStrategy on one machine")
+        worker = strategy.cluster_resolver.task_id if strategy.cluster_resolver is not None else 0
+        kept = {"batch": self.batch, "seed": self.seed, "rank": self.rank}
+        if self.batch is not None:
+            self.batch = self.batch * local_replicas(strategy) // strategy.num_replicas_in_sync
+        if self.seed is not None and worker:
+            self.apply_seed(self.seed + 10_000 * worker)  # own env, exploration and sampling streams
+        self.rank = int(worker)
+        try:
+            with strategy.scope():
+                tensors = [v for m in self.backend.modules(self).values() for v in self.backend.module_variables(m)]
+                broadcast_from_first(strategy, _unique([*tensors, *self._variables()]))
+                with WorkerSession(self):
+                    return self.train(train_loss, optimizer, episodes, **options)
+        finally:
+            self.batch, self.seed, self.rank = kept["batch"], kept["seed"], kept["rank"]
+
+
+def _unique(variables: list[Any]) -> list[Any]:
+    seen: set[int] = set()
+    return [v for v in variables if not (id(v) in seen or seen.add(id(v)))]
 
 
 def check_strategy(agent: Any, strategy: Any) -> None:
@@ -139,9 +175,9 @@ def check_strategy(agent: Any, strategy: Any) -> None:
         raise ValueError(f"distributed_training(strategy={strategy!r}): pass a tf.distribute strategy, "
                          "e.g. tf.distribute.MirroredStrategy()")
     kind = type(strategy).__name__
-    if "MultiWorker" in kind or "ParameterServer" in kind or "TPU" in kind:
+    if "ParameterServer" in kind or "TPU" in kind:
         raise NotImplementedError(f"distributed_training: {kind} is not supported yet; MirroredStrategy "
-                                  "(one machine, several devices) is")
+                                  "(one machine, several devices) and MultiWorkerMirroredStrategy are")
     variables = agent._variables()
     if variables and not _in_scope(strategy, variables[0]):
         raise ValueError(f"distributed_training: the agent's variables were created outside "

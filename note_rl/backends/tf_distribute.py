@@ -14,28 +14,42 @@ Used by :meth:`note_rl.backends.tf_backend.TFBackend.make_update` when the step 
    first, clipped, and divided by ``R`` before the optimizer sums the ``R`` identical copies again;
 4. the losses are summed across replicas and the TD errors / ratios the loss recorded are gathered
    in slice order, so prioritized replay gets one value per item of the global batch.
+
+With several workers (``MultiWorkerMirroredStrategy``, one process per worker, ``TF_CONFIG``) each
+worker passes only its own share of the global batch (``B * local / R`` items from its own buffer,
+split over its local replicas) and gets back the TD errors of its own items.  Workers collect on
+their own and may finish at different times, so each step also all-reduces two flags, ``stop``
+(any worker's ``stop_training`` stops them all) and ``active``: a worker that has finished keeps
+running the step on its last batch with its loss scaled by 0 (a zero gradient: it applies the
+others' update, so the weights stay identical) until no worker is active (:class:`WorkerSession`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import tensorflow as tf
 
-__all__ = ["ReplicaStep", "all_reduce_for_clipping", "replica_count", "scaled_loss"]
+__all__ = ["ReplicaStep", "WorkerSession", "all_reduce_for_clipping", "broadcast_from_first",
+           "local_replicas", "replica_count", "scaled_loss"]
+
+# the multi-worker loss factor (``active / R``) of the replica function being traced
+_FACTOR: dict[str, Any] = {"value": None}
 
 
 def scaled_loss(loss_fn: Callable[..., Any], factor: float) -> Callable[..., Any]:
-    """``loss_fn`` whose loss(es) are multiplied by ``factor`` (one loss, a list or a dict)."""
+    """``loss_fn`` whose loss(es) are multiplied by ``factor`` (one loss, a list or a dict); in a
+    multi-worker step by the traced ``active / R`` instead (0 on a finished worker)."""
 
     def scaled(*inputs: Any) -> Any:
         out = loss_fn(*inputs)
+        factor_now = _FACTOR["value"] if _FACTOR["value"] is not None else factor
         if isinstance(out, dict):
-            return {k: v * factor for k, v in out.items()}
+            return {k: v * factor_now for k, v in out.items()}
         if isinstance(out, (list, tuple)):
-            return type(out)(v * factor for v in out)
-        return out * factor
+            return type(out)(v * factor_now for v in out)
+        return out * factor_now
 
     return scaled
 
@@ -55,6 +69,11 @@ def all_reduce_for_clipping(grads: list[Any]) -> tuple[list[Any], float]:
     return out, replicas
 
 
+def local_replicas(strategy: Any) -> int:
+    """Replicas of ``strategy`` in this process (all of them, except with several workers)."""
+    return len(strategy.extended.worker_devices)
+
+
 class ReplicaStep:
     """``step(*arrays) -> (losses, td, ratio)`` running ``body`` on every replica of ``strategy``.
 
@@ -66,39 +85,135 @@ class ReplicaStep:
     def __init__(self, strategy: Any, body: Callable[..., Any]) -> None:
         self.strategy = strategy
         self.replicas = strategy.num_replicas_in_sync
+        self.local = local_replicas(strategy)
+        self.multi_worker = self.local != self.replicas
+        self.session = WorkerSession.current() if self.multi_worker else None
+        self.last: tuple[np.ndarray, ...] | None = None  # a finished worker replays its last batch
+        replicas = self.replicas
 
         def replica(*inputs: Any) -> Any:
-            losses, td, ratio = body(*inputs)
+            flags = None
+            if self.multi_worker:
+                *inputs, flags = inputs
+                _FACTOR["value"] = flags[1] / replicas  # 1/R, or 0 on a finished worker
+            try:
+                losses, td, ratio = body(*inputs)
+            finally:
+                _FACTOR["value"] = None
             # strategy.run's outputs cannot hold None (and gathering empty tensors crashes TF 2.21):
             # only what the loss recorded is returned
             out = {"losses": list(losses)}
             for key, value in (("td", td), ("ratio", ratio)):
                 if value is not None:
                     out[key] = tf.cast(tf.reshape(value, [-1]), tf.float32)
+            if flags is not None:  # losses and flags summed here: strategy.reduce of a worker's one
+                # replica's plain tensor fails in TF 2.21 ("destinations can not be empty")
+                ctx = tf.distribute.get_replica_context()
+                rid = tf.get_static_value(ctx.replica_id_in_sync_group) or 0
+                device = strategy.extended.worker_devices[int(rid) % self.local]
+                with tf.device(device):  # an all-reduce needs tensors placed on a device
+                    placed = [tf.identity(v) for v in (*out["losses"], flags)]
+                reduced = ctx.all_reduce(tf.distribute.ReduceOp.SUM, placed)
+                out["losses"], out["flags"] = list(reduced[:-1]), reduced[-1]
             return out
 
         def run(*per_replica: Any) -> Any:
             out = strategy.run(replica, args=per_replica)
-            total = [strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None) for v in out["losses"]]
-            return total, *(strategy.gather(out[k], axis=0) if k in out else None for k in ("td", "ratio"))
+            if "flags" in out:
+                total = [strategy.experimental_local_results(v)[0] for v in out["losses"]]
+            else:
+                total = [strategy.reduce(tf.distribute.ReduceOp.SUM, v, axis=None) for v in out["losses"]]
+            local = [tf.concat(strategy.experimental_local_results(out[k]), axis=0) if k in out else None
+                     for k in ("td", "ratio")]  # this worker's items, in slice order
+            flags = strategy.experimental_local_results(out["flags"])[0] if "flags" in out else None
+            return total, *local, flags
 
         self._run = tf.function(run, reduce_retracing=True)
+        if self.session is not None:
+            self.session.steps.append(self)
 
     def __call__(self, *arrays: np.ndarray) -> tuple[list[Any], Any, Any]:
+        self.last = arrays
+        stop = bool(self.session is not None and self.session.agent.stop_training)
+        losses, td, ratio, flags = self._call(arrays, active=True, stop=stop)
+        if flags is not None and float(flags[0]) > 0 and self.session is not None:
+            self.session.agent.stop_training = True
+        return losses, td, ratio
+
+    def shadow(self, stop: bool) -> bool:
+        """One step with a zero loss on the last batch; whether any worker is still active."""
+        _, _, _, flags = self._call(self.last, active=False, stop=stop)
+        return float(flags[1]) > 0
+
+    def _call(self, arrays: tuple[np.ndarray, ...], active: bool, stop: bool) -> Any:
         n = len(arrays[0])
-        if n % self.replicas:
+        if n % self.local:
             raise ValueError(f"distributed_training: the batch of {n} does not split evenly over "
-                             f"{self.replicas} replicas; make batch a multiple of {self.replicas}")
-        size = n // self.replicas
+                             f"{self.local} replicas; make batch a multiple of {self.replicas}")
+        size = n // self.local
         inputs = [self._split(np.asarray(a), size) for a in arrays]
+        if self.multi_worker:
+            inputs.append(self._split(np.array([[float(stop), float(active)]] * self.local, np.float32), 1,
+                                      squeeze=True))
         return self._run(*inputs)
 
-    def _split(self, array: np.ndarray, size: int) -> Any:
+    def _split(self, array: np.ndarray, size: int, squeeze: bool = False) -> Any:
+        local = self.local
+
         def part(ctx: Any) -> Any:
-            r = ctx.replica_id_in_sync_group
-            return tf.constant(array[r * size:(r + 1) * size])
+            r = ctx.replica_id_in_sync_group % local  # workers hold equal numbers of replicas
+            piece = array[r * size:(r + 1) * size]
+            return tf.constant(piece[0] if squeeze else piece)
 
         return self.strategy.experimental_distribute_values_from_function(part)
+
+
+class WorkerSession:
+    """One ``distributed_training`` call under a multi-worker strategy: the steps it builds share the
+    agent's ``stop_training``; at the end a finished worker shadows the others' steps."""
+
+    _current: "WorkerSession | None" = None
+
+    def __init__(self, agent: Any) -> None:
+        self.agent = agent
+        self.steps: list[ReplicaStep] = []
+
+    @classmethod
+    def current(cls) -> "WorkerSession | None":
+        return cls._current
+
+    def __enter__(self) -> "WorkerSession":
+        WorkerSession._current = self
+        return self
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
+        WorkerSession._current = None
+        if kind is not None:
+            return
+        used = [s for s in self.steps if s.last is not None]
+        if used:
+            stop = bool(self.agent.stop_training)
+            while used[0].shadow(stop):
+                pass
+
+
+def broadcast_from_first(strategy: Any, variables: Sequence[Any]) -> None:
+    """Give every worker the first replica's values of ``variables`` (the same list everywhere):
+    Keras variables built under a multi-worker scope start from each worker's own initialiser."""
+    variables = list(variables)
+    if not variables:
+        return
+
+    def replica() -> Any:
+        ctx = tf.distribute.get_replica_context()
+        first = tf.cast(tf.equal(ctx.replica_id_in_sync_group, 0), tf.float32)
+        return ctx.all_reduce(tf.distribute.ReduceOp.SUM,
+                              [tf.cast(tf.convert_to_tensor(v), tf.float32) * first for v in variables])
+
+    reduced = strategy.run(tf.function(replica))
+    values = [strategy.experimental_local_results(v)[0] for v in reduced]
+    for var, value in zip(variables, values):
+        var.assign(tf.cast(value, var.dtype))
 
 
 def replica_count() -> int:

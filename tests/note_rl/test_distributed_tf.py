@@ -1,5 +1,6 @@
 """``distributed_training`` with ``tf.distribute.MirroredStrategy`` over two logical CPU devices (run
-in a fresh process, see mirrored_child.py): an update on a global batch split over two replicas
+in a fresh process, see mirrored_child.py) and with ``MultiWorkerMirroredStrategy`` over two worker
+processes on 127.0.0.1 (multiworker_child.py): an update on a global batch split over two replicas
 equals the one-device update on the whole batch."""
 
 from __future__ import annotations
@@ -48,3 +49,51 @@ def test_misuse_is_one_clear_error(result) -> None:
     assert "batch=63 does not split evenly over 2 replicas" in errors["odd_batch"]
     assert "pass a tf.distribute strategy" in errors["no_strategy"]
     assert errors["batch_kept"] == 64
+
+
+@pytest.fixture(scope="module")
+def workers(tmp_path_factory) -> tuple[list[dict], str]:
+    """Two MultiWorkerMirroredStrategy workers on 127.0.0.1 ports, one process each."""
+    from note_rl.distributed import free_port
+
+    folder = str(tmp_path_factory.mktemp("multiworker"))
+    ports = [str(free_port()), str(free_port())]
+    child = os.path.join(ROOT, "tests", "note_rl", "multiworker_child.py")
+    procs = [subprocess.Popen([sys.executable, child, str(i), *ports, os.path.join(folder, f"out{i}.json")],
+                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for i in range(2)]
+    try:
+        outs = [p.communicate(timeout=600) for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+    for p, (_, err) in zip(procs, outs):
+        assert p.returncode == 0, err[-3000:]
+    return [json.load(open(os.path.join(folder, f"out{i}.json"))) for i in range(2)], folder
+
+
+def test_two_workers_match_one_device(workers) -> None:
+    """Each worker steps on its 32-item half of six 64-item batches (built with another seed, the
+    weights come from worker 0): both end with the one-device weights on the whole batches, and each
+    gets the TD errors of its own 32 items."""
+    (w0, w1), _ = workers
+    assert w0["replicas"] == 2
+    for single, a, b in zip(w0["single"], w0["worker"], w1["worker"], strict=True):
+        np.testing.assert_allclose(np.array(a), np.array(single), atol=1e-5)
+        np.testing.assert_array_equal(np.array(a), np.array(b))
+    assert w0["td_len"] == w1["td_len"] == 32
+
+
+def test_workers_train_dqn_to_identical_weights(workers) -> None:
+    """The seed's MultiWorker DQN with num_episodes and prioritized replay; worker 1 runs 4 more
+    episodes (worker 0 shadows its steps), both end with the same weights, and only worker 0
+    writes checkpoints."""
+    (w0, w1), folder = workers
+    t0, t1 = w0["trained"], w1["trained"]
+    assert (t0["episodes"], t1["episodes"]) == (12, 16)
+    assert t0["batch_counter"] > 0 and t1["batch_counter"] >= t0["batch_counter"]
+    assert t0["batch"] == t1["batch"] == 64 and t0["td_written"] and t1["td_written"]
+    for a, b in zip(t0["weights"], t1["weights"], strict=True):
+        np.testing.assert_array_equal(np.array(a), np.array(b))
+    assert os.path.exists(os.path.join(folder, "ckpt-worker0.npz"))
+    assert not os.path.exists(os.path.join(folder, "ckpt-worker1.npz"))
