@@ -32,6 +32,7 @@ def _helper(index: int, cfg: dict[str, Any], world: int, port: int, threads: int
 
     _rendezvous(index + 1, world, port)
     torch.set_num_threads(threads)
+    cfg = _placed(cfg, index + 1)
     agent = build_agent(cfg)
     _attach_adjuster(agent, cfg)
     optimizer = build_optimizer(cfg, agent)
@@ -43,6 +44,19 @@ def _helper(index: int, cfg: dict[str, Any], world: int, port: int, threads: int
         agent.distributed_training(optimizer, cfg["budget"]["episodes"], **kwargs)
     finally:
         dist.destroy_process_group()
+
+
+def _placed(cfg: dict[str, Any], rank: int) -> dict[str, Any]:
+    """With CUDA and ``backend.device`` auto / cuda: replica ``rank`` on GPU ``rank % GPUs`` (NCCL
+    needs one device per process; rank 0 keeps the current device, GPU 0)."""
+    import torch
+
+    device = cfg["backend"].get("device") or "auto"
+    if device not in ("auto", "cuda") or not torch.cuda.is_available():
+        return cfg
+    index = rank % torch.cuda.device_count()
+    torch.cuda.set_device(index)
+    return {**cfg, "backend": {**cfg["backend"], "device": f"cuda:{index}"}}
 
 
 def _threads_per_replica(cfg: dict[str, Any], world: int) -> int:

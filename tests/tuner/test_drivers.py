@@ -97,11 +97,18 @@ def test_surviving_driver_finishes_when_the_other_is_sigkilled(tmp_path) -> None
     assert "stopped while the trial was running" in killed[0].user_attrs["fail_reason"]
 
 
-def _two_drivers(tmp_path, storage_args, name):
+def _two_drivers(tmp_path, storage_args, name, machines=False):
+    """Two drivers of one study; ``machines``: as on two machines, each in its own working dir (its
+    own outputs, studies/ and run dirs) and its own session (process tree)."""
     args = ["tuner=optuna", NO_REEVAL, f"tuner.study_name={name}", "search=none", "tuner.sampler=random",
             "+search.values.agent.gamma='interval(0.9, 0.99)'", "tuner.n_trials=10", "tuner.max_total_trials=4",
             "tuner.pruner=none", "tuner.n_jobs=2", *storage_args, *SLOW, *TINY]
-    procs = [_start(args, str(tmp_path)) for _ in range(2)]
+    cwds = [str(tmp_path)] * 2
+    if machines:
+        cwds = [str(tmp_path / m) for m in ("machine_a", "machine_b")]
+        for d in cwds:
+            os.makedirs(d)
+    procs = [_start(args, cwd) for cwd in cwds]
     for p in procs:
         _, err = p.communicate(timeout=600)
         assert p.returncode == 0, err[-2000:]
@@ -126,8 +133,10 @@ def test_two_drivers_share_a_journal_study(tmp_path) -> None:
 @pytest.mark.skipif(server_binaries() is None, reason="Debian's postgresql package is not installed")
 def test_two_drivers_share_a_postgresql_study(tmp_path) -> None:
     with postgres_server() as url:
-        _two_drivers(tmp_path, [f"tuner.storage='{url}'"], "pg")
+        _two_drivers(tmp_path, [f"tuner.storage='{url}'"], "pg", machines=True)
         from tuner.storage import make_storage
 
         study = optuna.load_study(study_name="pg", storage=make_storage(url, str(tmp_path)))
         _check_exact(study, tmp_path / "studies" / "pg")
+        by_machine = {os.path.relpath(t.user_attrs["run_dir"], str(tmp_path)).split(os.sep)[0] for t in study.trials}
+        assert by_machine == {"machine_a", "machine_b"}  # each machine's trials ran in its own dir
