@@ -126,9 +126,10 @@ class RL(RLBase):
                    if k not in ("self", "optimizer", "strategy", "episodes", "num_episodes", "train_loss",
                                 "global_batch_size", "replicas", "batch", "__class__")}
         episodes = episodes if episodes is not None else num_episodes
-        from .backends.tf_distribute import local_replicas
+        from .backends.tf_distribute import is_parameter_server, local_replicas
 
-        if local_replicas(strategy) == replicas:  # one process holds every replica
+        # one process holds every replica, or (parameter servers) collects and schedules the steps
+        if is_parameter_server(strategy) or local_replicas(strategy) == replicas:
             with strategy.scope():
                 return self.train(train_loss, optimizer, episodes, **options)
         return self._multi_worker_training(strategy, train_loss, optimizer, episodes, options)
@@ -175,9 +176,9 @@ def check_strategy(agent: Any, strategy: Any) -> None:
         raise ValueError(f"distributed_training(strategy={strategy!r}): pass a tf.distribute strategy, "
                          "e.g. tf.distribute.MirroredStrategy()")
     kind = type(strategy).__name__
-    if "ParameterServer" in kind or "TPU" in kind:
-        raise NotImplementedError(f"distributed_training: {kind} is not supported yet; MirroredStrategy "
-                                  "(one machine, several devices) and MultiWorkerMirroredStrategy are")
+    if "TPU" in kind:
+        raise NotImplementedError(f"distributed_training: {kind} is not supported; MirroredStrategy, "
+                                  "MultiWorkerMirroredStrategy and ParameterServerStrategy are")
     variables = agent._variables()
     if variables and not _in_scope(strategy, variables[0]):
         raise ValueError(f"distributed_training: the agent's variables were created outside "

@@ -51,7 +51,8 @@ import numpy as np  # noqa: E402
 from ..optim import OptimizerSpec  # noqa: E402
 from .base import (Backend, BoundGroup, DeviceError, StepFn, StepResult, check_device_name,  # noqa: E402
                    distinct, split_losses, sum_losses)
-from .tf_distribute import ReplicaStep, all_reduce_for_clipping, replica_count, scaled_loss  # noqa: E402
+from .tf_distribute import (ReplicaStep, ScheduledStep, all_reduce_for_clipping, is_parameter_server,  # noqa: E402
+                            replica_count, scaled_loss)
 
 __all__ = ["TFBackend", "BACKEND"]
 
@@ -286,7 +287,10 @@ class TFBackend(Backend):
         def build() -> Callable[..., Any]:
             # several replicas: tf.function around strategy.run, without XLA (jit_compile applies
             # to single-device steps)
-            return ReplicaStep(tf.distribute.get_strategy(), body) if replicas > 1 else _ByShape(body, jit)
+            strategy = tf.distribute.get_strategy()
+            if is_parameter_server(strategy):  # scheduled on the workers, variables on the PS
+                return ScheduledStep(strategy, body)
+            return ReplicaStep(strategy, body) if replicas > 1 else _ByShape(body, jit)
 
         compiled = build()
 

@@ -31,7 +31,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import tensorflow as tf
 
-__all__ = ["ReplicaStep", "WorkerSession", "all_reduce_for_clipping", "broadcast_from_first",
+__all__ = ["ReplicaStep", "ScheduledStep", "WorkerSession", "is_parameter_server", "all_reduce_for_clipping", "broadcast_from_first",
            "local_replicas", "replica_count", "scaled_loss"]
 
 # the multi-worker loss factor (``active / R``) of the replica function being traced
@@ -166,6 +166,42 @@ class ReplicaStep:
             return tf.constant(piece[0] if squeeze else piece)
 
         return self.strategy.experimental_distribute_values_from_function(part)
+
+
+def is_parameter_server(strategy: Any) -> bool:
+    """Whether ``strategy`` is a ``ParameterServerStrategy`` (variables on parameter servers, steps
+    scheduled on workers by a coordinator)."""
+    return "ParameterServer" in type(strategy).__name__
+
+
+class ScheduledStep:
+    """``step(*arrays) -> (losses, td, ratio)`` under ``ParameterServerStrategy``: the coordinator
+    (this process, which collects) schedules each gradient step on a free worker, whose replica reads
+    and updates the variables on the parameter servers; the step's losses and TD errors are fetched
+    before the next step (prioritized replay needs them), so the workers take turns.
+
+    :param strategy: the strategy whose scope the step was built in
+    :param body: the per-replica step, as for :class:`ReplicaStep`
+    """
+
+    def __init__(self, strategy: Any, body: Callable[..., Any]) -> None:
+        # one coordinator per strategy: the constructor returns the strategy's existing one
+        self.coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+
+        def replica(*inputs: Any) -> Any:
+            losses, td, ratio = body(*inputs)
+            out = {"losses": list(losses)}
+            for key, value in (("td", td), ("ratio", ratio)):
+                if value is not None:
+                    out[key] = tf.cast(tf.reshape(value, [-1]), tf.float32)
+            return out
+
+        self._run = tf.function(lambda *inputs: strategy.run(replica, args=inputs), reduce_retracing=True)
+
+    def __call__(self, *arrays: np.ndarray) -> tuple[list[Any], Any, Any]:
+        remote = self.coordinator.schedule(self._run, args=tuple(tf.constant(np.asarray(a)) for a in arrays))
+        out = remote.fetch()
+        return list(out["losses"]), out.get("td"), out.get("ratio")
 
 
 class WorkerSession:

@@ -97,3 +97,29 @@ def test_workers_train_dqn_to_identical_weights(workers) -> None:
         np.testing.assert_array_equal(np.array(a), np.array(b))
     assert os.path.exists(os.path.join(folder, "ckpt-worker0.npz"))
     assert not os.path.exists(os.path.join(folder, "ckpt-worker1.npz"))
+
+
+def test_parameter_server_strategy_trains(tmp_path) -> None:
+    """1 parameter server + 2 workers (tf.distribute.Server processes) and this test's coordinator
+    process: the agent's variables live on the parameter server, each gradient step is scheduled on a
+    worker, and the seeds' DQN with prioritized replay trains for its num_episodes."""
+    from note_rl.distributed import free_port
+
+    cluster = {"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}" for _ in range(2)],
+               "chief": [f"127.0.0.1:{free_port()}"]}
+    server = os.path.join(ROOT, "tests", "note_rl", "ps_server.py")
+    servers = [subprocess.Popen([sys.executable, server, job, str(i), json.dumps(cluster)], cwd=ROOT,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+               for job in ("ps", "worker") for i in range(len(cluster[job]))]
+    try:
+        out = tmp_path / "out.json"
+        proc = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "note_rl", "ps_child.py"),
+                               json.dumps(cluster), str(out)], capture_output=True, text=True, timeout=600, cwd=ROOT)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    finally:
+        for s in servers:
+            s.kill()
+    result = json.loads(out.read_text())
+    assert result["devices"] == ["/job:ps/replica:0/task:0/device:CPU:0"]
+    assert result["episodes"] == 10 and result["batch_counter"] > 0
+    assert result["changed"] > 0 and result["td_written"]
