@@ -13,7 +13,39 @@ from __future__ import annotations
 import os
 from typing import Any
 
-__all__ = ["fit_replicated"]
+__all__ = ["TF_STRATEGIES", "fit_replicated", "tf_strategy"]
+
+#: the ``strategy`` options that are tf.distribute strategies (backend=tf)
+TF_STRATEGIES = ("mirrored", "multi_worker", "parameter_server")
+
+
+def tf_strategy(cfg: dict[str, Any]) -> Any:
+    """The tf.distribute strategy of ``strategy=mirrored | multi_worker | parameter_server``, made
+    before TensorFlow runs anything (``strategy.logical_cpus`` splits the CPU into that many devices,
+    which must happen first).  multi_worker and parameter_server read the cluster from ``TF_CONFIG``."""
+    from note_rl.backends import get_backend
+
+    get_backend("tf")  # TensorFlow imported as the backend does it (its C++ start-up lines silenced)
+    from note_rl.backends.tf_backend import _native_stderr_silenced
+
+    with _native_stderr_silenced():  # the device search prints "failed call to cuInit" without a GPU
+        return _make_tf_strategy(cfg)
+
+
+def _make_tf_strategy(cfg: dict[str, Any]) -> Any:
+    import tensorflow as tf
+
+    s = cfg["strategy"]
+    if s["name"] == "mirrored":
+        if s.get("logical_cpus"):
+            cpu = tf.config.list_physical_devices("CPU")[0]
+            tf.config.set_logical_device_configuration(
+                cpu, [tf.config.LogicalDeviceConfiguration()] * int(s["logical_cpus"]))
+        return tf.distribute.MirroredStrategy(list(s["devices"]) if s.get("devices") else None)
+    if s["name"] == "multi_worker":
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    return tf.distribute.ParameterServerStrategy(resolver)
 
 
 def _rendezvous(rank: int, world: int, port: int) -> None:

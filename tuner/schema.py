@@ -13,7 +13,7 @@ import copy
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 from dataclasses import make_dataclass
 
@@ -230,6 +230,10 @@ class StrategyConf:
     # communication backend (gloo on CPU, nccl on GPU; null: nccl with CUDA, else gloo)
     replicas: int = 1
     comm: Optional[str] = None
+    # strategy=mirrored: the devices (null: all local GPUs, else the CPU) and, for tests on a CPU,
+    # the CPU split into this many logical devices
+    devices: Optional[List[str]] = None
+    logical_cpus: Optional[int] = None
 
 
 @dataclass
@@ -353,7 +357,7 @@ CHOICES = {
     "backend.name": tuple(backend_names()),
     "agent.activation": ("relu", "tanh"),
     "agent.loss": ("mse", "huber"),
-    "strategy.name": ("single", "pool_network", "ddp"),
+    "strategy.name": ("single", "pool_network", "ddp", "mirrored", "multi_worker", "parameter_server"),
     "strategy.start_method": ("spawn", "forkserver"),
     "logger.name": ("none", "console", "wandb"),
     "logger.mode": ("offline", "online", "disabled"),
@@ -361,7 +365,7 @@ CHOICES = {
 }
 POSITIVE = ("eval.every", "eval.episodes", "agent.batch", "agent.train_freq", "agent.num_updates", "agent.update_steps", "agent.update_batches",
             "agent.num_steps", "agent.n_steps", "agent.n_envs", "agent.n_epochs", "buffer.pool_size",
-            "strategy.processes", "strategy.replicas", "strategy.num_store", "strategy.processes_pr", "strategy.processes_her", "budget.steps", "budget.episodes",
+            "strategy.processes", "strategy.replicas", "strategy.logical_cpus", "strategy.num_store", "strategy.processes_pr", "strategy.processes_her", "budget.steps", "budget.episodes",
             "budget.max_updates", "objective.last_k", "optimizer.lr", "agent.lr", "agent.clip",
             "logger.log_every", "logger.gif_max_steps", "logger.init_timeout", "agent.policy_delay",
             "agent.n_critics", "agent.target_update_interval", "backend.threads")
@@ -578,6 +582,9 @@ def _check_framework(name: str) -> None:
 def _check_strategy(cfg: Any) -> None:
     """strategy=ddp: torch's data parallelism; replicas split the global batch evenly."""
     s = cfg.strategy
+    if s.name in ("mirrored", "multi_worker", "parameter_server"):
+        _check_tf_strategy(cfg)
+        return
     if s.name != "ddp":
         return
     if cfg.backend.name != "torch":
@@ -589,6 +596,33 @@ def _check_strategy(cfg: Any) -> None:
     if batch is not None and batch % s.replicas:
         raise ConfigError(f"strategy.replicas={s.replicas}: agent.batch={batch} does not split evenly over the "
                           f"replicas; make it a multiple of {s.replicas}")
+
+
+def _check_tf_strategy(cfg: Any) -> None:
+    """strategy=mirrored | multi_worker | parameter_server: tf.distribute strategies (backend=tf);
+    the cluster ones run single runs, one per machine, with the cluster in TF_CONFIG."""
+    import json
+    import os
+
+    name = cfg.strategy.name
+    if cfg.backend.name != "tf":
+        raise ConfigError(f"strategy={name}: a tf.distribute strategy needs backend=tf, not "
+                          f"backend={cfg.backend.name} (torch's data parallelism is strategy=ddp)")
+    if name == "mirrored":
+        return
+    if cfg.tuner.name != "none":
+        raise ConfigError(f"strategy={name}: a cluster strategy trains single runs (every machine runs the same "
+                          f"command with its TF_CONFIG), not tuner={cfg.tuner.name}")
+    try:
+        cluster = json.loads(os.environ.get("TF_CONFIG") or "{}").get("cluster") or {}
+    except (ValueError, AttributeError):
+        raise ConfigError(f"strategy={name}: TF_CONFIG is not valid JSON") from None
+    needed = ("worker",) if name == "multi_worker" else ("worker", "ps")
+    missing = [job for job in needed if not cluster.get(job)]
+    if missing:
+        raise ConfigError(f"strategy={name}: TF_CONFIG names no {' and no '.join(missing)} job; set it on every "
+                          'machine, e.g. TF_CONFIG=\'{"cluster": {"worker": ["host1:12345", "host2:12345"]}, '
+                          '"task": {"type": "worker", "index": 0}}\'')
 
 
 def validate(cfg: DictConfig, check_env: bool = True) -> DictConfig:

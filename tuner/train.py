@@ -101,10 +101,16 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
     learning rate, so there is no policy to evaluate)."""
     from note_rl import LambdaCallback, NonFiniteLossError
 
+    import contextlib
+
+    from .replicas import TF_STRATEGIES, tf_strategy
+
     set_threads(cfg)
-    agent = build_agent(cfg)
-    _attach_adjuster(agent, cfg)
-    optimizer = build_optimizer(cfg, agent)
+    strategy = tf_strategy(cfg) if cfg["strategy"]["name"] in TF_STRATEGIES else None
+    with strategy.scope() if strategy is not None else contextlib.nullcontext():  # the seeds' order
+        agent = build_agent(cfg)
+        _attach_adjuster(agent, cfg)
+        optimizer = build_optimizer(cfg, agent)
     last_k = int(cfg["objective"]["last_k"])
     source = cfg["objective"].get("source", "eval")
     hooks = _Hooks(agent, last_k, cfg["budget"]["max_updates"], report_every, reporter, source)
@@ -124,6 +130,8 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
             from .replicas import fit_replicated
 
             fit_replicated(agent, cfg, optimizer, episodes, kwargs)
+        elif strategy is not None:
+            agent.distributed_training(optimizer, strategy, episodes, **kwargs)
         else:
             agent.fit(optimizer, episodes, **kwargs)
     except NonFiniteLossError:
@@ -150,7 +158,7 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
         "pid": os.getpid(),  # the process that trained (each trial / multirun job has its own)
         "threads": agent.backend.framework_threads(),
         # strategy=ddp: replicas that trained together (each ran the budget; counts above are rank 0's)
-        "replicas": int(cfg["strategy"].get("replicas") or 1) if cfg["strategy"]["name"] == "ddp" else 1,
+        "replicas": _replicas(cfg, strategy),
         "initial_weights_sha256": digest,
         "mean_loss": _mean_loss(agent.loss_list),
         "returns": returns,
@@ -165,6 +173,12 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
     if run_dir:
         write_json(os.path.join(run_dir, "result.json"), result)
     return result
+
+
+def _replicas(cfg: dict[str, Any], strategy: Any) -> int:
+    if cfg["strategy"]["name"] == "ddp":
+        return int(cfg["strategy"].get("replicas") or 1)
+    return int(strategy.num_replicas_in_sync) if strategy is not None else 1
 
 
 def _evaluator(cfg: dict[str, Any], on_evaluation: Callable[[dict[str, Any]], None],

@@ -107,8 +107,8 @@ def test_parameter_server_strategy_trains(tmp_path) -> None:
 
     cluster = {"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}" for _ in range(2)],
                "chief": [f"127.0.0.1:{free_port()}"]}
-    server = os.path.join(ROOT, "tests", "note_rl", "ps_server.py")
-    servers = [subprocess.Popen([sys.executable, server, job, str(i), json.dumps(cluster)], cwd=ROOT,
+    servers = [subprocess.Popen([sys.executable, "-m", "note_rl.ps_server", "--cluster", json.dumps(cluster),
+                                 "--job", job, "--index", str(i)], cwd=ROOT,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                for job in ("ps", "worker") for i in range(len(cluster[job]))]
     try:
