@@ -38,6 +38,30 @@ def updates(strategy, max_grad_norm):
     return {"weights": weights, "losses": [r.loss for r in results], "td": np.asarray(results[-1].td).tolist()}
 
 
+def finders(strategy, model, folder: str) -> dict:
+    import optuna
+
+    from note_rl.lr_finder import LRFinder
+    from note_rl.opt_finder import OptFinder
+
+    with strategy.scope():
+        agent = DQN(4, 16, 2, seed=0, env="CartPole-v1")
+        agent.optimizer = keras.optimizers.Adam(1e-3)
+        opts = [keras.optimizers.SGD(1e-3), keras.optimizers.Adam(1e-3)]
+    agent.set(policy=EpsGreedyQPolicy(0.1), pool_size=2000, batch=32, learning_starts=32)
+    LRFinder(agent).find(pool_network=False, strategy=strategy, N=5, window_size=2, start_lr=1e-4, end_lr=1e-2,
+                         episodes=30, study_dir=folder + "/lr", study_name="lr")
+    OptFinder(agent, opts).find(pool_network=False, strategy=strategy, episodes=4, study_dir=folder + "/opt",
+                                study_name="opt")
+    out = {}
+    for name in ("lr", "opt"):
+        storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(
+            f"{folder}/{name}/journal.log"))
+        study = optuna.load_study(study_name=name, storage=storage)
+        out[name] = [(t.state.name, t.user_attrs.get("replicas")) for t in study.trials]
+    return out
+
+
 def main() -> None:
     mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     out = {"replicas": mirrored.num_replicas_in_sync}
@@ -65,6 +89,8 @@ def main() -> None:
             errors[name] = str(exc)
     errors["batch_kept"] = model.batch  # the refused global_batch_size=63 changed nothing
     out["errors"] = errors
+    if len(sys.argv) > 1:  # the seeds' finders with strategy=: candidates trained in that strategy
+        out["finders"] = finders(mirrored, model, sys.argv[1])
     json.dump(out, sys.stdout)
 
 

@@ -17,8 +17,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 @pytest.fixture(scope="module")
-def result() -> dict:
-    proc = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "note_rl", "mirrored_child.py")],
+def result(tmp_path_factory) -> dict:
+    folder = str(tmp_path_factory.mktemp("finders"))
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "note_rl", "mirrored_child.py"), folder],
                           capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -41,6 +42,13 @@ def test_two_replicas_match_one_device(result, clip) -> None:
 def test_seed_snippet_trains_with_prioritized_replay(result) -> None:
     trained = result["trained"]
     assert trained["episodes"] == 10 and trained["batch_counter"] > 0 and trained["td_written"]
+
+
+def test_finders_train_candidates_in_the_strategy(result) -> None:
+    """The seeds' ``lr_finder.find(..., strategy=strategy)`` and ``opt_finder.find(..., strategy=strategy)``:
+    each candidate's fresh process rebuilds the MirroredStrategy (two logical CPUs) and trains in it."""
+    assert result["finders"]["lr"] == [["COMPLETE", 2]]
+    assert result["finders"]["opt"] == [["COMPLETE", 2], ["COMPLETE", 2]]
 
 
 def test_misuse_is_one_clear_error(result) -> None:

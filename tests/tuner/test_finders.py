@@ -426,3 +426,20 @@ def test_lr_finder_with_the_default_agent_suggests_a_range(tmp_path) -> None:
     assert 1e-4 <= low < result["suggested_lr"] < high <= 1e-1 and high / low > 3
     assert len(set(result["episode_lrs"])) >= 30 and abs(result["lrs"][-1] - 1e-1) < 1e-12
     assert (folder / "lr_reward.png").stat().st_size > 10_000
+
+
+def test_finder_strategy_refusals_are_one_line() -> None:
+    """strategy= takes a MirroredStrategy for a Keras agent (tested in tests/note_rl/test_distributed_tf.py)."""
+    import tensorflow as tf
+
+    from note_rl.agents.keras import DQN as KerasDQN
+    from note_rl.agents.torch import DQN as TorchDQN
+    from tuner.finders.common import strategy_spec
+
+    assert strategy_spec(TorchDQN(4, 8, 2), None, "LRFinder") is None
+    with pytest.raises(ValueError, match=r"^LRFinder.find\(strategy=_DefaultDistributionStrategy\): strategy= is for "
+                                         "Keras agents"):
+        strategy_spec(TorchDQN(4, 8, 2), tf.distribute.get_strategy(), "LRFinder")
+    with pytest.raises(ValueError, match=r"^OptFinder.find\(strategy=_DefaultDistributionStrategy\): a finder trains "
+                                         "each candidate in one fresh process, so it takes a MirroredStrategy"):
+        strategy_spec(KerasDQN(4, 8, 2), tf.distribute.get_strategy(), "OptFinder")

@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .common import build_optimizers, weights_digest
+from .common import build_optimizers, make_strategy, weights_digest
 from .recorders import EpisodeRecorder, LRRangeTest
 
 __all__ = ["make_recorder", "run_pickled", "summarise"]
@@ -48,8 +48,12 @@ def run_pickled(payload: dict[str, Any], finder: dict[str, Any], run_dir: str,
     :func:`tuner.finders.lr.agent_spec`)."""
     from note_rl import NonFiniteLossError
 
-    agent = pickle.loads(payload["agent"])  # noqa: S301 - our own bytes, sent by the parent process
-    optimizers = build_optimizers(agent, payload["optimizers"])
+    import contextlib
+
+    strategy = make_strategy(payload.get("strategy"))  # before TensorFlow starts (logical CPUs)
+    with strategy.scope() if strategy is not None else contextlib.nullcontext():  # networks built in it
+        agent = pickle.loads(payload["agent"])  # noqa: S301 - our own bytes, sent by the parent process
+        optimizers = build_optimizers(agent, payload["optimizers"])
     recorder = make_recorder(finder, report)
     digest = weights_digest(agent)
     optimizer = optimizers if len(optimizers) > 1 else optimizers[0]
@@ -60,12 +64,17 @@ def run_pickled(payload: dict[str, Any], finder: dict[str, Any], run_dir: str,
         callbacks.append(WandbCallback(_wandb_config(agent, payload, finder), run_dir))
     kwargs = dict(payload["train"], callbacks=callbacks, p=0)
     try:
-        agent.fit(optimizer, payload["episodes"], **kwargs)
+        if strategy is not None:
+            agent.distributed_training(optimizer, strategy, payload["episodes"], **kwargs)
+        else:
+            agent.fit(optimizer, payload["episodes"], **kwargs)
     except NonFiniteLossError:
         if finder["kind"] != "lr":
             raise
         recorder.ended = recorder.ended or time.time()  # diverged at a high lr: expected
-    return summarise(recorder, run_dir, {"initial_weights_sha256": digest, "env_steps": agent.step_counter})
+    replicas = strategy.num_replicas_in_sync if strategy is not None else 1
+    return summarise(recorder, run_dir, {"initial_weights_sha256": digest, "env_steps": agent.step_counter,
+                                         "replicas": replicas})
 
 
 def _wandb_config(agent: Any, spec: dict[str, Any], finder: dict[str, Any]) -> dict[str, Any]:

@@ -64,6 +64,68 @@ def describe_optimizer(spec: dict[str, Any]) -> str:
     return f"{name}(lr={lr:g})" if isinstance(lr, (int, float)) else name
 
 
+def strategy_spec(agent: Any, strategy: Any, finder: str) -> dict[str, Any] | None:
+    """What a candidate's fresh process needs to rebuild ``strategy`` (the seeds' ``find(...,
+    strategy=strategy)``): a ``MirroredStrategy``'s devices.  The candidate then unpickles the agent
+    inside the new strategy's scope and trains it with ``distributed_training``."""
+    if strategy is None:
+        return None
+    kind = type(strategy).__name__
+    if getattr(agent, "backend_name", None) != "tf":
+        raise ValueError(f"{finder}.find(strategy={kind}): strategy= is for Keras agents (tf.distribute); a torch "
+                         "agent trains data-parallel with distributed_training under torchrun")
+    if kind != "MirroredStrategy":
+        raise ValueError(f"{finder}.find(strategy={kind}): a finder trains each candidate in one fresh process, "
+                         "so it takes a MirroredStrategy (the devices of one machine); train across machines "
+                         "with distributed_training")
+    return {"kind": "mirrored", "devices": [str(d) for d in strategy.extended.worker_devices]}
+
+
+def dumps_agent(agent: Any, distributed: bool) -> bytes:
+    """``pickle.dumps(agent)``; ``distributed``: the agent was built in a strategy's scope, whose
+    variables cannot be pickled (they hold weak references to the strategy), so each goes as its
+    value and is made again by :func:`plain_variable` (inside the candidate's strategy scope, where
+    a new variable is a distributed one again)."""
+    import io
+    import pickle
+
+    if not distributed:
+        return pickle.dumps(agent)
+    import numpy as np
+    import tensorflow as tf
+
+    class _Pickler(pickle.Pickler):
+        def reducer_override(self, obj: Any) -> Any:
+            if isinstance(obj, tf.distribute.DistributedValues) and hasattr(obj, "read_value"):
+                return plain_variable, (np.asarray(obj.read_value()), bool(obj.trainable), obj.name.split(":")[0])
+            return NotImplemented
+
+    buffer = io.BytesIO()
+    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(agent)
+    return buffer.getvalue()
+
+
+def plain_variable(value: Any, trainable: bool, name: str) -> Any:
+    """A ``tf.Variable`` of ``value`` (see :func:`dumps_agent`)."""
+    import tensorflow as tf
+
+    return tf.Variable(value, trainable=trainable, name=name)
+
+
+def make_strategy(spec: dict[str, Any] | None) -> Any:
+    """The strategy of :func:`strategy_spec`, rebuilt first thing in a candidate's process (CPU devices
+    beyond the first are logical ones, which must be made before TensorFlow starts)."""
+    if spec is None:
+        return None
+    import tensorflow as tf
+
+    cpus = [int(d.rsplit(":", 1)[1]) for d in spec["devices"] if "device:CPU:" in d]
+    if cpus and max(cpus) > 0:
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * (max(cpus) + 1))
+    return tf.distribute.MirroredStrategy(spec["devices"])
+
+
 def python_api_study(kind: str, storage: str | None, study_name: str | None, study_dir: str | None,
                      direction: str) -> tuple[optuna.Study, str, str]:
     """The study a Python-API finder records into: ``studies/<study_name>`` with a journal file by

@@ -13,13 +13,12 @@ The agent itself is not modified (Note_rl restored weights and lr after its in-p
 from __future__ import annotations
 
 import os
-import pickle
 from typing import Any, Sequence
 
 import numpy as np
 
 from ..messages import TrialSpec
-from .common import as_list, optimizer_spec, python_api_study, wandb_options
+from .common import as_list, dumps_agent, optimizer_spec, python_api_study, strategy_spec, wandb_options
 from .runner import Candidate, failure, run_candidates
 
 __all__ = ["LRFinder", "lagged_change", "suggest_lr", "lr_search_override", "plot_curve"]
@@ -170,8 +169,7 @@ class LRFinder:
         ``wandb=True`` or ``wandb=dict(project=..., mode="offline", ...)`` (keys of
         ``conf/logger/wandb.yaml``) logs the trial as a wandb run of ``job_type=lr_finder`` in its
         run dir (reward and loss against lr), as the config path does; off by default."""
-        if strategy is not None:
-            raise NotImplementedError("LRFinder(strategy=...): TF distribution strategies are not implemented")
+        strategy = strategy_spec(self.agent, strategy, "LRFinder")
         study, folder, _ = python_api_study("lr_finder", storage, study_name, study_dir, "maximize"
                                             if metrics == "reward" else "minimize")
         per = per or ("episode" if metrics == "reward" else "update")
@@ -180,7 +178,7 @@ class LRFinder:
         spec = agent_spec(self.agent, episodes, finder, dict(pool_network=pool_network, processes=processes,
                                                              processes_her=processes_her, processes_pr=processes_pr,
                                                              random=random, jit_compile=jit_compile), num_updates,
-                          wandb=wandb)
+                          wandb=wandb, strategy=strategy)
         trial = run_candidates(study, folder, [Candidate({}, spec)],
                                trial_timeout=trial_timeout, user_attrs={"finder": finder})[0]
         reason = failure(trial)
@@ -263,7 +261,8 @@ class LRFinder:
 
 
 def agent_spec(agent: Any, episodes: int, finder: dict[str, Any], train: dict[str, Any],
-               num_updates: int | None = None, optimizers: Any = None, wandb: Any = None) -> TrialSpec:
+               num_updates: int | None = None, optimizers: Any = None, wandb: Any = None,
+               strategy: dict[str, Any] | None = None) -> TrialSpec:
     """The trial spec of a Python-API finder: the pickled agent (without its optimizer, which is
     rebuilt from its description in the child) plus what to run; ``logger`` holds the wandb
     options (:func:`~tuner.finders.common.wandb_options`) or ``None``."""
@@ -276,12 +275,12 @@ def agent_spec(agent: Any, episodes: int, finder: dict[str, Any], train: dict[st
     try:
         if num_updates is not None:
             agent.set(num_updates=num_updates)
-        blob = pickle.dumps(agent)
+        blob = dumps_agent(agent, distributed=strategy is not None)
     except Exception as exc:  # noqa: BLE001 - any pickling failure means the same to the user
         raise ValueError(f"the finder runs the agent in a fresh process and could not pickle it: {exc}") from None
     finally:
         agent.optimizer, agent.callbacks = saved
     payload = {"agent": blob, "optimizers": [optimizer_spec(agent, o) for o in opts], "episodes": episodes,
-               "train": train, "logger": logger}
+               "train": train, "logger": logger, "strategy": strategy}
     return TrialSpec(trial=None, backend=agent.backend_name, run_dir="", report_every=1, finder=finder,
                      pickled=payload)

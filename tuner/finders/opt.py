@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .common import describe_optimizer, python_api_study
+from .common import describe_optimizer, python_api_study, strategy_spec
 from .lr import agent_spec
 from .parallel import drop_untrained
 from .runner import Candidate, failure, run_candidates
@@ -45,8 +45,7 @@ class OptFinder:
              trial_timeout: float | None = None, wandb: Any = None) -> Any:
         """Run every candidate; returns the best optimizer object (also ``self.best_opt``).
         ``wandb=True`` / ``wandb=dict(...)``: one wandb run per candidate (``job_type=opt_finder``)."""
-        if strategy is not None:
-            raise NotImplementedError("OptFinder(strategy=...): TF distribution strategies are not implemented")
+        strategy = strategy_spec(self.agent, strategy, "OptFinder")
         study, folder, _ = python_api_study("opt_finder", storage, study_name, study_dir,
                                             "maximize" if metrics == "reward" else "minimize")
         finder = {"kind": "episodes", "metrics": metrics}
@@ -54,7 +53,8 @@ class OptFinder:
                      processes_pr=processes_pr, random=random, jit_compile=jit_compile)
         candidates = []
         for i, opt in enumerate(self.optimizers):
-            spec = agent_spec(self.agent, episodes, finder, train, num_updates, optimizers=[opt], wandb=wandb)
+            spec = agent_spec(self.agent, episodes, finder, train, num_updates, optimizers=[opt], wandb=wandb,
+                              strategy=strategy)
             params = {"candidate": i, "optimizer": describe_optimizer(spec.pickled["optimizers"][0])}
             candidates.append(Candidate(params, spec))
         trials = run_candidates(study, folder, candidates, n_jobs, trial_timeout, {"finder": finder})

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .common import describe_optimizer, python_api_study
+from .common import describe_optimizer, python_api_study, strategy_spec
 from .lr import agent_spec
 from .runner import Candidate, failure, run_candidates
 
@@ -69,8 +69,7 @@ class ParallelFinder:
              trial_timeout: float | None = None, wandb: Any = None) -> dict[str, Any]:
         """Run all candidates; returns :attr:`logs`.  ``wandb=True`` / ``wandb=dict(...)``: one
         wandb run per candidate (``job_type=parallel_finder``)."""
-        if strategy is not None:
-            raise NotImplementedError("ParallelFinder(strategy=...): TF distribution strategies are not implemented")
+        strategies = [strategy_spec(agent, strategy, "ParallelFinder") for agent in self.agents]
         study, folder, _ = python_api_study("parallel_finder", storage, study_name, study_dir,
                                             "maximize" if metrics == "reward" else "minimize")
         finder = {"kind": "episodes", "metrics": metrics}
@@ -78,7 +77,7 @@ class ParallelFinder:
                      processes_pr=processes_pr, jit_compile=jit_compile)
         candidates, configs = [], []
         for i, (agent, opt) in enumerate(zip(self.agents, self.optimizers)):
-            spec = agent_spec(agent, episodes, finder, train, optimizers=[opt], wandb=wandb)
+            spec = agent_spec(agent, episodes, finder, train, optimizers=[opt], wandb=wandb, strategy=strategies[i])
             label = f"{type(agent).__name__}/{describe_optimizer(spec.pickled['optimizers'][0])}"
             candidates.append(Candidate({"candidate": i, "label": label}, spec))
             configs.append({"agent": f"{type(agent).__module__}:{type(agent).__qualname__}",
