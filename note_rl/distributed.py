@@ -2,7 +2,7 @@
 
 ``launch(fn, nprocs=2)`` is what ``torchrun --nproc-per-node 2`` does for a script, for a function:
 it spawns ``nprocs`` processes on 127.0.0.1 with a free port, joins each to the process group
-(gloo on CPU, NCCL when CUDA is available) and calls ``fn(rank, *args)`` in each; inside, an agent's
+(gloo, or NCCL when asked) and calls ``fn(rank, *args)`` in each; inside, an agent's
 :meth:`~note_rl.torch.RL_pytorch.distributed_training` finds the group.  When a replica dies or
 raises, the others are stopped and one :class:`ReplicaFailed` names it.  Importing this module
 imports no framework.
@@ -54,7 +54,7 @@ def launch(fn: Callable[..., Any], nprocs: int = 2, args: tuple = (), backend: s
     each rank's return value (picklable), in rank order.
 
     :param fn: a module-level function (spawned processes import it by name)
-    :param backend: ``gloo`` or ``nccl``; default NCCL with CUDA, else gloo
+    :param backend: ``gloo`` (default; CPU and CUDA tensors) or ``nccl`` (every replica on its own GPU)
     :param port: the rendezvous port on 127.0.0.1 (default: a free one)
     :raises ReplicaFailed: a replica raised or was killed (the others are terminated)
     """

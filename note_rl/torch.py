@@ -76,8 +76,8 @@ class RL_pytorch(RLBase):
         :param optimizer: as ``train()``
         :param episodes: this replica's episode budget (``num_episodes``: the seeds' name for it)
         :param global_batch_size: the global batch (sets ``batch``); must be a multiple of N
-        :param backend: ``gloo`` (CPU) or ``nccl`` (GPU) when this call starts the process group
-            from torchrun's environment; default NCCL with CUDA, else gloo
+        :param backend: ``gloo`` or ``nccl`` when this call starts the process group from torchrun's
+            environment; default NCCL for an agent on a GPU, else gloo
         :param options: any other ``train()`` option (``steps``, ``p``, ``callbacks``, ...)
         """
         from .backends import torch_ddp
@@ -86,6 +86,9 @@ class RL_pytorch(RLBase):
             raise ValueError(f"distributed_training(episodes={episodes}, num_episodes={num_episodes}): "
                              "two names for the episode budget; give one")
         episodes = episodes if episodes is not None else num_episodes
+        if backend is None:  # NCCL for an agent on a GPU, gloo otherwise
+            variables = self._variables()
+            backend = "nccl" if variables and variables[0].device.type == "cuda" else "gloo"
         torch_ddp.join_process_group(backend)
         import torch.distributed as dist
 

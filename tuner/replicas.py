@@ -69,13 +69,21 @@ def _helper(index: int, cfg: dict[str, Any], world: int, port: int, threads: int
     _attach_adjuster(agent, cfg)
     optimizer = build_optimizer(cfg, agent)
     kwargs = dict(train_kwargs(cfg), p=0)
-    join_process_group(cfg["strategy"].get("comm"))
+    join_process_group(_comm(cfg, agent))
     import torch.distributed as dist
 
     try:
         agent.distributed_training(optimizer, cfg["budget"]["episodes"], **kwargs)
     finally:
         dist.destroy_process_group()
+
+
+def _comm(cfg: dict[str, Any], agent: Any) -> str:
+    """``strategy.comm``, else NCCL for an agent on a GPU and gloo otherwise."""
+    if cfg["strategy"].get("comm"):
+        return str(cfg["strategy"]["comm"])
+    variables = agent._variables()
+    return "nccl" if variables and variables[0].device.type == "cuda" else "gloo"
 
 
 def _placed(cfg: dict[str, Any], rank: int) -> dict[str, Any]:
@@ -117,7 +125,7 @@ def fit_replicated(agent: Any, cfg: dict[str, Any], optimizer: Any, episodes: in
                                  start_method="spawn")
     _rendezvous(0, world, port)
     try:
-        join_process_group(cfg["strategy"].get("comm"))
+        join_process_group(_comm(cfg, agent))
         agent.distributed_training(optimizer, episodes, **kwargs)
     except BaseException:
         for proc in helpers.processes:

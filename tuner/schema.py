@@ -227,7 +227,7 @@ class StrategyConf:
     shuffle: bool = False
     parallel_training_and_save: bool = False
     # strategy=ddp: data-parallel replicas (processes) over torch.distributed, and their
-    # communication backend (gloo on CPU, nccl on GPU; null: nccl with CUDA, else gloo)
+    # communication backend (gloo or nccl; null: nccl for agents on a GPU, else gloo)
     replicas: int = 1
     comm: Optional[str] = None
     # strategy=mirrored: the devices (null: all local GPUs, else the CPU) and, for tests on a CPU,
@@ -591,7 +591,7 @@ def _check_strategy(cfg: Any) -> None:
         raise ConfigError(f"strategy=ddp: data-parallel replicas run on torch.distributed and need backend=torch, "
                           f"not backend={cfg.backend.name}")
     if s.comm not in (None, "gloo", "nccl"):
-        raise ConfigError(f"strategy.comm={s.comm}: choose gloo (CPU), nccl (GPU) or null (nccl with CUDA, else gloo)")
+        raise ConfigError(f"strategy.comm={s.comm}: choose gloo, nccl (GPUs) or null (nccl for agents on a GPU, else gloo)")
     batch = cfg.agent.get("batch") if hasattr(cfg.agent, "get") else getattr(cfg.agent, "batch", None)
     if batch is not None and batch % s.replicas:
         raise ConfigError(f"strategy.replicas={s.replicas}: agent.batch={batch} does not split evenly over the "

@@ -50,8 +50,8 @@ def active() -> "ReplicaGroup | None":
 def join_process_group(backend: str | None = None, timeout_s: float = 1800.0) -> None:
     """Join the default process group if this process is not in one yet, from the environment that
     ``torchrun`` (or :func:`note_rl.distributed.launch`) sets: ``RANK``, ``WORLD_SIZE``,
-    ``MASTER_ADDR``, ``MASTER_PORT``.  ``backend``: ``gloo`` (CPU) or ``nccl`` (GPU); by default
-    NCCL when CUDA is available, else gloo."""
+    ``MASTER_ADDR``, ``MASTER_PORT``.  ``backend``: ``gloo`` (CPU, and CUDA tensors too) or ``nccl``
+    (GPU only); default gloo."""
     if dist.is_initialized():
         return
     missing = [k for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT") if k not in os.environ]
@@ -59,8 +59,7 @@ def join_process_group(backend: str | None = None, timeout_s: float = 1800.0) ->
         raise ValueError("distributed_training: this process is not in a torch.distributed process group "
                          f"and {', '.join(missing)} is not set; launch it with torchrun (torchrun "
                          "--nproc-per-node 2 script.py) or note_rl.distributed.launch(fn, nprocs=2)")
-    backend = backend or ("nccl" if torch.cuda.is_available() else "gloo")
-    dist.init_process_group(backend, timeout=timedelta(seconds=timeout_s))
+    dist.init_process_group(backend or "gloo", timeout=timedelta(seconds=timeout_s))
 
 
 class ReplicaGroup:

@@ -15,7 +15,7 @@ def batches(n: int, size: int) -> list[list[np.ndarray]]:
              (rng.random(size) < 0.1).astype(np.float32)] for _ in range(n)]
 
 
-def updates(rank: int | None, world: int, max_grad_norm: float | None) -> dict:
+def updates(rank: int | None, world: int, max_grad_norm: float | None, device: str = "cpu") -> dict:
     """Six Adam steps of a DQN on the same 64-item batches: one process on the whole batch
     (``rank=None``) or replica ``rank`` of ``world`` on its slice of each batch."""
     import contextlib
@@ -27,8 +27,11 @@ def updates(rank: int | None, world: int, max_grad_norm: float | None) -> dict:
     from note_rl.core.updater import Updater
 
     torch.set_num_threads(1)
+    if device == "cuda" and rank is not None:  # one GPU per replica where there are several
+        device = f"cuda:{rank % torch.cuda.device_count()}"
+        torch.cuda.set_device(device)
     # replicas are built with different seeds: the broadcast from rank 0 must make them equal
-    agent = DQN(4, 16, 2, seed=0 if not rank else 5, max_grad_norm=max_grad_norm)
+    agent = DQN(4, 16, 2, seed=0 if not rank else 5, max_grad_norm=max_grad_norm, device=device)
     optimizer = torch.optim.Adam(agent.param, lr=1e-2)
     group = replica_group(agent) if rank is not None else contextlib.nullcontext()
     losses = []
@@ -39,12 +42,12 @@ def updates(rank: int | None, world: int, max_grad_norm: float | None) -> dict:
                 size = 64 // world
                 b = [a[rank * size:(rank + 1) * size] for a in b]
             losses.append(updater(k + 1, b, None).loss)
-    return {"weights": [p.detach().numpy().copy() for p in agent.param], "losses": losses,
-            "target": [p.detach().numpy().copy() for p in agent.target_q_net.parameters()]}
+    return {"weights": [p.detach().cpu().numpy().copy() for p in agent.param], "losses": losses,
+            "target": [p.detach().cpu().numpy().copy() for p in agent.target_q_net.parameters()]}
 
 
-def replica_updates(rank: int) -> dict:
-    return {str(clip): updates(rank, 2, clip) for clip in (None, 0.05)}
+def replica_updates(rank: int, device: str = "cpu") -> dict:
+    return {str(clip): updates(rank, 2, clip, device) for clip in (None, 0.05)}
 
 
 def train(rank: int, folder: str) -> dict:

@@ -62,6 +62,41 @@ def finders(strategy, model, folder: str) -> dict:
     return out
 
 
+def seed_examples(strategy, folder: str) -> dict:
+    """The seeds' "PPO with MirroredStrategy" (two optimizers, PPO=True replay) and "Pool Network +
+    MirroredStrategy" examples, shortened; then a checkpoint restored inside strategy.scope()."""
+    import gymnasium as gym
+
+    from note_rl.agents.keras import PPO
+    from note_rl.policy import SoftmaxPolicy
+
+    global_batch = 32 * strategy.num_replicas_in_sync
+    with strategy.scope():
+        model = PPO(state_dim=4, hidden_size=128, action_dim=2, clip=0.7, entropy_coef=0.7)
+        optimizer = [keras.optimizers.Adam(1e-4), keras.optimizers.Adam(5e-3)]
+    model.env = gym.make("CartPole-v1")
+    model.set(policy=SoftmaxPolicy(), pool_size=10000, batch=global_batch, update_steps=1000, PPO=True)
+    model.distributed_training(optimizer=optimizer, strategy=strategy, episodes=8, pool_network=False, p=0)
+    out = {"ppo": [model.total_episode, model.batch_counter]}
+    with strategy.scope():
+        model = DQN(state_dim=4, hidden_size=128, action_dim=2, processes=2)
+        optimizer = keras.optimizers.Adam()
+    model.env = gym.make("CartPole-v1")
+    model.set(policy=EpsGreedyQPolicy(0.01), pool_size=10000, batch=global_batch, update_batches=17)
+    model.distributed_training(optimizer=optimizer, strategy=strategy, episodes=8, pool_network=True, processes=2, p=0)
+    out["pool"] = [model.total_episode, model.batch_counter]
+    path = model.save(folder + "/pool.npz")
+    with strategy.scope():
+        restored = DQN(state_dim=4, hidden_size=128, action_dim=2, processes=2)
+        optimizer = keras.optimizers.Adam()
+        restored.env = gym.make("CartPole-v1")
+        restored.restore(path, optimizer)
+    same = all(np.array_equal(a, b) for a, b in zip(restored.q_net.get_weights(), model.q_net.get_weights()))
+    restored.distributed_training(optimizer=optimizer, strategy=strategy, episodes=2, pool_network=True, processes=2, p=0)
+    out["restored"] = [same, restored.total_episode, restored.batch_counter > model.batch_counter]
+    return out
+
+
 def main() -> None:
     mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     out = {"replicas": mirrored.num_replicas_in_sync}
@@ -91,6 +126,7 @@ def main() -> None:
     out["errors"] = errors
     if len(sys.argv) > 1:  # the seeds' finders with strategy=: candidates trained in that strategy
         out["finders"] = finders(mirrored, model, sys.argv[1])
+        out["seed_examples"] = seed_examples(mirrored, sys.argv[1])
     json.dump(out, sys.stdout)
 
 

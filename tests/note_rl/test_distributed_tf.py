@@ -51,6 +51,15 @@ def test_finders_train_candidates_in_the_strategy(result) -> None:
     assert result["finders"]["opt"] == [["COMPLETE", 2], ["COMPLETE", 2]]
 
 
+def test_seed_examples_and_restore_in_scope(result) -> None:
+    """The seeds' PPO (two optimizers) and pool-network examples train under MirroredStrategy; a
+    checkpoint restored inside strategy.scope() has the saved weights and goes on training."""
+    got = result["seed_examples"]
+    assert got["ppo"][0] == 8 and got["ppo"][1] > 0
+    assert got["pool"][0] == 8 and got["pool"][1] > 0
+    assert got["restored"] == [True, 10, True]
+
+
 def test_misuse_is_one_clear_error(result) -> None:
     errors = result["errors"]
     assert "created outside MirroredStrategy.scope()" in errors["outside"]

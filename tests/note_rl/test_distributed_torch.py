@@ -23,17 +23,27 @@ def trained(tmp_path_factory) -> tuple[list[dict], str]:
     return launch(ddp_replicas.train, nprocs=2, args=(folder,)), folder
 
 
+def _gpus() -> int:
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
 @pytest.mark.parametrize("clip", ["None", "0.05"])
-def test_two_replicas_match_one_process_on_the_global_batch(clip) -> None:
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    _gpus() == 0, reason="no CUDA device on this machine: the GPU variant runs where one is"))])
+def test_two_replicas_match_one_process_on_the_global_batch(clip, device) -> None:
     """Six Adam updates: replica r of 2 steps on its 32-item half of each 64-item batch, one process
     on the whole batch; weights (also clipped by the global gradient's norm) agree to float32
-    rounding, and the replicas started from rank 0's weights though they were built with other seeds."""
-    replicas = launch(ddp_replicas.replica_updates, nprocs=2)
+    rounding, and the replicas started from rank 0's weights though they were built with other seeds.
+    On a GPU machine the replicas run on CUDA (NCCL with two GPUs, gloo's CUDA path with one)."""
+    comm = "nccl" if device == "cuda" and _gpus() >= 2 else "gloo"
+    replicas = launch(ddp_replicas.replica_updates, nprocs=2, args=(device,), backend=comm)
     single = ddp_replicas.updates(None, 1, None if clip == "None" else 0.05)
     for rep in replicas:
         got = rep[clip]
         for a, b in zip(single["weights"], got["weights"], strict=True):
-            np.testing.assert_allclose(b, a, atol=1e-5)
+            np.testing.assert_allclose(b, a, atol=1e-5 if device == "cpu" else 1e-4)
     for a, b in zip(replicas[0][clip]["weights"], replicas[1][clip]["weights"], strict=True):
         np.testing.assert_array_equal(a, b)  # bitwise: the same averaged gradient on both
     for a, b in zip(replicas[0][clip]["target"], replicas[1][clip]["target"], strict=True):

@@ -18,7 +18,7 @@ from .conftest import NO_REEVAL, TINY, compose_cfg, run_app
 @pytest.mark.parametrize("overrides, message", [
     (["strategy.replicas=3", "agent.batch=64"],
      "strategy.replicas=3: agent.batch=64 does not split evenly over the replicas; make it a multiple of 3"),
-    (["strategy.comm=mpi"], "strategy.comm=mpi: choose gloo (CPU), nccl (GPU) or null"),
+    (["strategy.comm=mpi"], "strategy.comm=mpi: choose gloo, nccl (GPUs) or null"),
     (["strategy.replicas=0"], "strategy.replicas"),
 ])
 def test_bad_ddp_settings_are_one_line(overrides, message) -> None:
