@@ -19,6 +19,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 CRITERION = 475.0
 TRIAL_COUNT = 20
 
+#: how the benches build the optimizer and the step (set by :func:`parse_args`): ``plain_adam`` is
+#: ``torch.optim.Adam(params, lr)`` as a user writes it (no ``fused=``), ``jit`` trains with
+#: ``jit_compile=True``
+OPTIONS: dict[str, bool] = {"plain_adam": False, "jit": False}
+
 
 @dataclass
 class RunResult:
@@ -40,7 +45,11 @@ class RunResult:
 def parse_args(description: str, default_backend: str = "torch", extra: Callable[[Any], None] | None = None) -> Any:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--backend", choices=["torch", "tf"], default=default_backend)
-    parser.add_argument("--seeds", type=int, default=3, help="number of seeds (0, 1, ...)")
+    parser.add_argument("--seeds", type=int, default=3, help="number of seeds (first, first + 1, ...)")
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--plain-adam", action="store_true",
+                        help="torch.optim.Adam(params, lr) as a user writes it (default: fused=True)")
+    parser.add_argument("--jit", action="store_true", help="train(jit_compile=True)")
     parser.add_argument("--threads", type=int, default=1,
                         help="framework threads (torch.set_num_threads / TF intra- and inter-op); "
                              "0 keeps the framework default")
@@ -48,6 +57,8 @@ def parse_args(description: str, default_backend: str = "torch", extra: Callable
     if extra is not None:
         extra(parser)
     args = parser.parse_args()
+    args.seed_list = list(range(args.first_seed, args.first_seed + args.seeds))
+    OPTIONS.update(plain_adam=args.plain_adam, jit=args.jit)
     set_threads(args.backend, args.threads)
     print_machine(args.threads)
     return args
@@ -109,12 +120,14 @@ def agents_module(backend: str) -> Any:
 def adam(backend: str, params: Any, lr: float, eps: float | None = None) -> Any:
     """One Adam over all of ``params`` (nested lists are flattened); ``eps=None`` keeps the
     framework's default (torch 1e-8, Keras 1e-7).  torch uses ``fused=True``: the same update in
-    one kernel instead of a dozen small ones per parameter."""
+    one kernel instead of a dozen small ones per parameter (``--plain-adam``: left to torch's default,
+    as a user writes it)."""
     flat = [p for g in params for p in g] if params and isinstance(params[0], (list, tuple)) else list(params)
     if backend == "torch":
         import torch
 
-        return torch.optim.Adam(flat, lr=lr, fused=True, **({} if eps is None else {"eps": eps}))
+        fused = {} if OPTIONS["plain_adam"] else {"fused": True}
+        return torch.optim.Adam(flat, lr=lr, **fused, **({} if eps is None else {"eps": eps}))
     import keras
 
     return keras.optimizers.Adam(learning_rate=lr, **({} if eps is None else {"epsilon": eps}))
@@ -122,6 +135,8 @@ def adam(backend: str, params: Any, lr: float, eps: float | None = None) -> Any:
 
 def train(agent: Any, backend: str, optimizer: Any, **kwargs: Any) -> float:
     """``agent.train`` with each backend's positional contract; returns the wall time."""
+    if OPTIONS["jit"]:
+        kwargs.setdefault("jit_compile", True)
     started = time.perf_counter()
     if backend == "torch":
         agent.train(optimizer, None, p=0, **kwargs)

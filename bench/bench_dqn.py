@@ -44,7 +44,7 @@ def _extra_args(parser: object) -> None:
 def main() -> None:
     args = parse_args(__doc__.splitlines()[0], extra=_extra_args)
     results = [run(args.backend, seed, double=not args.vanilla, max_grad_norm=args.max_grad_norm)
-               for seed in range(args.seeds)]
+               for seed in args.seed_list]
     variant = ("vanilla" if args.vanilla else "double") + f", max_grad_norm={args.max_grad_norm}"
     report(f"DQN CartPole-v1 ({args.backend}, {variant})", results, args.json)
 

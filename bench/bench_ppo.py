@@ -38,7 +38,7 @@ def run(backend: str, seed: int, steps: int = 100_000, criterion: float | None =
 
 def main() -> None:
     args = parse_args(__doc__.splitlines()[0])
-    results = [run(args.backend, seed) for seed in range(args.seeds)]
+    results = [run(args.backend, seed) for seed in args.seed_list]
     report(f"PPO CartPole-v1 ({args.backend})", results, args.json)
 
 

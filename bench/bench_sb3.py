@@ -67,10 +67,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("algo", choices=["dqn", "ppo"])
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--json", action="store_true", help="also print the results as JSON")
     args = parser.parse_args()
     torch.set_num_threads(1)
     print_machine(1)
-    report(f"SB3 {args.algo.upper()} CartPole-v1", [run(args.algo, s) for s in range(args.seeds)])
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
+    report(f"SB3 {args.algo.upper()} CartPole-v1", [run(args.algo, s) for s in seeds], args.json)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import random
 import socket
 import tempfile
 from typing import Any, Callable
@@ -24,10 +25,31 @@ class ReplicaFailed(RuntimeError):
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+    """A TCP port on 127.0.0.1 that was free a moment ago, taken below the kernel's ephemeral range:
+    a port the kernel handed out for port 0 can be given again as the local end of any outgoing
+    connection before the process meant to listen on it has started (seconds, while it imports its
+    framework), and that process then fails to bind."""
+    low = _ephemeral_low()
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(max(1024, low - 12000), low)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:  # all tried were taken: any free one
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def _ephemeral_low() -> int:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):  # not Linux: IANA's dynamic range starts here
+        return 49152
 
 
 def _replica(rank: int, fn: Callable[..., Any], args: tuple, world: int, port: int, backend: str | None,

@@ -42,6 +42,9 @@ def _make_tf_strategy(cfg: dict[str, Any]) -> Any:
             tf.config.set_logical_device_configuration(
                 cpu, [tf.config.LogicalDeviceConfiguration()] * int(s["logical_cpus"]))
         return tf.distribute.MirroredStrategy(list(s["devices"]) if s.get("devices") else None)
+    from note_rl.ps_server import ensure_inter_op_threads
+
+    ensure_inter_op_threads()  # the cluster strategies' steps wait on other tasks while holding one
     if s["name"] == "multi_worker":
         return tf.distribute.MultiWorkerMirroredStrategy()
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()

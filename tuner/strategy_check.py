@@ -7,6 +7,8 @@ import json
 import os
 from typing import Any
 
+from note_rl.backends import backend_info, backend_names
+
 from .schema import ConfigError
 
 __all__ = ["check_strategy"]
@@ -16,14 +18,23 @@ def check_strategy(cfg: Any) -> None:
     """One-line errors for a strategy the backend lacks, a batch the replicas cannot split evenly, an
     unknown communication backend, or a cluster strategy without its TF_CONFIG jobs."""
     s = cfg.strategy
-    if s.name in ("mirrored", "multi_worker", "parameter_server"):
-        _check_tf_strategy(cfg)
+    owners = {name: (backend, what) for backend in backend_names()
+              for name, what in backend_info(backend).strategies}
+    if s.name not in owners:  # single, pool_network: every backend
         return
-    if s.name != "ddp":
-        return
-    if cfg.backend.name != "torch":
-        raise ConfigError(f"strategy=ddp: data-parallel replicas run on torch.distributed and need backend=torch, "
-                          f"not backend={cfg.backend.name}")
+    backend, what = owners[s.name]
+    if cfg.backend.name != backend:
+        own = ", ".join(name for name, _ in backend_info(cfg.backend.name).strategies)
+        raise ConfigError(f"strategy={s.name}: {what} needs backend={backend}, not backend={cfg.backend.name} "
+                          f"(backend={cfg.backend.name}'s: {own})")
+    if s.name == "ddp":
+        _check_replicas(cfg)
+    elif s.name != "mirrored":
+        _check_cluster(cfg)
+
+
+def _check_replicas(cfg: Any) -> None:
+    s = cfg.strategy
     if s.comm not in (None, "gloo", "nccl"):
         raise ConfigError(f"strategy.comm={s.comm}: choose gloo, nccl (GPUs) or null (nccl for agents on a GPU, else gloo)")
     batch = cfg.agent.get("batch") if hasattr(cfg.agent, "get") else getattr(cfg.agent, "batch", None)
@@ -32,15 +43,9 @@ def check_strategy(cfg: Any) -> None:
                           f"replicas; make it a multiple of {s.replicas}")
 
 
-def _check_tf_strategy(cfg: Any) -> None:
-    """strategy=mirrored | multi_worker | parameter_server: tf.distribute strategies (backend=tf);
-    the cluster ones run single runs, one per machine, with the cluster in TF_CONFIG."""
+def _check_cluster(cfg: Any) -> None:
+    """multi_worker, parameter_server: single runs, one per machine, the cluster in TF_CONFIG."""
     name = cfg.strategy.name
-    if cfg.backend.name != "tf":
-        raise ConfigError(f"strategy={name}: a tf.distribute strategy needs backend=tf, not "
-                          f"backend={cfg.backend.name} (torch's data parallelism is strategy=ddp)")
-    if name == "mirrored":
-        return
     if cfg.tuner.name != "none":
         raise ConfigError(f"strategy={name}: a cluster strategy trains single runs (every machine runs the same "
                           f"command with its TF_CONFIG), not tuner={cfg.tuner.name}")

@@ -36,6 +36,8 @@ class BackendInfo:
     :param start_method: how a fresh trial process starts (``forkserver`` or ``spawn``)
     :param preload: modules a forkserver imports once so that every forked trial finds them
     :param extra: the package extra that installs the framework (``pip install 'note-rl-tuner[tf]'``)
+    :param strategies: the tuner's data-parallel ``strategy`` options this backend implements, and
+        what each is
     """
 
     name: str
@@ -46,6 +48,7 @@ class BackendInfo:
     start_method: str
     preload: tuple[str, ...] = ()
     extra: str = ""
+    strategies: tuple[tuple[str, str], ...] = ()
 
 
 _INFO = {
@@ -54,9 +57,12 @@ _INFO = {
         "forkserver",
         # the first torch.optim optimizer a process builds imports torch._dynamo (~3 s here)
         ("note_rl.agents.torch", "note_rl.core.loop", "gymnasium", "gymnasium.envs.classic_control",
-         "torch._dynamo"), extra="torch"),
+         "torch._dynamo"), extra="torch",
+        strategies=(("ddp", "data-parallel replicas over torch.distributed"),)),
     "tf": BackendInfo("tf", "tensorflow", "note_rl.backends.tf_backend", "note_rl.agents.keras", "note_rl.keras.RL", "spawn",
-                      extra="tf"),
+                      extra="tf", strategies=(("mirrored", "tf.distribute.MirroredStrategy"),
+                                              ("multi_worker", "tf.distribute.MultiWorkerMirroredStrategy"),
+                                              ("parameter_server", "tf.distribute.ParameterServerStrategy"))),
 }
 _CACHE: dict[str, Backend] = {}
 

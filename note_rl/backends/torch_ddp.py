@@ -25,6 +25,7 @@ Identical starting weights plus identical averaged gradients keep the replicas' 
 
 from __future__ import annotations
 
+import collections
 import os
 from datetime import timedelta
 from typing import Any, Sequence
@@ -45,6 +46,10 @@ _ACTIVE: "ReplicaGroup | None" = None
 def active() -> "ReplicaGroup | None":
     """The replica group of the ``distributed_training`` call running in this process, if any."""
     return _ACTIVE
+
+
+#: the last collectives' work handles (see ``ReplicaGroup._collective``)
+_RECENT_WORK: "collections.deque[Any]" = collections.deque(maxlen=8)
 
 
 def join_process_group(backend: str | None = None, timeout_s: float = 1800.0) -> None:
@@ -149,7 +154,15 @@ class ReplicaGroup:
 
     def _collective(self, op: Any, *args: Any) -> None:
         try:
-            op(*args)
+            work = op(*args, async_op=True)
+            work.wait()
+            # Why the handle is kept: gloo's worker thread holds the work (and its tensors) a moment
+            # after it completes; whoever drops the last reference frees the tensors, which takes
+            # the GIL.  If that is the worker thread while the interpreter is shutting down, the
+            # thread is made to exit inside a C++ destructor and the process aborts ("terminate
+            # called without an active exception", seen under load right after training).  Kept
+            # here, the last reference is this process's, dropped by the main thread.
+            _RECENT_WORK.append(work)
         except (RuntimeError, ConnectionError) as exc:  # gloo / NCCL raise RuntimeError subclasses
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise ReplicaLost(f"distributed_training: replica {self.rank} of {self.world} lost contact with "

@@ -13,6 +13,8 @@ import sys
 import numpy as np
 import pytest
 
+from tests import cluster_procs
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -76,16 +78,13 @@ def workers(tmp_path_factory) -> tuple[list[dict], str]:
     folder = str(tmp_path_factory.mktemp("multiworker"))
     ports = [str(free_port()), str(free_port())]
     child = os.path.join(ROOT, "tests", "note_rl", "multiworker_child.py")
-    procs = [subprocess.Popen([sys.executable, child, str(i), *ports, os.path.join(folder, f"out{i}.json")],
-                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    procs = [(cluster_procs.start([sys.executable, child, str(i), *ports, os.path.join(folder, f"out{i}.json")],
+                                  os.path.join(folder, f"worker{i}.log"), cwd=ROOT), os.path.join(folder, f"worker{i}.log"))
              for i in range(2)]
     try:
-        outs = [p.communicate(timeout=600) for p in procs]
+        cluster_procs.wait(procs, [])
     finally:
-        for p in procs:
-            p.kill()
-    for p, (_, err) in zip(procs, outs):
-        assert p.returncode == 0, err[-3000:]
+        cluster_procs.stop(procs)
     return [json.load(open(os.path.join(folder, f"out{i}.json"))) for i in range(2)], folder
 
 
@@ -124,18 +123,20 @@ def test_parameter_server_strategy_trains(tmp_path) -> None:
 
     cluster = {"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}" for _ in range(2)],
                "chief": [f"127.0.0.1:{free_port()}"]}
-    servers = [subprocess.Popen([sys.executable, "-m", "note_rl.ps_server", "--cluster", json.dumps(cluster),
-                                 "--job", job, "--index", str(i)], cwd=ROOT,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    servers = [(cluster_procs.start([sys.executable, "-m", "note_rl.ps_server", "--cluster", json.dumps(cluster),
+                                     "--job", job, "--index", str(i)], str(tmp_path / f"{job}{i}.log"), cwd=ROOT),
+                str(tmp_path / f"{job}{i}.log"))
                for job in ("ps", "worker") for i in range(len(cluster[job]))]
+    out = tmp_path / "out.json"
+    coordinator: list = []
     try:
-        out = tmp_path / "out.json"
-        proc = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "note_rl", "ps_child.py"),
-                               json.dumps(cluster), str(out)], capture_output=True, text=True, timeout=600, cwd=ROOT)
-        assert proc.returncode == 0, proc.stderr[-3000:]
+        cluster_procs.wait_listening(cluster["ps"] + cluster["worker"], servers)
+        coordinator = [(cluster_procs.start([sys.executable, os.path.join(ROOT, "tests", "note_rl", "ps_child.py"),
+                                             json.dumps(cluster), str(out)], str(tmp_path / "chief.log"), cwd=ROOT),
+                        str(tmp_path / "chief.log"))]
+        cluster_procs.wait(coordinator, servers)
     finally:
-        for s in servers:
-            s.kill()
+        cluster_procs.stop(coordinator + servers)
     result = json.loads(out.read_text())
     assert result["devices"] == ["/job:ps/replica:0/task:0/device:CPU:0"]
     assert result["episodes"] == 10 and result["batch_counter"] > 0

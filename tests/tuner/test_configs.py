@@ -28,8 +28,11 @@ def _options(group):
 
 
 @pytest.mark.parametrize("group,option", [(g, o) for g in GROUPS for o in _options(g)])
-def test_every_option_composes_and_validates(group, option) -> None:
+def test_every_option_composes_and_validates(group, option, monkeypatch) -> None:
     overrides = [f"{group}={option}"]
+    if group == "strategy" and option in ("mirrored", "multi_worker", "parameter_server"):
+        overrides.append("backend=tf")  # tf.distribute strategies; the cluster ones read TF_CONFIG
+        monkeypatch.setenv("TF_CONFIG", '{"cluster": {"worker": ["h:1"], "ps": ["h:2"]}, "task": {"type": "worker"}}')
     if group == "buffer" and option == "prioritized":
         overrides.append("agent=ppo")
         overrides.append("agent.n_steps=null")  # prioritized PPO trains from the replay buffer

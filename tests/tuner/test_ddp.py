@@ -29,8 +29,9 @@ def test_bad_ddp_settings_are_one_line(overrides, message) -> None:
 
 @pytest.mark.skipif(missing_framework("tf") is not None, reason="TensorFlow is not installed")
 def test_ddp_needs_the_torch_backend() -> None:
-    with pytest.raises(ConfigError, match="^strategy=ddp: data-parallel replicas run on torch.distributed and "
-                                          "need backend=torch, not backend=tf"):
+    with pytest.raises(ConfigError, match=r"^strategy=ddp: data-parallel replicas over torch.distributed needs "
+                                          r"backend=torch, not backend=tf \(backend=tf's: mirrored, multi_worker, "
+                                          r"parameter_server\)$"):
         validate(compose_cfg(["agent=dqn", "strategy=ddp", "backend=tf"]), check_env=False)
 
 

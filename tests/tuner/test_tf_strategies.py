@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from note_rl.backends import missing_framework
+from tests import cluster_procs
 from tuner.schema import ConfigError, validate
 
 from .conftest import REPO, TINY, compose_cfg, run_app
@@ -22,8 +23,8 @@ TF_TINY = [*TINY, "backend=tf"]
 
 @pytest.mark.parametrize("overrides, message", [
     (["strategy=mirrored", "backend=torch"],
-     "strategy=mirrored: a tf.distribute strategy needs backend=tf, not backend=torch (torch's data "
-     "parallelism is strategy=ddp)"),
+     "strategy=mirrored: tf.distribute.MirroredStrategy needs backend=tf, not backend=torch "
+     "(backend=torch's: ddp)"),
     (["strategy=multi_worker", "backend=tf"], "strategy=multi_worker: TF_CONFIG names no worker job"),
     (["strategy=parameter_server", "backend=tf"], "strategy=parameter_server: TF_CONFIG names no worker and no ps job"),
     (["strategy=parameter_server", "backend=tf", "tuner=optuna"],
@@ -49,10 +50,9 @@ def _free_ports(n: int) -> list[str]:
     return [f"127.0.0.1:{free_port()}" for _ in range(n)]
 
 
-def _app(args: list[str], cwd: str, tf_config: dict) -> subprocess.Popen:
+def _app(args: list[str], cwd: str, tf_config: dict, log: str) -> tuple[subprocess.Popen, str]:
     env = dict(os.environ, PYTHONPATH=REPO, TF_CONFIG=json.dumps(tf_config), HYDRA_FULL_ERROR="0")
-    return subprocess.Popen([sys.executable, "-m", "tuner", *args], cwd=cwd, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return cluster_procs.start([sys.executable, "-m", "tuner", *args], log, cwd=cwd, env=env), log
 
 
 def test_multi_worker_run_on_two_processes(tmp_path) -> None:
@@ -64,14 +64,11 @@ def test_multi_worker_run_on_two_processes(tmp_path) -> None:
     for i, d in enumerate(dirs):
         d.mkdir()
         procs.append(_app([*TF_TINY, "strategy=multi_worker"], str(d),
-                          {"cluster": cluster, "task": {"type": "worker", "index": i}}))
+                          {"cluster": cluster, "task": {"type": "worker", "index": i}}, str(tmp_path / f"worker{i}.log")))
     try:
-        outs = [p.communicate(timeout=600) for p in procs]
+        cluster_procs.wait(procs, [])
     finally:
-        for p in procs:
-            p.kill()
-    for p, (_, err) in zip(procs, outs):
-        assert p.returncode == 0, err[-3000:]
+        cluster_procs.stop(procs)
     results = [json.loads(next(d.glob("outputs/*/*/result.json")).read_text()) for d in dirs]
     assert [r["replicas"] for r in results] == [2, 2]
     models = [np.load(r["model"]) for r in results]
@@ -85,18 +82,20 @@ def test_parameter_server_run(tmp_path) -> None:
     (`python -m note_rl.ps_server`, each with its TF_CONFIG task)."""
     cluster = {"ps": _free_ports(1), "worker": _free_ports(2), "chief": _free_ports(1)}
     env = dict(os.environ, PYTHONPATH=REPO)
-    servers = [subprocess.Popen([sys.executable, "-m", "note_rl.ps_server"], cwd=REPO, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL,
-                                env=dict(env, TF_CONFIG=json.dumps({"cluster": cluster,
-                                                                    "task": {"type": job, "index": i}})))
-               for job in ("ps", "worker") for i in range(len(cluster[job]))]
+    servers = []
+    for job in ("ps", "worker"):
+        for i in range(len(cluster[job])):
+            log = str(tmp_path / f"{job}{i}.log")
+            task_env = dict(env, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": job, "index": i}}))
+            servers.append((cluster_procs.start([sys.executable, "-m", "note_rl.ps_server"], log, cwd=REPO,
+                                                env=task_env), log))
+    coordinator: list = []
     try:
-        coordinator = _app([*TF_TINY, "strategy=parameter_server"], str(tmp_path),
-                           {"cluster": cluster, "task": {"type": "chief", "index": 0}})
-        _, err = coordinator.communicate(timeout=600)
-        assert coordinator.returncode == 0, err[-3000:]
+        cluster_procs.wait_listening(cluster["ps"] + cluster["worker"], servers)
+        coordinator = [_app([*TF_TINY, "strategy=parameter_server"], str(tmp_path),
+                            {"cluster": cluster, "task": {"type": "chief", "index": 0}}, str(tmp_path / "chief.log"))]
+        cluster_procs.wait(coordinator, servers)
     finally:
-        for s in servers:
-            s.kill()
+        cluster_procs.stop(coordinator + servers)
     result = json.loads(next(tmp_path.glob("outputs/*/*/result.json")).read_text())
     assert result["gradient_steps"] > 0 and result["env_steps"] == 300

@@ -71,9 +71,12 @@ def strategy_spec(agent: Any, strategy: Any, finder: str) -> dict[str, Any] | No
     if strategy is None:
         return None
     kind = type(strategy).__name__
-    if getattr(agent, "backend_name", None) != "tf":
-        raise ValueError(f"{finder}.find(strategy={kind}): strategy= is for Keras agents (tf.distribute); a torch "
-                         "agent trains data-parallel with distributed_training under torchrun")
+    from note_rl.backends import backend_info
+
+    backend = getattr(agent, "backend_name", "")
+    if "mirrored" not in dict(backend_info(backend).strategies):
+        raise ValueError(f"{finder}.find(strategy={kind}): strategy= is for Keras agents (tf.distribute); a "
+                         f"backend={backend} agent trains data-parallel with distributed_training")
     if kind != "MirroredStrategy":
         raise ValueError(f"{finder}.find(strategy={kind}): a finder trains each candidate in one fresh process, "
                          "so it takes a MirroredStrategy (the devices of one machine); train across machines "
