@@ -157,6 +157,7 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
         "seed": cfg["seed"],
         "pid": os.getpid(),  # the process that trained (each trial / multirun job has its own)
         "threads": agent.backend.framework_threads(),
+        "compile_s": getattr(agent, "compile_time", None),  # jit_compile on torch: the first step's compile
         # strategy=ddp: replicas that trained together (each ran the budget; counts above are rank 0's)
         "replicas": _replicas(cfg, strategy),
         "initial_weights_sha256": digest,

@@ -12,6 +12,7 @@ require_framework("torch")  # one line that says how to install PyTorch, not a b
 import torch  # noqa: E402
 
 from ..optim import OptimizerSpec
+from .torch_optim import can_fuse, fast_step, fuse_optimizer
 from .base import (Backend, BoundGroup, DeviceError, StepFn, StepResult, check_device_name, distinct,
                    split_losses, sum_losses)
 
@@ -46,15 +47,20 @@ def _mps_available() -> bool:
     return bool(mps is not None and mps.is_available())
 
 
+def _fast(params: Sequence[Any]) -> dict[str, bool]:
+    """``fused=True`` where the parameters' devices have the kernel, else ``foreach=True``."""
+    return {"fused": True} if can_fuse(params) else {"foreach": True}
+
+
 # torch.optim classes and their arguments for each note_rl.optim spec kind
 _OPTIMIZERS: dict[str, Callable[[Any, Any], Any]] = {
     "adam": lambda s, p: torch.optim.Adam(p, lr=s.lr, betas=(s.beta1, s.beta2), eps=s.eps,
-                                          weight_decay=s.weight_decay, foreach=True),
+                                          weight_decay=s.weight_decay, **_fast(p)),
     "adamw": lambda s, p: torch.optim.AdamW(p, lr=s.lr, betas=(s.beta1, s.beta2), eps=s.eps,
-                                            weight_decay=s.weight_decay, foreach=True),
+                                            weight_decay=s.weight_decay, **_fast(p)),
     "adamax": lambda s, p: torch.optim.Adamax(p, lr=s.lr, betas=(s.beta1, s.beta2), eps=s.eps,
                                               weight_decay=s.weight_decay),
-    "sgd": lambda s, p: torch.optim.SGD(p, lr=s.lr, momentum=s.momentum, weight_decay=s.weight_decay),
+    "sgd": lambda s, p: torch.optim.SGD(p, lr=s.lr, momentum=s.momentum, weight_decay=s.weight_decay, **_fast(p)),
     "rmsprop": lambda s, p: torch.optim.RMSprop(p, lr=s.lr, alpha=s.rho, eps=s.eps, momentum=s.momentum,
                                                 weight_decay=s.weight_decay),
 }
@@ -210,11 +216,22 @@ class TorchBackend(Backend):
 
     def make_update(self, loss_fn: Callable[..., Any], groups: Sequence[BoundGroup], recorder: Any,
                     jit: bool, clip_norm: float | None = None, every_group: bool = True) -> StepFn:
-        compute = torch.compile(loss_fn) if jit else loss_fn
+        def build(compute: Callable[..., Any]) -> StepFn:
+            return self._make_step(compute, groups, recorder, clip_norm, every_group)
+
+        if jit:
+            from .torch_compile import CompiledStep
+
+            return CompiledStep(build, loss_fn)
+        return build(loss_fn)
+
+    def _make_step(self, compute: Callable[..., Any], groups: Sequence[BoundGroup], recorder: Any,
+                   clip_norm: float | None, every_group: bool) -> StepFn:
         names = [g.name for g in groups]
         variables = [v for g in groups for v in g.variables]
         optimizers = distinct(g.optimizer for g in groups)
         zero_grad = _grad_resetter(optimizers, variables)
+        steppers = [fast_step(opt) for opt in optimizers]
         clips = [c for c in [*(_norm_clipper(g.variables, g.max_grad_norm) for g in groups),
                              _norm_clipper(variables, clip_norm)] if c is not None]
         to_device = _batch_maker(variables)
@@ -238,8 +255,8 @@ class TorchBackend(Backend):
                 replicas.average_gradients(variables)  # before clipping: the norm of the global gradient
             for clip in clips:
                 clip()
-            for opt in optimizers:
-                opt.step()
+            for opt_step in steppers:
+                opt_step()
             td, ratio = recorder.pop()
             if len(parts) == 1:
                 return StepResult(float(parts[0][1].detach()), _to_numpy(td), _to_numpy(ratio))
@@ -302,6 +319,7 @@ class TorchBackend(Backend):
                 f"{type(optimizer).__name__} does not hold any of the agent's parameters; "
                 "build it from model.param (or model.param[i] for several optimizers)"
             )
+        fuse_optimizer(optimizer)
 
     def optimizer_state(self, optimizer: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         sd = optimizer.state_dict()

@@ -78,6 +78,8 @@ class RLBase(AdjusterMixin):
         self.callbacks: list[Any] = []
         self.stop_training = False
         self.jit_compile = True
+        #: seconds the last ``train()`` spent in its compiling first steps (PyTorch ``jit_compile=True``)
+        self.compile_time: float | None = None
         self.episode_seed: int | None = None  # seed of the next env reset, see reset_seed()
         self._weights_loaded = False  # restore()/restore_param(): set(seed) keeps these weights
         self._pending_optimizer_state: Any = None

@@ -102,6 +102,7 @@ class Trainer:
                 saver.close()  # waits for the last checkpoint; a failed write raises here
             elapsed = time.perf_counter() - started
             agent.total_time += elapsed
+            agent.compile_time = self.learner.updater.compile_time
             self.progress.finish(agent, elapsed)
             self.callbacks.call("on_train_end", {"episodes": self.episode, "time": elapsed})
         return self.last_loss

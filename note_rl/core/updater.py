@@ -90,6 +90,13 @@ class Updater:
         self.targets = [(t, _target_pairs(backend, t)) for t in spec.targets if t.every is not None]
         self.backend = backend
 
+    @property
+    def compile_time(self) -> float | None:
+        """Seconds the terms' first, compiling steps took (``jit_compile=True`` on PyTorch; ``None``
+        when nothing was compiled)."""
+        times = [step.compile_s for _, step, _ in self.terms if getattr(step, "compile_s", None) is not None]
+        return float(sum(times)) if times else None
+
     def __call__(self, update: int, arrays: Sequence[np.ndarray], weights: np.ndarray | None) -> StepResult:
         """Gradient update number ``update`` (1-based) on one batch: the due terms in order, then
         the due target updates.  ``weights`` go to the terms that take them."""
