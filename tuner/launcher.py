@@ -95,7 +95,8 @@ class TrialProcess:
     group, which :meth:`kill` kills whole (pool-network workers included)."""
 
     def __init__(self, spec: TrialSpec, ctx: Any, target: Any = None, n_jobs: int = 1) -> None:
-        spec = dataclasses.replace(spec, threads=threads_per_trial(n_jobs))  # read by trial_worker.main
+        # read by trial_worker.main; the pid lets the trial end itself if the driver is SIGKILLed
+        spec = dataclasses.replace(spec, threads=threads_per_trial(n_jobs), driver_pid=os.getpid())
         self.spec = spec
         self.conn, child = ctx.Pipe()
         # not a daemon: a trial may start its own pool-network workers

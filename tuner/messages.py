@@ -31,6 +31,7 @@ class TrialSpec:
     :param pickled: a Python-API finder's payload: the pickled agent, its optimizers' recipes,
         ``train()`` options, episodes and logger options
     :param threads: framework threads when the config does not set ``backend.threads``
+    :param driver_pid: the driver's pid; the trial ends its process group when the driver is gone
     """
 
     trial: int | None
@@ -45,6 +46,7 @@ class TrialSpec:
     finder: dict[str, Any] | None = None
     pickled: dict[str, Any] | None = None
     threads: int | None = None
+    driver_pid: int | None = None
 
 
 @dataclass(frozen=True)

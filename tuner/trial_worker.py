@@ -11,7 +11,10 @@ together with whatever it started (pool-network workers).
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
+import time
 import traceback
 from typing import Any
 
@@ -120,12 +123,54 @@ def default_threads(n: int | None) -> None:
             get_backend(name).set_threads(n)
 
 
+def _process_start(pid: int) -> str | None:
+    """Start time of ``pid`` (field 22 of ``/proc/<pid>/stat``), ``None`` if unknown or gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return None if fields[0] in "ZX" else fields[19]  # a zombie driver is gone too
+
+
+def _driver_gone(pid: int, started: str | None) -> bool:
+    if started is not None:  # /proc: also tells a reused pid from the driver
+        return _process_start(pid) != started
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def watch_driver(pid: int, interval: float = 0.5) -> threading.Thread:
+    """End this trial, and the process group it leads (pool-network workers), once the driver
+    ``pid`` is gone.  A SIGKILLed driver cleans up nothing, and the trial's own group is out of
+    reach of a signal sent to the driver's group, so without this it would train on as an orphan."""
+    started = _process_start(pid)
+
+    def watch() -> None:
+        while not _driver_gone(pid, started):
+            time.sleep(interval)
+        if os.getpgrp() == os.getpid():
+            os.killpg(os.getpid(), signal.SIGKILL)
+        os._exit(1)
+
+    thread = threading.Thread(target=watch, name="driver-watch", daemon=True)
+    thread.start()
+    return thread
+
+
 def main(conn: Any, spec: TrialSpec) -> None:
     """Process entry point."""
     try:
         os.setpgid(0, 0)  # lead a process group: the driver kills the trial with its workers
     except OSError:
         pass
+    if spec.driver_pid:
+        watch_driver(spec.driver_pid)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # as note_rl.backends.tf_backend
     default_threads(spec.threads)
     if spec.log_path:  # keep the driver's terminal clean; the trial's own output goes to its run dir

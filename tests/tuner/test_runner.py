@@ -47,6 +47,39 @@ def test_timed_out_trial_is_killed_with_its_pool_workers(front, tmp_path) -> Non
     assert trial.state.name == "FAIL" and trial.user_attrs["fail_reason"].startswith("timeout")
 
 
+@pytest.mark.slow
+def test_a_killed_drivers_trial_ends_with_its_pool_workers(tmp_path) -> None:
+    """SIGKILL of the driver (which can clean up nothing): its running trial leads its own process
+    group, so nothing signals it; the trial sees its driver gone and ends its group, pool workers
+    included, instead of running on as orphans."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.tuner.conftest import REPO
+
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    env = dict(os.environ, PYTHONPATH=REPO, NOTE_TEST_PID_DIR=str(pids))
+    driver = subprocess.Popen([sys.executable, "-m", "tuner", "tuner=optuna", NO_REEVAL, "tuner.n_trials=1",
+                               "search=none", *HANG], cwd=str(tmp_path), env=env, start_new_session=True,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 240
+        while len(list(pids.iterdir())) < 3 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        found = [int(p.name) for p in pids.iterdir()]
+        assert len(found) >= 3  # the trial process and its two pool workers built an env
+    finally:
+        os.killpg(driver.pid, signal.SIGKILL)  # the driver's group only: the trial leads its own
+        driver.wait()
+    deadline = time.monotonic() + 20
+    while any(_alive(p) for p in found) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [p for p in found if _alive(p)]
+
+
 def test_finder_fails_the_trials_of_a_dead_driver(tmp_path) -> None:
     """The finders run trials through the same runner as studies: a RUNNING trial left by a killed
     process of this host is failed before new trials start."""
