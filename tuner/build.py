@@ -73,8 +73,12 @@ def build_agent(cfg: dict[str, Any]) -> Any:
         raise ConfigError(f"env.id: {cfg['env']['id']} has {_action_kind(env)} actions; "
                           f"{cls.__name__} supports {' and '.join(supported)} actions")
     context = dict(env=env, seed=seed, device=cfg["backend"]["device"], **_spaces(env))
-    agent = build(a, drop=(*AGENT_SETTINGS, "name", "lr"), **context)
+    # n_envs is a constructor argument of the rollout agents and a set() setting of the others
+    by_set = "n_envs" in a and not _takes(cls, "n_envs")
+    agent = build(a, drop=(*AGENT_SETTINGS, "name", "lr", *(["n_envs"] if by_set else [])), **context)
     settings = {k: a.get(k) for k in AGENT_SETTINGS if k in a and k not in ("policy", "noise")}
+    if by_set:
+        settings["n_envs"] = a["n_envs"]
     noise = a.get("noise")
     action_dim = context.get("action_dim", getattr(agent, "action_dim", None))
     if noise is not None and "size" not in noise and action_dim is not None:
@@ -85,6 +89,15 @@ def build_agent(cfg: dict[str, Any]) -> Any:
               her_k=buf.get("her_k", 4), trial_count=cfg["objective"]["last_k"],
               criterion=cfg["objective"]["criterion"], seed=seed, **settings)
     return agent
+
+
+def _takes(cls: Any, name: str) -> bool:
+    import inspect
+
+    try:
+        return name in inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _object(node: dict[str, Any] | None) -> Any:

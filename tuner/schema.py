@@ -78,6 +78,7 @@ class AgentCommon:
     update_batches: Optional[int] = None
     learning_starts: Optional[int] = None
     num_steps: Optional[int] = None
+    n_envs: int = 1  # vectorised env copies (set(n_envs=...); on-policy agents take it in their constructor)
     policy: Any = None
     noise: Any = None
 

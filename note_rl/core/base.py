@@ -33,7 +33,7 @@ _SET_DEFAULTS: dict[str, Any] = dict(
     policy=None, noise=None, pool_size=None, batch=None, num_updates=None, num_steps=None,
     update_batches=None, update_steps=None, trial_count=None, criterion=None, PPO=False,
     HER=False, TRL=False, MARL=False, PR=False, IRL=False, initial_ratio=1.0, initial_TD=7.0, lambda_=0.5,
-    alpha=0.7, beta=None, seed=None, train_freq=1, learning_starts=None, her_k=4,
+    alpha=0.7, beta=None, seed=None, train_freq=1, learning_starts=None, her_k=4, n_envs=1,
 )
 
 
@@ -101,7 +101,7 @@ class RLBase(AdjusterMixin):
             initial_TD: Any = _UNSET, lambda_: Any = _UNSET, alpha: Any = _UNSET,
             beta: Any = _UNSET, seed: Any = _UNSET, train_freq: Any = _UNSET,
             learning_starts: Any = _UNSET, her_k: Any = _UNSET, buffer: Any = _UNSET,
-            MA: Any = _UNSET, epsilon: Any = _UNSET) -> None:
+            MA: Any = _UNSET, epsilon: Any = _UNSET, n_envs: Any = _UNSET) -> None:
         """Configure the agent; arguments not passed keep their current value.
 
         :param policy: exploration policy (or one per process in a list)
@@ -156,6 +156,11 @@ class RLBase(AdjusterMixin):
         :param MA: Note_rl 001's name for ``MARL``
         :param epsilon: Note_rl 001's epsilon-greedy shorthand: the policy becomes
             ``EpsGreedyQPolicy(epsilon)``, or the ``eps`` of the policy given with it is set
+        :param n_envs: copies of the env stepped together in this process (gymnasium's vector API),
+            acted on with one forward pass; off-policy agents store every copy's transitions in one
+            replay buffer (:class:`~note_rl.core.vec_collect.VecEpisodeCollector`), on-policy ones
+            collect their rollouts from them.  ``train_freq`` and ``update_steps`` count env steps
+            of all copies, so the gradient steps per env step do not change with ``n_envs``
         """
         given = set_args.aliases({k: v for k, v in locals().items() if k != "self" and v is not _UNSET})
         for name, value in given.items():

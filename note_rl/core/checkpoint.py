@@ -28,7 +28,8 @@ FORMAT = "note_rl-checkpoint"
 VERSION = 1
 _SETTINGS = ("pool_size", "batch", "num_updates", "num_steps", "update_batches", "update_steps",
              "trial_count", "criterion", "PPO", "PR", "initial_ratio", "initial_TD", "lambda_",
-             "priority_alpha", "beta", "seed", "train_freq", "learning_starts", "HER", "her_k", "MARL", "TRL")
+             "priority_alpha", "beta", "seed", "train_freq", "learning_starts", "HER", "her_k", "MARL", "TRL",
+             "n_envs")
 
 
 class CheckpointError(ValueError):

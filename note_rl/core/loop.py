@@ -120,8 +120,8 @@ class Trainer:
 
     def _collector_class(self) -> Any:
         """The collector for this agent and these options: the only place that turns the
-        ``MARL`` / ``HER`` flags, ``pool_network`` and the rollout protocol (``n_steps``) into a
-        component."""
+        ``MARL`` / ``HER`` flags, ``pool_network``, ``n_envs`` and the rollout protocol (``n_steps``)
+        into a component."""
         agent, settings = self.agent, self.settings
         if getattr(agent, "n_steps", None):  # on-policy rollout protocol
             if settings.pool_network:
@@ -129,6 +129,11 @@ class Trainer:
 
                 return PoolRolloutCollector
             return RolloutCollector
+        n_envs = getattr(agent, "n_envs", 1) or 1
+        if n_envs > 1 and (agent.MARL or agent.HER or settings.pool_network):
+            what = "MARL=True" if agent.MARL else "HER=True" if agent.HER else "pool_network=True"
+            raise ValueError(f"train(): n_envs={n_envs} (vectorised envs) cannot be combined with {what}; "
+                             "use n_envs=1")
         if agent.MARL:
             from .marl import MultiAgentCollector
 
@@ -139,6 +144,10 @@ class Trainer:
             from .pool import PoolCollector
 
             return PoolCollector
+        if n_envs > 1:
+            from .vec_collect import VecEpisodeCollector
+
+            return VecEpisodeCollector
         return EpisodeCollector
 
     def _make_collector(self, collector: Any) -> Any:

@@ -13,7 +13,7 @@ __all__ = ["POSITIVE_INTS", "aliases", "apply_buffer_class", "check_value", "trl
 
 FLAGS = ("PPO", "HER", "TRL", "MARL", "PR", "IRL", "MA")
 POSITIVE_INTS = ("pool_size", "batch", "num_updates", "num_steps", "update_batches",
-                 "update_steps", "trial_count", "train_freq")
+                 "update_steps", "trial_count", "train_freq", "n_envs")
 
 
 def trl_conflict(values: dict[str, Any], rollout: bool = False) -> str | None:

@@ -359,3 +359,14 @@ def test_seed_train_options_and_trajectory_buffer_from_config(tmp_path) -> None:
         validate(compose_cfg(["strategy.shuffle=true", "buffer=prioritized", "agent=ppo", "agent.n_steps=null"]))
     with pytest.raises(ConfigError, match="strategy.processes_her: must be > 0"):
         validate(compose_cfg(["strategy.processes_her=0"]))
+
+
+@pytest.mark.parametrize("agent,expected", [("dqn", 4), ("sac", 4), ("ppo", 4)])
+def test_agent_n_envs_reaches_the_agent(agent, expected) -> None:
+    """``agent.n_envs``: a constructor argument of the rollout agents, a ``set()`` setting of the
+    off-policy ones (vectorised replay collection); either way the agent ends with it."""
+    base = [f"agent={agent}", *(["env=pendulum"] if agent == "sac" else [])]
+    built = build_agent(OmegaConf.to_container(validate(compose_cfg([*base, "agent.n_envs=4"])), resolve=True))
+    assert built.n_envs == expected
+    default = build_agent(OmegaConf.to_container(validate(compose_cfg(base)), resolve=True))
+    assert default.n_envs == (8 if agent == "ppo" else 1)
