@@ -22,7 +22,7 @@ from _common import CRITERION, TRIAL_COUNT, adam, agents_module, parse_args, rep
 
 def run(backend: str, seed: int, steps: int = 50_000, criterion: float | None = CRITERION,
         learning_starts: int = 1000, double: bool = True, max_grad_norm: float | None = None,
-        **train_kwargs: object) -> object:
+        n_envs: int = 1, **train_kwargs: object) -> object:
     """One training run; ``criterion=None`` runs the whole step budget."""
     from note_rl.policy import LinearEpsGreedyPolicy
 
@@ -30,7 +30,7 @@ def run(backend: str, seed: int, steps: int = 50_000, criterion: float | None = 
     agent.max_grad_norm = max_grad_norm
     agent.set(policy=LinearEpsGreedyPolicy(1.0, 0.04, decay_steps=8000), pool_size=100_000, batch=64,
               train_freq=256, num_updates=128, update_steps=10, learning_starts=learning_starts,
-              trial_count=TRIAL_COUNT, criterion=criterion, seed=seed)
+              trial_count=TRIAL_COUNT, criterion=criterion, seed=seed, n_envs=n_envs)
     optimizer = adam(backend, agent.param, 2.3e-3)
     wall = train(agent, backend, optimizer, steps=steps, **train_kwargs)
     return result_of(agent, seed, wall, grad_steps=agent.batch_counter)
@@ -39,13 +39,14 @@ def run(backend: str, seed: int, steps: int = 50_000, criterion: float | None = 
 def _extra_args(parser: object) -> None:
     parser.add_argument("--vanilla", action="store_true", help="max over the target net (not double DQN)")
     parser.add_argument("--max-grad-norm", type=float, default=None)
+    parser.add_argument("--n-envs", type=int, default=1, help="vectorised env copies (set(n_envs=...))")
 
 
 def main() -> None:
     args = parse_args(__doc__.splitlines()[0], extra=_extra_args)
-    results = [run(args.backend, seed, double=not args.vanilla, max_grad_norm=args.max_grad_norm)
+    results = [run(args.backend, seed, double=not args.vanilla, max_grad_norm=args.max_grad_norm, n_envs=args.n_envs)
                for seed in args.seed_list]
-    variant = ("vanilla" if args.vanilla else "double") + f", max_grad_norm={args.max_grad_norm}"
+    variant = ("vanilla" if args.vanilla else "double") + f", max_grad_norm={args.max_grad_norm}, n_envs={args.n_envs}"
     report(f"DQN CartPole-v1 ({args.backend}, {variant})", results, args.json)
 
 

@@ -31,14 +31,16 @@ def _stopper() -> object:
     return StopAtCriterion()
 
 
-def make_model(algo: str, seed: int) -> object:
+def make_model(algo: str, seed: int, n_envs: int = 1) -> object:
     import torch
     from stable_baselines3 import DQN, PPO
     from stable_baselines3.common.env_util import make_vec_env
 
     if algo == "dqn":
-        return DQN("MlpPolicy", "CartPole-v1", learning_rate=2.3e-3, batch_size=64, buffer_size=100_000,
-                   learning_starts=1000, gamma=0.99, target_update_interval=10, train_freq=256,
+        # SB3 counts train_freq in vector steps: 256 // n_envs of them are 256 env steps, as ours
+        env = make_vec_env("CartPole-v1", n_envs=n_envs, seed=seed) if n_envs > 1 else "CartPole-v1"
+        return DQN("MlpPolicy", env, learning_rate=2.3e-3, batch_size=64, buffer_size=100_000,
+                   learning_starts=1000, gamma=0.99, target_update_interval=10, train_freq=256 // n_envs,
                    gradient_steps=128, exploration_fraction=0.16, exploration_final_eps=0.04,
                    policy_kwargs=dict(net_arch=[256, 256]), seed=seed, device="cpu")
     env = make_vec_env("CartPole-v1", n_envs=8, seed=seed)
@@ -48,9 +50,9 @@ def make_model(algo: str, seed: int) -> object:
                policy_kwargs=dict(activation_fn=torch.nn.Tanh))
 
 
-def run(algo: str, seed: int) -> RunResult:
+def run(algo: str, seed: int, n_envs: int = 1) -> RunResult:
     budget = 50_000 if algo == "dqn" else 100_000
-    model = make_model(algo, seed)
+    model = make_model(algo, seed, n_envs)
     started = time.perf_counter()
     model.learn(total_timesteps=budget, callback=_stopper())
     wall = time.perf_counter() - started
@@ -69,11 +71,12 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="also print the results as JSON")
+    parser.add_argument("--n-envs", type=int, default=1, help="DQN: vectorised env copies")
     args = parser.parse_args()
     torch.set_num_threads(1)
     print_machine(1)
     seeds = range(args.first_seed, args.first_seed + args.seeds)
-    report(f"SB3 {args.algo.upper()} CartPole-v1", [run(args.algo, s) for s in seeds], args.json)
+    report(f"SB3 {args.algo.upper()} CartPole-v1", [run(args.algo, s, args.n_envs) for s in seeds], args.json)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ This machine's speed drifts by 30 % and more within minutes, so only a ratio of 
 to back is a figure; the median over rounds is the one to quote.  Both sides run rl-zoo3's settings
 (``bench_sb3.py``, ``bench_ppo.py``, ``bench_dqn.py``) with one torch thread and the same seed in
 every round (the seeded runs learn identically round to round; only the timing varies).
-``--vanilla`` runs our DQN with SB3's target (max over the target network, not double DQN).
+``--n-envs k`` (DQN) runs both with ``k`` vectorised env copies (SB3's ``train_freq`` set to
+``256 // k`` vector steps, the same 256 env steps as ours).  ``--vanilla`` runs our DQN with SB3's target (max over the target network, not double DQN).
 ``--plain-adam`` gives note_rl a ``torch.optim.Adam(params, lr)`` as a user writes it (the default
 is the benches' ``fused=True``); ``--jit`` trains with ``jit_compile=True`` (compile time included
 in the wall time).  SAC and TD3 on Pendulum-v1 alternate the same way in ``bench_continuous.py``.
@@ -42,16 +43,18 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--vanilla", action="store_true",
                         help="DQN: max over the target network, as SB3's DQN (default: our double DQN)")
+    parser.add_argument("--n-envs", type=int, default=1, help="DQN: vectorised env copies on both sides")
     opts = parser.parse_args()
     sys.path.insert(0, HERE)
     from _common import print_machine
 
     print_machine(opts.threads)
     seed = ["--seeds", "1", "--first-seed", str(opts.seed)]
-    sb3 = [os.path.join(HERE, "bench_sb3.py"), opts.algo, *seed]
+    envs = ["--n-envs", str(opts.n_envs)] if opts.algo == "dqn" else []
+    sb3 = [os.path.join(HERE, "bench_sb3.py"), opts.algo, *seed, *envs]
     ours = [os.path.join(HERE, f"bench_{opts.algo}.py"), *seed, "--threads", str(opts.threads),
             *(["--plain-adam"] if opts.plain_adam else []), *(["--jit"] if opts.jit else []),
-            *(["--vanilla"] if opts.vanilla and opts.algo == "dqn" else [])]
+            *(["--vanilla"] if opts.vanilla and opts.algo == "dqn" else []), *envs]
     speed, wall = [], []
     for r in range(opts.rounds):
         a, b = run_json(sb3), run_json(ours)

@@ -71,9 +71,15 @@ def _load_agent(model: str) -> tuple[Any, dict[str, Any]]:
 
     from .build import build_agent, set_threads
 
+    from .schema import ConfigError
+
     cfg = load_run_config(model)
     set_threads(cfg)
-    agent = build_agent(cfg)
+    try:
+        agent = build_agent(cfg)
+    except ConfigError as exc:  # e.g. a user's agent class whose module is not importable from here
+        hint = " (run it where the run's code imports, e.g. with the run's PYTHONPATH)" if "import" in str(exc) else ""
+        raise _Bad(f"model: {model}: {str(exc).splitlines()[0]}{hint}") from None
     try:
         agent.restore_param(model)
     except (CheckpointError, ValueError, KeyError) as exc:

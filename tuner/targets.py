@@ -28,12 +28,20 @@ class TargetError(ValueError):
 
 def import_target(path: str) -> Any:
     """The class (or function) a ``_target_`` string names."""
+    import logging
+
     getter = get_method if _names_function(path) else get_class  # the other one logs an ERROR line
+    # Hydra's getters also log their failure (3 lines on stderr where logging is not set up, as in
+    # the subcommands); the TargetError below says it in one
+    hydra_log = logging.getLogger("hydra.utils")
+    disabled, hydra_log.disabled = hydra_log.disabled, True
     try:
         return getter(path)
     except Exception as exc:  # noqa: BLE001 - Hydra raises ImportError or ValueError with long messages
         cause = str(exc.__cause__ or exc).splitlines()[0]
         raise TargetError(f"cannot import {path!r} ({cause})") from None
+    finally:
+        hydra_log.disabled = disabled
 
 
 def _names_function(path: str) -> bool:

@@ -56,6 +56,13 @@ def test_eval_refuses_missing_and_corrupt_models_in_one_line(tmp_path) -> None:
     assert "does not load into this agent" in out.stderr and "not a note_rl checkpoint" in out.stderr
     out = run_app(["eval", f"model={bad}", "seeds=a"], cwd=str(tmp_path), check=False)
     assert out.returncode == 2 and "seeds: expected integers" in out.stderr
+    # a user's agent class whose module does not import here (README: examples/custom_agent run
+    # without its PYTHONPATH): one line naming the class, not Hydra's log lines and a traceback
+    cfg["agent"]["_target_"] = "my_missing_agents.DuelingDQN"
+    (tmp_path / "result.json").write_text(json.dumps({"config": cfg}))
+    out = run_app(["eval", f"model={bad}"], cwd=str(tmp_path), check=False)
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "cannot import 'my_missing_agents.DuelingDQN'" in out.stderr and "PYTHONPATH" in out.stderr
 
 
 def test_play_records_a_greedy_episode_as_gif_and_mp4(tmp_path) -> None:
