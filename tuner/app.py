@@ -86,13 +86,28 @@ def _next_steps(result: dict[str, Any], run_dir: str) -> str:
              *([(_short(result["best_eval_model"]), "the weights of the best evaluation")]
                if result.get("best_eval_model") else []),
              (f"{run}/training.png", "return and loss per episode")]
+    cfg = result.get("config") or {}
+    study = f"{cfg.get('agent', {}).get('name', 'agent')}_{cfg.get('env', {}).get('id', 'env')}"
     commands = [(f"note-tune eval model={model}", "evaluate the saved model"),
                 (f"note-tune play model={model} out=episode.gif", "record a greedy episode"),
-                ("note-tune tuner=optuna tuner.n_trials=20", "tune this agent with an Optuna study"),
-                ("note-tune dashboard", "watch the studies in optuna-dashboard")]
+                (" ".join(["note-tune", *_run_overrides(), "tuner=optuna", "tuner.n_trials=20"]),
+                 "tune this agent with an Optuna study"),
+                (f"note-tune dashboard study_dir=studies/{study}", "watch that study in optuna-dashboard")]
     width = max(len(left) for left, _ in files + commands) + 3
     return "\n".join(["files:", *(f"  {left:<{width}}{right}" for left, right in files),
                       "next:", *(f"  {left:<{width}}{right}" for left, right in commands)])
+
+
+def _run_overrides() -> list[str]:
+    """This run's command-line overrides (shell-quoted), so that the printed study tunes the same
+    agent, env and backend; a seed is left out (a study samples its own)."""
+    import shlex
+
+    try:
+        task = list(HydraConfig.get().overrides.task)
+    except ValueError:  # no Hydra context (called from a test)
+        return []
+    return [shlex.quote(o) for o in task if not o.lstrip("+~").startswith(("seed=", "hydra.", "tuner"))]
 
 
 def _parallel_jobs() -> int:
@@ -174,7 +189,37 @@ def _app(cfg: DictConfig) -> Any:
             return _run_finder(typed)
         _fail(f"tuner.name: {mode!r} is not one of none, optuna, {', '.join(FINDERS)}")
     except ConfigError as exc:
+        _remove_untouched_run_dir()
         _fail(str(exc))
+
+
+def _remove_untouched_run_dir() -> None:
+    """A run refused by validation leaves nothing behind: Hydra created its run dir (``.hydra/``
+    and an empty log) before the config could be checked, so that dir, and date folders above it
+    left empty, are removed when nothing else is in them."""
+    import shutil
+
+    hc = HydraConfig.get()
+    if hc.mode == RunMode.MULTIRUN:
+        return
+    out = hc.runtime.output_dir
+    try:
+        entries = os.listdir(out)
+    except OSError:
+        return
+    own = all(e == ".hydra" or (e.endswith(".log") and os.path.getsize(os.path.join(out, e)) == 0) for e in entries)
+    if not own:
+        return
+    shutil.rmtree(out, ignore_errors=True)
+    parent, stop = os.path.dirname(os.path.abspath(out)), os.path.abspath(hc.runtime.cwd)
+    for _ in range(2):  # outputs/<date>/ then outputs/, when empty and below the working directory
+        if parent == stop or not parent.startswith(stop + os.sep):
+            break
+        try:
+            os.rmdir(parent)
+        except OSError:
+            break
+        parent = os.path.dirname(parent)
 
 
 def _protect_secrets(cfg: DictConfig) -> None:

@@ -110,6 +110,9 @@ def play_model(args: dict[str, str]) -> str:
     ``.gif``); returns the file written."""
     import shutil
 
+    # frames are drawn off-screen (rgb_array): without this, pygame's SDL looks for a display and
+    # prints "error: XDG_RUNTIME_DIR is invalid ..." on a machine without one
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     model = _model_path(args)
     out = args.get("out") or os.path.splitext(model)[0] + ".gif"
     ext = os.path.splitext(out)[1].lower()

@@ -26,7 +26,12 @@ def test_default_run_writes_result_json(tmp_path) -> None:
     assert [line.split()[0] for line in lines[files + 1:steps]] == [
         f"{run}/result.json", f"{run}/model.npz", f"{run}/best_eval_model.npz", f"{run}/training.png"]
     assert lines[steps + 1].split()[:3] == ["note-tune", "eval", f"model={run}/model.npz"]
-    assert any(line.split()[:2] == ["note-tune", "tuner=optuna"] for line in lines[steps + 1:])
+    # the study command keeps this run's overrides (the same agent and env get tuned); the
+    # dashboard command names the study that command creates
+    tune = [line.split() for line in lines[steps + 1:] if "tuner=optuna" in line][0]
+    assert tune[:4] == ["note-tune", "budget.steps=2048", "tuner=optuna", "tuner.n_trials=20"]
+    dashboard = [line.split() for line in lines[steps + 1:] if " dashboard " in line][0]
+    assert dashboard[:3] == ["note-tune", "dashboard", "study_dir=studies/ppo_CartPole-v1"]
 
 
 def test_dqn_loss_panel_joins_the_episodes_that_trained() -> None:

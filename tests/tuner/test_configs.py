@@ -197,7 +197,11 @@ def test_bad_config_exits_before_training_with_one_line(tmp_path) -> None:
     out = run_app(["agent.batch=0"], cwd=str(tmp_path), check=False)
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == ["error: agent.batch: must be > 0, got 0"]
-    assert not list(tmp_path.glob("outputs/*/*/result.json"))
+    assert not (tmp_path / "outputs").exists()  # Hydra's run dir (.hydra/, an empty log) is removed again
+    (tmp_path / "outputs" / "mine").mkdir(parents=True)
+    out = run_app(["agent=dqn", "env=pendulum"], cwd=str(tmp_path), check=False)
+    assert out.returncode == 2 and "dqn supports discrete actions" in out.stderr
+    assert [p.name for p in (tmp_path / "outputs").iterdir()] == ["mine"]  # what was there stays
     out = run_app(["tuner=optuna", "tuner.sampler=bogus"], cwd=str(tmp_path), check=False)
     assert out.returncode == 2 and out.stderr.strip().startswith("error: tuner.sampler")
     assert not (tmp_path / "studies").exists()

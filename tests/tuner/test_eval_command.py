@@ -72,6 +72,7 @@ def test_play_records_a_greedy_episode_as_gif_and_mp4(tmp_path) -> None:
     run_dir = next(tmp_path.glob("outputs/*/*/result.json")).parent
     model = run_dir / "model.npz"
     out = run_app(["play", f"model={model}", "seed=3", "max_steps=40"], cwd=str(tmp_path))
+    assert "XDG_RUNTIME_DIR" not in out.stderr  # frames drawn off-screen: no SDL complaint about a display
     gif = run_dir / "model.gif"  # default: beside the model
     assert out.stdout.strip().splitlines()[-1].endswith(f"(reset seed 3) -> {gif}")
     # the same greedy episode in-process: its length + 1 frames (the last state is drawn too)
