@@ -78,8 +78,19 @@ def _journal_file(args: dict[str, str]) -> str | None:
         return os.path.abspath(storage)
     folder = args.get("study_dir") or (os.path.join("studies", args["study_name"]) if args.get("study_name") else None)
     if folder is None:
-        raise ArgError("storage: give storage=<journal file | sqlite:///... | postgresql://...> or study_dir=<dir>")
+        folder = _only_study_here()
     return os.path.abspath(os.path.join(folder, "journal.log"))
+
+
+def _only_study_here() -> str:
+    """With no storage given: the one study under ``./studies`` (the default ``tuner.study_dir``
+    parent); with none or several, a one-line error that lists them."""
+    found = sorted(os.path.join("studies", d) for d in (os.listdir("studies") if os.path.isdir("studies") else [])
+                   if os.path.isfile(os.path.join("studies", d, "journal.log")))
+    if len(found) == 1:
+        return found[0]
+    listed = f" (studies here: {', '.join('study_dir=' + f for f in found)})" if found else ""
+    raise ArgError("storage: give storage=<journal file | sqlite:///... | postgresql://...> or study_dir=<dir>" + listed)
 
 
 def open_storage(args: dict[str, str]) -> tuple[Any, str]:

@@ -116,3 +116,21 @@ def test_lr_finder_curves_are_drawn_when_trials_saved_them(tmp_path) -> None:
     assert "intermediate_values" in report["skipped"]  # no reports: skipped with its reason
     text = open(report["markdown"]).read()
     assert "not drawn (no intermediate values reported)" in text and "| `lr` |" in text
+
+
+def test_report_and_dashboard_find_the_only_study_here(tmp_path, monkeypatch) -> None:
+    """No storage / study_dir / study_name: the one study under ./studies (what the run's printed
+    ``note-tune dashboard`` relies on); none or several: one line, listing those there are."""
+    from tuner.subcommands import ArgError, _journal_file
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ArgError, match=r"or study_dir=<dir>$"):
+        _journal_file({})
+    (tmp_path / "studies" / "a").mkdir(parents=True)
+    (tmp_path / "studies" / "a" / "journal.log").write_text("")
+    (tmp_path / "studies" / "not_a_study").mkdir()
+    assert _journal_file({}) == str(tmp_path / "studies" / "a" / "journal.log")
+    (tmp_path / "studies" / "b").mkdir()
+    (tmp_path / "studies" / "b" / "journal.log").write_text("")
+    with pytest.raises(ArgError, match=r"\(studies here: study_dir=studies/a, study_dir=studies/b\)"):
+        _journal_file({})
