@@ -2,7 +2,7 @@
 held-out seed and print the mean of deterministic evaluation episodes as JSON.
 
     <zoo python> bench/_zoo_heldout.py --journal J --study S --algo ppo --steps N --seed s
-        --episodes 20 --eval-seed E
+        --episodes 20 --eval-seed E [--env Pendulum-v1]
 
 The model is built the way rl-zoo3's ``objective`` builds a trial's model: the env's entry of
 rl-zoo3's ``hyperparams/<algo>.yml`` updated with the trial's sampled hyperparameters (rl-zoo3's own
@@ -38,7 +38,7 @@ def main() -> None:
     torch.set_num_threads(1)
     from optuna.storages.journal import JournalFileBackend, JournalStorage
     from rl_zoo3.hyperparams_opt import HYPERPARAMS_SAMPLER
-    from stable_baselines3 import DQN, PPO
+    from stable_baselines3 import DQN, PPO, SAC, TD3
     from stable_baselines3.common.env_util import make_vec_env
 
     study = optuna.load_study(study_name=a.study, storage=JournalStorage(JournalFileBackend(a.journal)))
@@ -49,20 +49,23 @@ def main() -> None:
         kwargs.pop(key, None)
     if isinstance(kwargs.get("policy_kwargs"), str):
         kwargs["policy_kwargs"] = eval(kwargs["policy_kwargs"])  # rl-zoo3 stores it as Python text
-    kwargs.update(HYPERPARAMS_SAMPLER[a.algo](optuna.trial.FixedTrial(best.params), 2, n_envs,
-                                              {"using_her_replay_buffer": False, "her_kwargs": {}}))
-    algo = {"ppo": PPO, "dqn": DQN}[a.algo]
-    model = algo("MlpPolicy", make_vec_env(a.env, n_envs=n_envs, seed=a.seed), seed=a.seed, device="cpu", **kwargs)
-    model.learn(a.steps)
     import gymnasium as gym
 
+    space = gym.make(a.env).action_space
+    n_actions = int(space.n) if isinstance(space, gym.spaces.Discrete) else int(np.prod(space.shape))
+    kwargs.update(HYPERPARAMS_SAMPLER[a.algo](optuna.trial.FixedTrial(best.params), n_actions, n_envs,
+                                              {"using_her_replay_buffer": False, "her_kwargs": {}}))
+    algo = {"ppo": PPO, "dqn": DQN, "sac": SAC, "td3": TD3}[a.algo]
+    model = algo("MlpPolicy", make_vec_env(a.env, n_envs=n_envs, seed=a.seed), seed=a.seed, device="cpu", **kwargs)
+    model.learn(a.steps)
     env, returns = gym.make(a.env), []
+    discrete = isinstance(env.action_space, gym.spaces.Discrete)
     for k in range(a.episodes):
         obs, _ = env.reset(seed=a.eval_seed + k)
         total, done = 0.0, False
         while not done:
             action, _ = model.predict(obs, deterministic=True)
-            obs, reward, terminated, truncated, _ = env.step(int(action))
+            obs, reward, terminated, truncated, _ = env.step(int(action) if discrete else action)
             total += float(reward)
             done = terminated or truncated
         returns.append(total)

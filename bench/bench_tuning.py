@@ -3,10 +3,12 @@ does on seeds neither tool tuned on.
 
     python3 -m venv /work/zoo_venv && /work/zoo_venv/bin/pip install torch==2.13.0 rl_zoo3   # not a dependency
     python bench/bench_tuning.py --algo ppo --trials 30 --steps 50000 --zoo-python /work/zoo_venv/bin/python
+    python bench/bench_tuning.py --algo sac --trials 6 --steps 10000 --reeval-top-k 2   # Pendulum-v1
 
 Both tools get the same number of trials, env steps per trial, parallel jobs (2), evaluations per
 trial (5, of 5 episodes) and a TPE sampler with a median pruner, each from its own default search
-space.  The project's study includes its held-out re-evaluation stage (top 5 configs x 3 seeds),
+space (PPO and DQN on CartPole-v1, SAC and TD3 on Pendulum-v1).  The project's study includes its
+held-out re-evaluation stage (top ``--reeval-top-k`` configs, default 5, x 3 seeds),
 whose winner is its answer; rl-zoo3's answer is its best trial.  Then each answer is retrained from
 scratch on ``--heldout`` seeds (default 20000-20002, apart from every seed either study used) and
 scored by ``--episodes`` (20) deterministic episodes reset with seeds 3,000,000 + 1000 x seed + k, the
@@ -28,6 +30,9 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EVAL_BASE = 3_000_000
+# algo -> (gymnasium id, the project's env preset, the held-out mean that counts as solved)
+ENVS = {"ppo": ("CartPole-v1", "cartpole", 475.0), "dqn": ("CartPole-v1", "cartpole", 475.0),
+        "sac": ("Pendulum-v1", "pendulum", -200.0), "td3": ("Pendulum-v1", "pendulum", -200.0)}
 
 
 def _run(cmd: list[str], cwd: str, log: str, timeout: float | None = None) -> float:
@@ -56,9 +61,10 @@ def _journal_study(path: str, name: str):  # noqa: ANN202 - optuna is imported l
 
 def project(a: argparse.Namespace, folder: str) -> dict:
     name = f"bench_{a.algo}"
-    cmd = [sys.executable, "-m", "tuner", "tuner=optuna", f"agent={a.algo}", f"tuner.study_name={name}",
-           f"tuner.n_trials={a.trials}", f"tuner.n_jobs={a.n_jobs}", f"budget.steps={a.steps}", "logger=none",
-           f"tuner.sampler_seed={a.seed}"]
+    cmd = [sys.executable, "-m", "tuner", "tuner=optuna", f"agent={a.algo}", f"env={ENVS[a.algo][1]}",
+           f"tuner.study_name={name}", f"tuner.n_trials={a.trials}", f"tuner.n_jobs={a.n_jobs}",
+           f"budget.steps={a.steps}", "logger=none", f"tuner.sampler_seed={a.seed}",
+           f"tuner.reevaluate.top_k={a.reeval_top_k}"]
     wall = _run(cmd, folder, os.path.join(folder, "project_study.log"))
     study_dir = os.path.join(folder, "studies", name)
     with open(os.path.join(study_dir, "study.json")) as f:
@@ -79,7 +85,7 @@ def project(a: argparse.Namespace, folder: str) -> dict:
 
 def zoo(a: argparse.Namespace, folder: str) -> dict:
     journal = os.path.join(folder, "zoo.log")
-    cmd = [a.zoo_python, "-m", "rl_zoo3.train", "--algo", a.algo, "--env", "CartPole-v1", "-optimize",
+    cmd = [a.zoo_python, "-m", "rl_zoo3.train", "--algo", a.algo, "--env", ENVS[a.algo][0], "-optimize",
            "--n-trials", str(a.trials), "--n-jobs", str(a.n_jobs), "--n-timesteps", str(a.steps),
            "--sampler", "tpe", "--pruner", "median", "--n-evaluations", "5", "--eval-episodes", "5",
            "--storage", journal, "--study-name", "zoo", "--no-optim-plots", "--num-threads", "1",
@@ -90,7 +96,8 @@ def zoo(a: argparse.Namespace, folder: str) -> dict:
     scores = []
     for seed in a.heldout:
         out = subprocess.run([a.zoo_python, os.path.join(REPO, "bench", "_zoo_heldout.py"), "--journal", journal,
-                              "--study", "zoo", "--algo", a.algo, "--steps", str(a.steps), "--seed", str(seed),
+                              "--study", "zoo", "--algo", a.algo, "--env", ENVS[a.algo][0], "--steps", str(a.steps),
+                              "--seed", str(seed),
                               "--episodes", str(a.episodes), "--eval-seed", str(EVAL_BASE + 1000 * seed)],
                              capture_output=True, text=True, cwd=folder)
         if out.returncode != 0:
@@ -108,13 +115,14 @@ def _counts(study) -> dict:  # noqa: ANN001
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--algo", choices=("ppo", "dqn"), default="ppo")
+    p.add_argument("--algo", choices=tuple(ENVS), default="ppo")
     p.add_argument("--trials", type=int, default=30)
     p.add_argument("--steps", type=int, default=50_000)
     p.add_argument("--n-jobs", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--heldout", type=lambda s: [int(v) for v in s.split(",")], default=[20000, 20001, 20002])
     p.add_argument("--episodes", type=int, default=20)
+    p.add_argument("--reeval-top-k", type=int, default=5, help="configs the project's held-out stage retrains")
     p.add_argument("--zoo-python", default="/work/zoo_venv/bin/python")
     p.add_argument("--only", choices=("project", "zoo"), default=None)
     p.add_argument("--zoo-timeout", type=float, default=None,
@@ -123,18 +131,20 @@ def main() -> None:
     a = p.parse_args()
     folder = a.keep or tempfile.mkdtemp(prefix="bench_tuning_")
     os.makedirs(folder, exist_ok=True)
-    print(f"# {a.algo} on CartPole-v1: {a.trials} trials x {a.steps} env steps, n_jobs {a.n_jobs}; held-out seeds "
-          f"{a.heldout}, {a.episodes} deterministic episodes each; files in {folder}", flush=True)
+    env_id, _, solved_at = ENVS[a.algo]
+    print(f"# {a.algo} on {env_id}: {a.trials} trials x {a.steps} env steps, n_jobs {a.n_jobs}; held-out seeds "
+          f"{a.heldout}, {a.episodes} deterministic episodes each; project's held-out stage: top "
+          f"{a.reeval_top_k}; files in {folder}", flush=True)
     rows = []
     for tool in ("project", "zoo"):
         if a.only in (None, tool):
             rows.append((project if tool == "project" else zoo)(a, folder))
             print(json.dumps(rows[-1]), flush=True)
     print("| tool | study wall | of which held-out stage | trials complete / pruned / failed | held-out mean "
-          "(per seed) | solved (>= 475) |")
+          f"(per seed) | solved (>= {solved_at:g}) |")
     print("| --- | --- | --- | --- | --- | --- |")
     for r in rows:
-        solved = sum(s >= 475 for s in r["heldout"])
+        solved = sum(s >= solved_at for s in r["heldout"])
         stage = f"{r['reeval_s']:.0f} s" if r["reeval_s"] is not None else "-"
         print(f"| {r['tool']} | {r['wall_s']:.0f} s | {stage} | {r['complete']} / {r['pruned']} / {r['failed']} | "
               f"{statistics.mean(r['heldout']):.1f} ({', '.join(f'{s:.1f}' for s in r['heldout'])}) | "

@@ -391,7 +391,16 @@ def _budget_fraction(fraction: float, *, _root_: DictConfig) -> int:
     return max(1, int(float(fraction) * steps))
 
 
+def _train_freq_fraction(fraction: float, *, _root_: DictConfig) -> int:
+    """``${train_freq_fraction:0.5}``: half of ``agent.train_freq``, at least 1, so that gradient steps
+    per env step stay the same when a study or an override changes ``train_freq`` (rl-zoo3's DQN
+    sampler ties ``gradient_steps`` to ``train_freq`` the same way)."""
+    every = OmegaConf.select(_root_, "agent.train_freq") or 1
+    return max(1, int(float(fraction) * every))
+
+
 OmegaConf.register_new_resolver("budget_fraction", _budget_fraction, replace=True)
+OmegaConf.register_new_resolver("train_freq_fraction", _train_freq_fraction, replace=True)
 
 
 def register() -> None:

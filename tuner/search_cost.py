@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from typing import Any
 
 import optuna
@@ -31,6 +32,7 @@ __all__ = ["trial_cost", "cost_spread", "check_cost"]
 COST_KEYS = ("budget.steps", "budget.max_updates", "agent.batch", "agent.train_freq", "agent.num_updates",
              "agent.learning_starts", "agent.n_epochs", "agent.n_steps", "agent.hidden_size")
 MAX_COMBINATIONS = 4096
+_FRACTION = re.compile(r"\$\{train_freq_fraction:\s*([0-9.eE+-]+)\s*\}")
 
 
 def _get(values: dict[str, Any], key: str, default: Any = None) -> Any:
@@ -38,8 +40,16 @@ def _get(values: dict[str, Any], key: str, default: Any = None) -> Any:
     return default if value is None else value
 
 
+def _num_updates(value: Any, train_freq: float) -> float:
+    match = _FRACTION.fullmatch(value.strip()) if isinstance(value, str) else None
+    if match:  # the config's own ${train_freq_fraction:f}, evaluated at this trial's train_freq
+        return max(1.0, float(int(float(match.group(1)) * train_freq)))
+    return 1.0 if value is None else float(value)
+
+
 def trial_cost(values: dict[str, Any]) -> float:
-    """Estimated forward passes of one trial, from dotted keys (``agent.batch``, ``budget.steps``, ...)."""
+    """Estimated forward passes of one trial, from dotted keys (``agent.batch``, ``budget.steps``, ...);
+    ``agent.num_updates`` may be ``${train_freq_fraction:f}`` (a fraction of the trial's ``train_freq``)."""
     steps = float(_get(values, "budget.steps", 0))
     hidden = values.get("agent.hidden_size") or [64]
     hidden = [int(h) for h in (yaml.safe_load(hidden) if isinstance(hidden, str) else hidden)]
@@ -50,7 +60,8 @@ def trial_cost(values: dict[str, Any]) -> float:
         updates = samples / max(1.0, float(_get(values, "agent.batch", 1)))
     else:
         learn = max(0.0, steps - float(_get(values, "agent.learning_starts", 0)))
-        updates = learn / max(1.0, float(_get(values, "agent.train_freq", 1))) * float(_get(values, "agent.num_updates", 1))
+        every = float(_get(values, "agent.train_freq", 1))
+        updates = learn / max(1.0, every) * _num_updates(values.get("agent.num_updates"), every)
         samples = updates * float(_get(values, "agent.batch", 1))
     cap = values.get("budget.max_updates")
     if cap is not None and updates > cap:
@@ -94,6 +105,10 @@ def check_cost(space: list[Param], cfg: Any, max_ratio: float) -> float | None:
     from omegaconf import OmegaConf
 
     base = {k: OmegaConf.select(cfg, k) for k in COST_KEYS}
+    agent = cfg.get("agent") if OmegaConf.is_config(cfg) else None
+    raw = OmegaConf.to_container(agent, resolve=False).get("num_updates") if OmegaConf.is_config(agent) else None
+    if isinstance(raw, str) and _FRACTION.fullmatch(raw):
+        base["agent.num_updates"] = raw  # the interpolation itself: it varies with the trial's train_freq
     base = {k: OmegaConf.to_container(v) if OmegaConf.is_config(v) else v for k, v in base.items()}
     spread = cost_spread(space, base)
     if spread is None:

@@ -43,3 +43,22 @@ def test_a_lopsided_space_is_refused_in_one_line_unless_allowed(tmp_path) -> Non
     out = run_app(["tuner=optuna", "agent=dqn", "tuner.study_name=costly", *space, "logger=none"], cwd=str(tmp_path), check=False)
     assert out.returncode == 2 and out.stderr.strip().startswith("error: search: one trial may cost 2202x another")
     assert "tuner.max_cost_ratio=2203" in out.stderr and not (tmp_path / "studies").exists()
+
+
+def test_dqn_gradient_steps_follow_train_freq() -> None:
+    # conf/agent/dqn.yaml: num_updates is ${train_freq_fraction:0.5}, rl-zoo3's 128 per 256 env steps
+    assert compose_cfg(["agent=dqn"]).agent.num_updates == 128
+    assert compose_cfg(["agent=dqn", "agent.train_freq=64"]).agent.num_updates == 32
+    assert compose_cfg(["agent=dqn", "agent.train_freq=1"]).agent.num_updates == 1  # at least one
+    assert compose_cfg(["agent=dqn", "agent.train_freq=64", "agent.num_updates=8"]).agent.num_updates == 8
+    # the estimate evaluates the fraction at each trial's train_freq: 800 / 64 * 32 updates
+    assert trial_cost({**DQN, "agent.train_freq": 64, "agent.num_updates": "${train_freq_fraction:0.5}"}) == \
+        152 * (1000 + 3 * 400 * 32)
+    # the default space (train_freq 64-256, batch 32-128, 50,000 steps, learning_starts 1000) at 0.5
+    # updates per step: 24,500 updates whatever train_freq, so only the batch moves the cost:
+    # (50,000 + 3 * 24,500 * 128) / (50,000 + 3 * 24,500 * 32) = 3.94
+    cfg = compose_cfg(["tuner=optuna", "agent=dqn", "budget.steps=50000"])
+    assert check_cost(parse_space(cfg.search, cfg), cfg, 100) == pytest.approx(9_458_000 / 2_402_000)
+    # with num_updates fixed at 128, train_freq 64 makes 98,000 updates: (50,000 + 3 * 98,000 * 128) / 2,402,000
+    fixed = compose_cfg(["tuner=optuna", "agent=dqn", "budget.steps=50000", "agent.num_updates=128"])
+    assert check_cost(parse_space(fixed.search, fixed), fixed, 100) == pytest.approx(37_682_000 / 2_402_000)
