@@ -4,8 +4,10 @@
 it spawns ``nprocs`` processes on 127.0.0.1 with a free port, joins each to the process group
 (gloo, or NCCL when asked) and calls ``fn(rank, *args)`` in each; inside, an agent's
 :meth:`~note_rl.torch.RL_pytorch.distributed_training` finds the group.  When a replica dies or
-raises, the others are stopped and one :class:`ReplicaFailed` names it.  Importing this module
-imports no framework.
+raises, the others get a few seconds to notice it themselves (a replica in the middle of a
+checkpoint finishes it) and are then stopped, and one :class:`ReplicaFailed` names it.
+:class:`ReplicaLost` is what a surviving replica raises (torch DDP and multi-worker
+``tf.distribute`` alike).  Importing this module imports no framework.
 """
 
 from __future__ import annotations
@@ -13,15 +15,24 @@ from __future__ import annotations
 import os
 import pickle
 import random
+import signal
 import socket
 import tempfile
 from typing import Any, Callable
 
-__all__ = ["ReplicaFailed", "launch", "free_port"]
+__all__ = ["ReplicaFailed", "ReplicaLost", "launch", "free_port"]
+
+#: seconds the other replicas get to exit by themselves once one has failed, before SIGTERM
+GRACE_S = 5.0
 
 
 class ReplicaFailed(RuntimeError):
     """A replica of :func:`launch` exited with an error or was killed."""
+
+
+class ReplicaLost(RuntimeError):
+    """Another replica (a torch.distributed process, a ``tf.distribute`` worker) stopped answering
+    during a collective: it was killed, crashed or disconnected.  The message is one line naming it."""
 
 
 def free_port() -> int:
@@ -56,6 +67,9 @@ def _replica(rank: int, fn: Callable[..., Any], args: tuple, world: int, port: i
              results: str) -> None:
     os.environ.update({"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
+    # SIGTERM (what launch() stops the others with) as SystemExit, so ``finally`` blocks run: a
+    # checkpoint being written removes its temporary file instead of leaving it behind
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     import torch.distributed as dist
 
     from .backends.torch_ddp import join_process_group
@@ -70,6 +84,10 @@ def _replica(rank: int, fn: Callable[..., Any], args: tuple, world: int, port: i
         dist.destroy_process_group()
 
 
+def _exit_on_sigterm(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
 def launch(fn: Callable[..., Any], nprocs: int = 2, args: tuple = (), backend: str | None = None,
            port: int | None = None) -> list[Any]:
     """Run ``fn(rank, *args)`` in ``nprocs`` spawned processes forming one process group; returns
@@ -78,7 +96,8 @@ def launch(fn: Callable[..., Any], nprocs: int = 2, args: tuple = (), backend: s
     :param fn: a module-level function (spawned processes import it by name)
     :param backend: ``gloo`` (default; CPU and CUDA tensors) or ``nccl`` (every replica on its own GPU)
     :param port: the rendezvous port on 127.0.0.1 (default: a free one)
-    :raises ReplicaFailed: a replica raised or was killed (the others are terminated)
+    :raises ReplicaFailed: a replica raised or was killed (the others get ``GRACE_S`` seconds to
+        exit, then are terminated)
     """
     if not isinstance(nprocs, int) or isinstance(nprocs, bool) or nprocs < 1:
         raise ValueError(f"launch(nprocs={nprocs!r}): must be a positive integer")
@@ -86,8 +105,10 @@ def launch(fn: Callable[..., Any], nprocs: int = 2, args: tuple = (), backend: s
 
     with tempfile.TemporaryDirectory(prefix="note_rl_ddp_") as results:
         try:
-            mp.start_processes(_replica, args=(fn, tuple(args), nprocs, port or free_port(), backend, results),
-                               nprocs=nprocs, join=True, start_method="spawn")
+            context = mp.start_processes(_replica, args=(fn, tuple(args), nprocs, port or free_port(), backend,
+                                                         results), nprocs=nprocs, join=False, start_method="spawn")
+            while not context.join(grace_period=GRACE_S):
+                pass
         except mp.ProcessExitedException as exc:
             raise ReplicaFailed(f"distributed replica {exc.error_index} of {nprocs} died "
                                 f"({_how(exc)}); the other replicas were stopped") from None

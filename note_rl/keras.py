@@ -97,9 +97,18 @@ class RL(RLBase):
         update equals a one-device update on the whole batch.  Build the agent and its optimizer
         inside ``with strategy.scope():``, as the seed examples do.
 
+        - ``MirroredStrategy`` (and one-device / default strategies): one process holds every replica.
+        - ``MultiWorkerMirroredStrategy``: run the same script in every worker (``TF_CONFIG``); each
+          collects from its own env with its own seeds and steps on its share of the global batch;
+          agents with one loss term (DQN, PPO, A2C); only the first worker writes checkpoints; a
+          worker that dies makes the others raise one :class:`~note_rl.distributed.ReplicaLost` line.
+        - ``ParameterServerStrategy``: this process is the coordinator; it collects, and each
+          gradient step runs on a worker against the variables on the parameter servers.
+        TPU strategies are refused in one line.
+
         :param optimizer: as ``train()``; Note_rl 001's order ``(global_batch_size, optimizer,
             strategy, episodes)`` is also accepted (an integer first is the global batch size)
-        :param strategy: ``tf.distribute.MirroredStrategy`` (or one-device / default strategies)
+        :param strategy: a ``tf.distribute`` strategy of the kinds above
         :param episodes: episode budget; ``num_episodes`` is the seeds' name for it with
             multi-worker strategies
         :param global_batch_size: Note_rl 001's name for the global ``batch`` (``set(batch=...)``)
@@ -168,8 +177,9 @@ def _unique(variables: list[Any]) -> list[Any]:
 
 
 def check_strategy(agent: Any, strategy: Any) -> None:
-    """One-line errors for what ``distributed_training`` cannot run: no strategy, a strategy kind not
-    implemented here, or an agent whose variables were created outside the strategy's scope."""
+    """One-line errors for what ``distributed_training`` cannot run: no ``tf.distribute`` strategy, a
+    TPU strategy (Mirrored, MultiWorkerMirrored and ParameterServer strategies run), or an agent
+    whose variables were created outside the strategy's scope."""
     import tensorflow as tf
 
     if not isinstance(strategy, tf.distribute.Strategy):

@@ -78,10 +78,18 @@ class RL_pytorch(RLBase):
         :param global_batch_size: the global batch (sets ``batch``); must be a multiple of N
         :param backend: ``gloo`` or ``nccl`` when this call starts the process group from torchrun's
             environment; default NCCL for an agent on a GPU, else gloo
-        :param options: any other ``train()`` option (``steps``, ``p``, ``callbacks``, ...)
+        :param options: any other ``train()`` option (``steps``, ``p``, ``callbacks``, ...); a
+            ``strategy=`` (the Keras agent's ``tf.distribute`` strategy) is refused in one line
         """
         from .backends import torch_ddp
 
+        strategy = options.pop("strategy", None)
+        if strategy is None and hasattr(episodes, "num_replicas_in_sync"):  # (optimizer, strategy, episodes)
+            strategy = episodes
+        if strategy is not None:
+            raise ValueError(f"distributed_training(strategy={type(strategy).__name__}): a PyTorch agent trains "
+                             "data-parallel over torch.distributed, not tf.distribute strategies; drop strategy= and "
+                             "run the script with torchrun --nproc-per-node N (or note_rl.distributed.launch)")
         if episodes is not None and num_episodes is not None and episodes != num_episodes:
             raise ValueError(f"distributed_training(episodes={episodes}, num_episodes={num_episodes}): "
                              "two names for the episode budget; give one")

@@ -22,17 +22,24 @@ their own and may finish at different times, so each step also all-reduces two f
 (any worker's ``stop_training`` stops them all) and ``active``: a worker that has finished keeps
 running the step on its last batch with its loss scaled by 0 (a zero gradient: it applies the
 others' update, so the weights stay identical) until no worker is active (:class:`WorkerSession`).
+A worker that dies mid-run (killed, crashed, frozen) aborts the collectives of the others: TF notices a
+closed connection at once and a worker that stops sending heartbeats within about ten seconds (its
+coordination service); each survivor then raises one :class:`~note_rl.distributed.ReplicaLost` line
+naming the lost worker, instead of TF's multi-line graph error.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import tensorflow as tf
 
+from ..distributed import ReplicaLost
+
 __all__ = ["ReplicaStep", "ScheduledStep", "WorkerSession", "is_parameter_server", "all_reduce_for_clipping", "broadcast_from_first",
-           "local_replicas", "replica_count", "scaled_loss"]
+           "local_replicas", "lost_workers", "replica_count", "scaled_loss"]
 
 # the multi-worker loss factor (``active / R``) of the replica function being traced
 _FACTOR: dict[str, Any] = {"value": None}
@@ -155,7 +162,8 @@ class ReplicaStep:
         if self.multi_worker:
             inputs.append(self._split(np.array([[float(stop), float(active)]] * self.local, np.float32), 1,
                                       squeeze=True))
-        return self._run(*inputs)
+        with lost_workers(self.strategy, "a gradient step"):
+            return self._run(*inputs)
 
     def _split(self, array: np.ndarray, size: int, squeeze: bool = False) -> Any:
         local = self.local
@@ -246,10 +254,49 @@ def broadcast_from_first(strategy: Any, variables: Sequence[Any]) -> None:
         return ctx.all_reduce(tf.distribute.ReduceOp.SUM,
                               [tf.cast(tf.convert_to_tensor(v), tf.float32) * first for v in variables])
 
-    reduced = strategy.run(tf.function(replica))
+    with lost_workers(strategy, "the broadcast of the first worker's weights"):
+        reduced = strategy.run(tf.function(replica))
     values = [strategy.experimental_local_results(v)[0] for v in reduced]
     for var, value in zip(variables, values):
         var.assign(tf.cast(value, var.dtype))
+
+
+# what TF's collectives raise when a peer is gone: a closed connection (Unavailable), the
+# coordination service's missed heartbeats (Unavailable), a CommunicationOptions timeout
+# (DeadlineExceeded), and the aborted collectives that follow (Cancelled, Aborted, Internal)
+_PEER_ERRORS = (tf.errors.UnavailableError, tf.errors.DeadlineExceededError, tf.errors.CancelledError,
+                tf.errors.AbortedError, tf.errors.InternalError)
+_TASK = re.compile(r"/job:(\w+)/(?:replica:\d+/)?task:(\d+)")
+
+
+class lost_workers:
+    """``with lost_workers(strategy, "a gradient step"):`` turns TF's error for a collective that a
+    dead peer aborted into one :class:`~note_rl.distributed.ReplicaLost` line naming that peer."""
+
+    def __init__(self, strategy: Any, doing: str) -> None:
+        self.strategy = strategy
+        self.doing = doing
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
+        if not isinstance(exc, _PEER_ERRORS):
+            return
+        text = str(getattr(exc, "message", "") or exc)
+        if isinstance(exc, tf.errors.InternalError) and "ollective" not in text:
+            return  # an internal error of the step itself, not a lost peer
+        resolver = getattr(self.strategy, "cluster_resolver", None)
+        me = (getattr(resolver, "task_type", None), getattr(resolver, "task_id", None))
+        peers = sorted({f"{job} {task}" for job, task in _TASK.findall(text) if (job, int(task)) != me})
+        who = " or ".join(peers) if peers else "another worker"
+        cause = re.search(r"aborted by: (.+)", text) or re.search(r"(Connection [\w ]+|stopped sending heartbeats|"
+                                                                   r"[Dd]eadline [Ee]xceeded|timed out)", text)
+        reason = cause.group(1).strip().rstrip(":") if cause else type(exc).__name__
+        workers = self.strategy.num_replicas_in_sync // max(local_replicas(self.strategy), 1)
+        where = f"{me[0]} {me[1]} of {workers}" if me[0] is not None else "this process"
+        raise ReplicaLost(f"distributed_training: {where} lost contact with {who} during {self.doing} "
+                          f"({reason}); it was killed, crashed or stopped answering, see its output") from None
 
 
 def replica_count() -> int:

@@ -33,11 +33,9 @@ from typing import Any, Sequence
 import torch
 import torch.distributed as dist
 
+from ..distributed import ReplicaLost
+
 __all__ = ["ReplicaGroup", "ReplicaLost", "active", "join_process_group", "replica_group"]
-
-
-class ReplicaLost(RuntimeError):
-    """Another replica of the process group stopped answering (killed, crashed or disconnected)."""
 
 
 _ACTIVE: "ReplicaGroup | None" = None

@@ -50,9 +50,10 @@ def replica_updates(rank: int, device: str = "cpu") -> dict:
     return {str(clip): updates(rank, 2, clip, device) for clip in (None, 0.05)}
 
 
-def train(rank: int, folder: str) -> dict:
+def train(rank: int, folder: str, device: str = "cpu") -> dict:
     """DQN (replay, uneven episode budgets: rank 1 runs more episodes) then PPO (rollouts) with
-    ``distributed_training``; rank 0 alone writes checkpoints."""
+    ``distributed_training``; rank 0 alone writes checkpoints.  ``device="cuda"``: replica r on GPU
+    r % GPUs."""
     import torch
 
     from note_rl.agents.torch import DQN, PPO
@@ -60,26 +61,45 @@ def train(rank: int, folder: str) -> dict:
     from note_rl.policy import EpsGreedyQPolicy
 
     torch.set_num_threads(1)
-    out: dict = {}
-    dqn = DQN(4, 32, 2, env="CartPole-v1", seed=0)
+    if device == "cuda":
+        device = f"cuda:{rank % torch.cuda.device_count()}"
+        torch.cuda.set_device(device)
+    out: dict = {"device": device}
+    resets: list = []
+    dqn = DQN(4, 32, 2, env=_Resets(resets), seed=0, device=device)
     dqn.set(policy=EpsGreedyQPolicy(0.1), pool_size=2000, batch=32, learning_starts=32, update_steps=50)
     dqn.path = os.path.join(folder, f"dqn-rank{rank}.npz")
     seen = []
     dqn.callbacks = [_Probe(seen)]
     dqn.distributed_training(torch.optim.Adam(dqn.param, lr=1e-3), episodes=12 + 4 * rank, p=0)
-    out["dqn"] = {"weights": [p.detach().numpy().copy() for p in dqn.param], "batch": dqn.batch,
+    out["dqn"] = {"weights": [p.detach().cpu().numpy().copy() for p in dqn.param], "batch": dqn.batch,
+                  "param_device": str(dqn.param[0].device),
                   "batch_counter": dqn.batch_counter, "episodes": dqn.total_episode,
-                  "first_reward": dqn.reward_list[0], "group": seen[0], "active_after": active() is not None}
-    ppo = PPO(4, 32, 2, env="CartPole-v1", seed=0, n_steps=128, n_epochs=2)
+                  "resets": resets[:2], "group": seen[0], "active_after": active() is not None}
+    ppo = PPO(4, 32, 2, env="CartPole-v1", seed=0, n_steps=128, n_epochs=2, device=device)
     ppo.set(batch=64)
     ppo.distributed_training(torch.optim.Adam(ppo.backend.flatten(ppo.param), lr=3e-4), steps=512, p=0)
-    stopper = DQN(4, 32, 2, env="CartPole-v1", seed=0)
+    stopper = DQN(4, 32, 2, env="CartPole-v1", seed=0, device=device)
     stopper.set(policy=EpsGreedyQPolicy(0.1), pool_size=2000, batch=32, learning_starts=32)
     stopper.callbacks = [_StopAt(3)] if rank == 0 else []  # rank 1 alone would run 500 episodes
     stopper.distributed_training(torch.optim.Adam(stopper.param, lr=1e-3), episodes=500, p=0)
     out["stopped"] = {"episodes": stopper.total_episode}
-    out["ppo"] = {"weights": [p.detach().numpy().copy() for p in ppo.backend.flatten(ppo.param)], "batch_counter": ppo.batch_counter}
+    out["ppo"] = {"weights": [p.detach().cpu().numpy().copy() for p in ppo.backend.flatten(ppo.param)],
+                  "batch_counter": ppo.batch_counter}
     return out
+
+
+def _Resets(record: list):
+    """CartPole-v1 that appends ``(seed, first observation)`` of every ``reset()`` to ``record``."""
+    import gymnasium as gym
+
+    class Resets(gym.Wrapper):
+        def reset(self, *, seed=None, options=None):
+            obs, info = self.env.reset(seed=seed, options=options)
+            record.append((seed, np.asarray(obs).tolist()))
+            return obs, info
+
+    return Resets(gym.make("CartPole-v1"))
 
 
 class _Probe:
@@ -109,25 +129,41 @@ class _StopAt:
             self.agent.stop_training = True
 
 
-class _KillSelf:
-    def __init__(self, at: int) -> None:
-        self.at = at
+def _cut_third_save(folder: str, victim: int) -> None:
+    """Make this process's third checkpoint write SIGKILL replica ``victim`` after the data is in
+    the temporary file and before the rename: ``victim`` 1 dies while rank 0 is mid-save (rank 0 then
+    takes one more second to finish the file), ``victim`` 0 is rank 0 itself killed mid-save."""
+    import time
 
-    def on_episode_end(self, episode: int, logs: dict) -> None:
-        if episode == self.at:
-            os.kill(os.getpid(), signal.SIGKILL)
+    original, calls = np.savez, []
+
+    def savez(file, *args, **kwargs):
+        original(file, *args, **kwargs)
+        calls.append(1)
+        if len(calls) == 3:
+            with open(os.path.join(folder, f"rank{victim}.pid")) as f:
+                os.kill(int(f.read()), signal.SIGKILL)
+            time.sleep(1.0)
+
+    np.savez = savez  # this replica process only: checkpoint.write_npz calls np.savez
 
 
-def killed(rank: int, folder: str) -> None:
-    """Rank 1 is killed at its fourth episode; rank 0 saves a checkpoint every episode."""
+def killed(rank: int, folder: str, victim: int) -> None:
+    """Rank 0 saves a full checkpoint (weights and replay buffer) every episode; during its third
+    save replica ``victim`` is SIGKILLed (see ``_cut_third_save``)."""
     import torch
 
     from note_rl.agents.torch import DQN
     from note_rl.policy import EpsGreedyQPolicy
 
     torch.set_num_threads(1)
+    pids = os.path.join(folder, "pids")
+    os.makedirs(pids, exist_ok=True)
+    with open(os.path.join(pids, f"rank{rank}.pid"), "w") as f:
+        f.write(str(os.getpid()))
+    if rank == 0:
+        _cut_third_save(pids, victim)
     dqn = DQN(4, 32, 2, env="CartPole-v1", seed=0)
     dqn.set(policy=EpsGreedyQPolicy(0.1), pool_size=2000, batch=32, learning_starts=32)
     dqn.path = os.path.join(folder, "dqn.npz")
-    dqn.callbacks = [_KillSelf(3)] if rank == 1 else []
     dqn.distributed_training(torch.optim.Adam(dqn.param, lr=1e-3), episodes=200, p=0)

@@ -62,42 +62,136 @@ def finders(strategy, model, folder: str) -> dict:
     return out
 
 
-def seed_examples(strategy, folder: str) -> dict:
-    """The seeds' "PPO with MirroredStrategy" (two optimizers, PPO=True replay) and "Pool Network +
-    MirroredStrategy" examples, shortened; then a checkpoint restored inside strategy.scope()."""
-    import gymnasium as gym
+def seed_examples(folder: str, strategy=None) -> dict:
+    """The seeds' three "MirroredStrategy" examples (000:600-680) as the seed writes them, with the
+    package renamed (``Note_rl`` -> ``note_rl``) and, for time, 20 episodes for the DQNs (their
+    untrained policy needs that many CartPole steps to fill one 128-item global batch) and 8 for PPO
+    and the pool network instead of 100, and ``processes=2`` instead of 7.  ``strategy`` is the
+    seed's ``MirroredStrategy()`` (every GPU, or one CPU) unless one is given (two logical CPUs in
+    the CPU run).  The PPO snippet uses ``SoftmaxPolicy`` without importing it: it comes from
+    ``note_rl.policy`` here.  Then Note_rl 001's positional ``distributed_training(GLOBAL_BATCH_SIZE,
+    optimizer, strategy, 100)`` (20 episodes), and a checkpoint restored inside ``strategy.scope()``."""
+    import tensorflow as tf
+    from note_rl.policy import EpsGreedyQPolicy
+    from note_rl.examples.keras.DQN import DQN
 
-    from note_rl.agents.keras import PPO
+    strategy = strategy or tf.distribute.MirroredStrategy()
+    batch_per_replica = 64
+    global_batch = batch_per_replica * strategy.num_replicas_in_sync
+
+    with strategy.scope():
+        model = DQN(state_dim=4, hidden_size=128, action_dim=2)
+        optimizer = tf.keras.optimizers.Adam()
+
+    model.set(
+        policy=EpsGreedyQPolicy(eps=0.01),
+        pool_size=10000,
+        batch=global_batch,
+        update_steps=10
+    )
+
+    model.distributed_training(
+        optimizer=optimizer,
+        strategy=strategy,
+        episodes=20,
+        pool_network=False
+    )
+    out = {"devices": list(strategy.extended.worker_devices), "replicas": strategy.num_replicas_in_sync,
+           "dqn": [model.total_episode, model.batch_counter]}
+
+    # PPO with MirroredStrategy
     from note_rl.policy import SoftmaxPolicy
+    from note_rl.examples.keras.PPO import PPO
 
-    global_batch = 32 * strategy.num_replicas_in_sync
     with strategy.scope():
         model = PPO(state_dim=4, hidden_size=128, action_dim=2, clip=0.7, entropy_coef=0.7)
-        optimizer = [keras.optimizers.Adam(1e-4), keras.optimizers.Adam(5e-3)]
-    model.env = gym.make("CartPole-v1")
-    model.set(policy=SoftmaxPolicy(), pool_size=10000, batch=global_batch, update_steps=1000, PPO=True)
-    model.distributed_training(optimizer=optimizer, strategy=strategy, episodes=8, pool_network=False, p=0)
-    out = {"ppo": [model.total_episode, model.batch_counter]}
+        optimizer = [
+            tf.keras.optimizers.Adam(1e-4),
+            tf.keras.optimizers.Adam(5e-3)
+        ]
+
+    model.set(
+        policy=SoftmaxPolicy(),
+        pool_size=10000,
+        batch=global_batch,
+        update_steps=1000,
+        PPO=True
+    )
+
+    model.distributed_training(
+        optimizer=optimizer,
+        strategy=strategy,
+        episodes=8,
+        pool_network=False
+    )
+    out["ppo"] = [model.total_episode, model.batch_counter]
+
+    # Pool Network + MirroredStrategy
+    from note_rl.examples.keras.pool_network.DQN import DQN
+
     with strategy.scope():
         model = DQN(state_dim=4, hidden_size=128, action_dim=2, processes=2)
-        optimizer = keras.optimizers.Adam()
-    model.env = gym.make("CartPole-v1")
-    model.set(policy=EpsGreedyQPolicy(0.01), pool_size=10000, batch=global_batch, update_batches=17)
-    model.distributed_training(optimizer=optimizer, strategy=strategy, episodes=8, pool_network=True, processes=2, p=0)
+        optimizer = tf.keras.optimizers.Adam()
+
+    model.set(
+        policy=EpsGreedyQPolicy(eps=0.01),
+        pool_size=10000,
+        batch=global_batch,
+        update_batches=17
+    )
+
+    model.distributed_training(
+        optimizer=optimizer,
+        strategy=strategy,
+        episodes=8,
+        pool_network=True,
+        processes=2
+    )
     out["pool"] = [model.total_episode, model.batch_counter]
+
+    # Note_rl 001 (its DQN is Note.models.docs_example.RL.note.DQN, its ``rl`` Note.RL.rl)
+    from note_rl import policy as rl
+    from note_rl.examples.keras.DQN import DQN as DQN001
+
+    GLOBAL_BATCH_SIZE = global_batch
+    with strategy.scope():
+        model001 = DQN001(4, 128, 2)
+        optimizer001 = tf.keras.optimizers.Adam()
+    model001.set(policy=rl.EpsGreedyQPolicy(0.01), pool_size=10000, batch=64, update_steps=10)
+    model001.distributed_training(GLOBAL_BATCH_SIZE, optimizer001, strategy, 20)
+    out["positional"] = [model001.total_episode, model001.batch_counter, model001.batch]
+
     path = model.save(folder + "/pool.npz")
     with strategy.scope():
         restored = DQN(state_dim=4, hidden_size=128, action_dim=2, processes=2)
-        optimizer = keras.optimizers.Adam()
-        restored.env = gym.make("CartPole-v1")
+        optimizer = tf.keras.optimizers.Adam()
         restored.restore(path, optimizer)
     same = all(np.array_equal(a, b) for a, b in zip(restored.q_net.get_weights(), model.q_net.get_weights()))
-    restored.distributed_training(optimizer=optimizer, strategy=strategy, episodes=2, pool_network=True, processes=2, p=0)
+    restored.distributed_training(optimizer=optimizer, strategy=strategy, episodes=2, pool_network=True, processes=2,
+                                  p=0)
     out["restored"] = [same, restored.total_episode, restored.batch_counter > model.batch_counter]
+    out["shims"] = shim_classes()
+    return out
+
+
+def shim_classes() -> dict:
+    """``note_rl.examples.keras``'s module path -> the built-in class it names."""
+    import importlib
+
+    names = {"DQN": "DQN", "PPO": "PPO", "DDPG_HER": "DDPG", "MADDPG": "DDPG", "pool_network.DQN": "DQN",
+             "pool_network.DDPG_HER": "DDPG", "pool_network.DQN_pr": "DQN"}
+    out = {}
+    for module, name in names.items():
+        cls = getattr(importlib.import_module(f"note_rl.examples.keras.{module}"), name)
+        builtin = next(c for c in cls.__mro__ if c.__module__.startswith("note_rl.agents."))
+        out[module] = [builtin.__module__ + "." + builtin.__name__, cls is builtin]
     return out
 
 
 def main() -> None:
+    if sys.argv[2:] == ["gpu"]:  # the seed examples alone, in the seed's MirroredStrategy() (every GPU)
+        json.dump({"seed_examples": seed_examples(sys.argv[1])}, sys.stdout)
+        return
     mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     out = {"replicas": mirrored.num_replicas_in_sync}
     for clip in (None, 0.05):
@@ -126,7 +220,7 @@ def main() -> None:
     out["errors"] = errors
     if len(sys.argv) > 1:  # the seeds' finders with strategy=: candidates trained in that strategy
         out["finders"] = finders(mirrored, model, sys.argv[1])
-        out["seed_examples"] = seed_examples(mirrored, sys.argv[1])
+        out["seed_examples"] = seed_examples(sys.argv[1], mirrored)
     json.dump(out, sys.stdout)
 
 

@@ -1,11 +1,13 @@
 """One worker of a two-worker ``MultiWorkerMirroredStrategy`` on 127.0.0.1 (run by
-test_distributed_tf.py as ``multiworker_child.py INDEX PORT0 PORT1 OUT``)."""
+test_distributed_tf.py as ``multiworker_child.py INDEX PORT0 PORT1 OUT [killed]``)."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+import time
 
 index, port0, port1, out_path = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 os.environ["TF_CONFIG"] = json.dumps({"cluster": {"worker": [f"127.0.0.1:{port0}", f"127.0.0.1:{port1}"]},
@@ -35,7 +37,39 @@ def weights(agent) -> list[list]:
     return [np.asarray(v).tolist() for v in agent.q_net.get_weights()]
 
 
+class _KillSelf:
+    def __init__(self, at: int) -> None:
+        self.at = at
+
+    def on_episode_end(self, episode: int, logs: dict) -> None:
+        if episode == self.at:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def killed() -> None:
+    """Worker 1 is SIGKILLed at its fourth episode while worker 0 saves a full checkpoint every
+    episode; worker 0 records the error it got and how long after the kill."""
+    from note_rl.distributed import ReplicaLost
+
+    with strategy.scope():
+        model = DQN(4, 32, 2, seed=0, env="CartPole-v1")
+        optimizer = keras.optimizers.Adam(1e-3)
+    model.set(policy=EpsGreedyQPolicy(0.1), pool_size=2000, batch=64, learning_starts=32, update_steps=20)
+    model.path = os.path.join(os.path.dirname(out_path), "ckpt.npz")
+    model.callbacks = [_KillSelf(3)] if index == 1 else []
+    out: dict = {"error": None}
+    try:
+        model.distributed_training(optimizer, strategy, num_episodes=500, p=0)
+    except ReplicaLost as exc:
+        out = {"error": str(exc), "after_s": time.time() - os.path.getmtime(model.path)}
+    with open(out_path, "w") as f:
+        json.dump(out, f)
+
+
 def main() -> None:
+    if sys.argv[5:] == ["killed"]:
+        killed()
+        return
     out: dict = {"replicas": strategy.num_replicas_in_sync}
     # six Adam steps on 64-item global batches: this worker's half against one device on the whole
     single = DQN(4, 16, 2, seed=0)

@@ -5,6 +5,7 @@ equals the one-device update on the whole batch."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -53,13 +54,44 @@ def test_finders_train_candidates_in_the_strategy(result) -> None:
     assert result["finders"]["opt"] == [["COMPLETE", 2], ["COMPLETE", 2]]
 
 
-def test_seed_examples_and_restore_in_scope(result) -> None:
-    """The seeds' PPO (two optimizers) and pool-network examples train under MirroredStrategy; a
-    checkpoint restored inside strategy.scope() has the saved weights and goes on training."""
-    got = result["seed_examples"]
-    assert got["ppo"][0] == 8 and got["ppo"][1] > 0
-    assert got["pool"][0] == 8 and got["pool"][1] > 0
+@functools.cache
+def _tf_gpus() -> int:
+    """GPUs TensorFlow sees, asked in a fresh process (TF is not imported into the test process)."""
+    code = "import tensorflow as tf; print(len(tf.config.list_physical_devices('GPU')))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    return int(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else 0
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu"])
+def test_seed_examples_and_restore_in_scope(result, device, tmp_path) -> None:
+    """The seeds' three MirroredStrategy examples (DQN, PPO with two optimizers, pool network) run as
+    the seed writes them with ``note_rl.examples.keras`` for ``Note_rl.examples.keras`` (20 or 8
+    episodes, 2 processes: see mirrored_child.seed_examples), so does Note_rl 001's positional
+    ``distributed_training(GLOBAL_BATCH_SIZE, optimizer, strategy, episodes)``; a checkpoint restored
+    inside strategy.scope() has the saved weights and goes on training.  CPU: two logical CPUs;
+    GPU: the seed's own ``MirroredStrategy()`` on every GPU (skipped, with the reason, without one)."""
+    if device == "cpu":
+        got = result["seed_examples"]
+        assert got["replicas"] == 2
+    else:
+        if not _tf_gpus():
+            pytest.skip("no GPU visible to TensorFlow (tf.config.list_physical_devices('GPU') is empty): "
+                        "the GPU variant runs where one is")
+        proc = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "note_rl", "mirrored_child.py"),
+                               str(tmp_path), "gpu"], capture_output=True, text=True, timeout=600, cwd=ROOT)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        got = json.loads(proc.stdout.strip().splitlines()[-1])["seed_examples"]
+        assert got["replicas"] == _tf_gpus() and all("GPU" in d for d in got["devices"]), got["devices"]
+    for key, episodes in (("dqn", 20), ("ppo", 8), ("pool", 8), ("positional", 20)):
+        assert got[key][0] == episodes and got[key][1] > 0, (key, got[key])
+    assert got["positional"][2] == 64 * got["replicas"]  # GLOBAL_BATCH_SIZE became the global batch
     assert got["restored"] == [True, 10, True]
+    assert got["shims"] == {
+        "DQN": ["note_rl.agents.keras.DQN", True], "PPO": ["note_rl.agents.keras.PPO", True],
+        "DDPG_HER": ["note_rl.agents.keras_ac.DDPG", False],  # a subclass: a goal env by default
+        "MADDPG": ["note_rl.agents.keras_ac.MADDPG", True], "pool_network.DQN": ["note_rl.agents.keras.DQN", True],
+        "pool_network.DDPG_HER": ["note_rl.agents.keras_ac.DDPG", False],
+        "pool_network.DQN_pr": ["note_rl.agents.keras.DQN", True]}
 
 
 def test_misuse_is_one_clear_error(result) -> None:
@@ -113,6 +145,39 @@ def test_workers_train_dqn_to_identical_weights(workers) -> None:
         np.testing.assert_array_equal(np.array(a), np.array(b))
     assert os.path.exists(os.path.join(folder, "ckpt-worker0.npz"))
     assert not os.path.exists(os.path.join(folder, "ckpt-worker1.npz"))
+
+
+def test_killed_worker_is_one_clear_error(tmp_path) -> None:
+    """MultiWorkerMirroredStrategy: worker 1 is SIGKILLed mid-run while worker 0 saves every
+    episode.  Worker 0 does not hang in the collective: within seconds it raises one ReplicaLost
+    line naming worker 1, and its checkpoint is complete (no temporary file left)."""
+    import time
+
+    from note_rl.core.checkpoint import read_npz
+    from note_rl.distributed import free_port
+
+    ports = [str(free_port()), str(free_port())]
+    child = os.path.join(ROOT, "tests", "note_rl", "multiworker_child.py")
+    procs = [cluster_procs.start([sys.executable, child, str(i), *ports, str(tmp_path / "out.json"), "killed"],
+                                 str(tmp_path / f"worker{i}.log"), cwd=ROOT) for i in range(2)]
+    try:
+        deadline = time.monotonic() + 240
+        while procs[0].poll() is None and time.monotonic() < deadline:
+            time.sleep(0.3)
+        log = cluster_procs.tail(str(tmp_path / "worker0.log"))
+        assert procs[0].poll() == 0, f"worker 0 still running or failed:\n{log}"
+        assert procs[1].wait(timeout=10) == -9  # killed, as planned
+    finally:
+        cluster_procs.stop([(p, "") for p in procs])
+    got = json.loads((tmp_path / "out.json").read_text())
+    message = got["error"]
+    assert message is not None and "\n" not in message, message
+    assert message.startswith("distributed_training: worker 0 of 2 lost contact with worker 1 during "), message
+    assert got["after_s"] < 60  # since its last checkpoint: a clear error, not a hang until a timeout
+    files = sorted(os.listdir(tmp_path))
+    assert not [f for f in files if ".tmp-" in f], files
+    meta, _ = read_npz(str(tmp_path / "ckpt.npz"))
+    assert meta["counters"]["total_episode"] >= 1
 
 
 def test_parameter_server_strategy_trains(tmp_path) -> None:

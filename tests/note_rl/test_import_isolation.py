@@ -8,6 +8,8 @@ import sys
 import note_rl, note_rl.policy, note_rl.noise, note_rl.callbacks, note_rl.buffers, note_rl.core
 import note_rl.core.loop, note_rl.core.pool, note_rl.core.pool_worker, note_rl.agents
 import note_rl.agents.dqn, note_rl.agents.ppo
+import note_rl.examples, note_rl.examples.keras, note_rl.examples.keras.pool_network, note_rl.examples._her
+import note_rl.examples.pytorch, note_rl.examples.pytorch.pool_network
 bad = [m for m in ("torch", "tensorflow", "keras", "jax") if m in sys.modules]
 print(",".join(bad))
 """

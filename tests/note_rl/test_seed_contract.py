@@ -185,7 +185,9 @@ _AGENT_ATTRS = {
     "compute_ess_from_weights": "003",  # 003:640
 }
 ATTRS = {
-    "RL": {**_AGENT_ATTRS, "distributed_training": ALL},  # TF strategies only: not on RL_pytorch
+    # the seeds document distributed_training on RL (tf.distribute strategies); RL_pytorch has one too
+    # (torch DDP, no strategy argument), which the seeds do not list
+    "RL": {**_AGENT_ATTRS, "distributed_training": ALL},
     "RL_pytorch": _AGENT_ATTRS,
     # 000:1019-1050 key attributes (``episode``: the total set by find(); 000:1122 calls it
     # ``self.episodes`` once, the attribute list and on_episode_end say ``episode``)

@@ -1,0 +1,1 @@
+"""Note_rl's Keras example agents (``Note_rl.examples.keras``): see :mod:`note_rl.examples`."""

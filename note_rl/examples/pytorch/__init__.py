@@ -1,0 +1,1 @@
+"""Note_rl's PyTorch example agents (``Note_rl.examples.pytorch``): see :mod:`note_rl.examples`."""
