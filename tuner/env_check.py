@@ -100,6 +100,14 @@ def _agent_facts(cfg: DictConfig) -> tuple[tuple[str, ...] | None, bool]:
     return getattr(cls, "action_kinds", None), bool(getattr(cls, "multi_agent", False))
 
 
+def _make_error_key(cfg: DictConfig, exc: BaseException) -> str:
+    """``env.kwargs.<name>`` when the env's constructor refused that keyword argument (the typo is
+    there, not in ``env.id``); else ``env.id``."""
+    found = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
+    kwargs = cfg.env.get("kwargs") or {}
+    return f"env.kwargs.{found.group(1)}" if found and found.group(1) in kwargs else "env.id"
+
+
 def _check_action_space(cfg: DictConfig) -> None:
     """The env suits the agent: single- or multi-agent, and actions of a kind the agent handles
     (``Pendulum-v1`` with DQN is one line)."""
@@ -114,7 +122,7 @@ def _check_action_space(cfg: DictConfig) -> None:
     try:
         env = make_env(OmegaConf.to_container(cfg.env, resolve=True))
     except Exception as exc:  # noqa: BLE001 - a missing extra (box2d, mujoco, mpe2) or bad kwargs
-        raise ConfigError(f"env.id: cannot make {name!r} ({error_line(exc)})") from None
+        raise ConfigError(f"{_make_error_key(cfg, exc)}: cannot make {name!r} ({error_line(exc)})") from None
     try:
         team = hasattr(env, "possible_agents")
         if team != multi:

@@ -8,8 +8,10 @@ Hydra saved into the run dir (``.hydra/config.yaml``, ``overrides.yaml``, ``hydr
 ``multirun.yaml``); wandb configs go through :func:`scrub` as well.  Outputs show storages with
 :func:`tuner.storage.describe`, which hides the password.
 
-The password need not be on the command line at all: libpq reads ``PGPASSWORD`` and ``~/.pgpass``, so
-``tuner.storage=postgresql://user@host/db`` with either of those set connects without one.
+The password need not be on the command line at all: libpq reads ``PGPASSWORD`` and ``~/.pgpass`` (or
+the file ``PGPASSFILE`` names), so ``tuner.storage=postgresql://user@host/db`` with either of those set
+connects without one; or the whole URL comes from ``OPTUNA_STORAGE`` (:func:`tuner.storage.resolve`).
+Secrets of those variables are masked like the command line's (:func:`env_secrets`).
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ import sys
 from typing import Any, Iterable
 from urllib.parse import urlsplit
 
-__all__ = ["find_secrets", "scrub", "protect", "mask_argv_secrets", "MASK"]
+__all__ = ["find_secrets", "scrub", "protect", "mask_argv_secrets", "env_secrets", "MASK"]
 
 MASK = "***"
 SECRET_KEY = re.compile(r"pass(word|wd)?$|secret|token|api_?key|credential", re.IGNORECASE)
+SECRET_ENV = ("OPTUNA_STORAGE", "PGPASSWORD")  # variables that may carry a storage password
 
 
 def _url_password(text: str) -> str | None:
@@ -76,7 +79,7 @@ def scrub(node: Any, secrets: Iterable[str]) -> Any:
 def protect(config: dict[str, Any], folders: Iterable[str] = ()) -> set[str]:
     """Find the config's secrets; mask them in ``sys.argv`` and in Hydra's saved files under each of
     ``folders`` (``<folder>/.hydra/*.yaml`` and ``<folder>/multirun.yaml``).  Returns the secrets."""
-    secrets = find_secrets(config) | _argv_secrets(sys.argv)
+    secrets = find_secrets(config) | _argv_secrets(sys.argv) | env_secrets()
     if not secrets:
         return secrets
     sys.argv[:] = scrub(list(sys.argv), secrets)
@@ -92,11 +95,17 @@ def protect(config: dict[str, Any], folders: Iterable[str] = ()) -> set[str]:
 
 
 def mask_argv_secrets(text: str, argv: list[str] | None = None) -> str:
-    """``text`` with every secret of the command line masked (an error line that quotes an override
-    must not print the password in it)."""
-    for secret in sorted(_argv_secrets(sys.argv if argv is None else argv), key=len, reverse=True):
+    """``text`` with every secret of the command line (and of :data:`SECRET_ENV`) masked: an error line
+    that quotes an override must not print the password in it."""
+    secrets = _argv_secrets(sys.argv if argv is None else argv) | env_secrets()
+    for secret in sorted(secrets, key=len, reverse=True):
         text = text.replace(secret, MASK)
     return text
+
+
+def env_secrets() -> set[str]:
+    """Secrets in the environment variables of :data:`SECRET_ENV` (a storage URL's password, ...)."""
+    return find_secrets({name: os.environ.get(name, "") for name in SECRET_ENV})
 
 
 def _argv_secrets(argv: list[str]) -> set[str]:

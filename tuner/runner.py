@@ -5,8 +5,8 @@ asks its caller for the next trial, starts each trial in a fresh process (its ow
 :mod:`tuner.launcher`), relays reports to the pruner and tells every outcome
 (:class:`~tuner.supervisor.Supervisor`).  So zombie handling, several seeds per trial, memory caps,
 per-trial timeouts, killing a trial with everything it started, ``max_failures``, a time limit and
-Ctrl-C behave the same whoever runs the study.  Callers decide *which* trial comes next
-(:data:`Asker`) and *what* it trains (:data:`Preparer`).
+Ctrl-C (or SIGTERM: :class:`Terminated`) behave the same whoever runs the study.  Callers decide
+*which* trial comes next (:data:`Asker`) and *what* it trains (:data:`Preparer`).
 
 Liveness: the runner writes a heartbeat into its running trials; a RUNNING trial whose driver
 process is gone (same host), or whose heartbeat is older than :data:`HEARTBEAT_GRACE_S`, is failed
@@ -16,10 +16,13 @@ by whichever runner next asks for a trial, which makes a killed study resumable.
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import optuna
 from optuna.trial import TrialState
@@ -31,7 +34,7 @@ from .messages import TrialSpec
 from .schema import ConfigError, error_line
 from .supervisor import Supervisor
 
-__all__ = ["TrialRunner", "RunLimits", "ask_within", "OPEN", "WAIT", "DONE", "HEARTBEAT_GRACE_S",
+__all__ = ["TrialRunner", "RunLimits", "ask_within", "Terminated", "OPEN", "WAIT", "DONE", "HEARTBEAT_GRACE_S",
            "NO_DRIVER_GRACE_S", "FINISHED"]
 
 HEARTBEAT_GRACE_S = 120.0
@@ -47,6 +50,32 @@ FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 Asker = Callable[[], tuple[str, "optuna.Trial | None"]]
 # trial -> what it trains; raising fails that trial ("config error: ...") and the study goes on
 Preparer = Callable[["optuna.Trial"], TrialSpec]
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM to a driver while it runs trials.  A ``KeyboardInterrupt`` so that it unwinds like
+    Ctrl-C: the running trials are killed with their process groups and failed, and the study's
+    outputs are written (SIGTERM's default action would end the driver with its trials left RUNNING)."""
+
+
+@contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`Terminated` (a handler can only be installed from the
+    main thread: elsewhere, e.g. in a joblib launcher's worker, nothing changes)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def handler(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGTERM, previous)  # a second SIGTERM while cleaning up acts at once
+        raise Terminated()
+
+    signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @dataclass
@@ -125,26 +154,34 @@ class TrialRunner:
                 return False
             return not (limits.timeout and time.monotonic() - started > limits.timeout)
 
-        state, checked = OPEN, 0.0
         try:
-            while True:
-                while limits.blocking and len(sup):  # batch mode: the whole batch first
-                    sup.wait()
-                if state == WAIT and time.monotonic() - checked >= RECHECK_S:
-                    state = OPEN
-                while state == OPEN and len(sup) < limits.n_jobs and may_start():
-                    state, checked = self._start_next(ask, prepare), time.monotonic()
-                if not len(sup):
-                    if state != WAIT or not may_start():
-                        break
-                    time.sleep(RECHECK_S)  # only other runners' trials are running
-                else:
-                    sup.wait()
-                if on_change:
-                    on_change()
-        except KeyboardInterrupt:
-            sup.kill_all("driver interrupted (Ctrl-C)")
+            with _sigterm_raises():
+                self._loop(ask, prepare, on_change, may_start)
+        except KeyboardInterrupt as exc:
+            sup.kill_all("driver terminated (SIGTERM)" if isinstance(exc, Terminated) else
+                         "driver interrupted (Ctrl-C)")
             raise
+
+    def _loop(self, ask: Asker, prepare: Preparer, on_change: Callable[[], None] | None,
+              may_start: Callable[[], bool]) -> None:
+        """:meth:`run`'s loop: start trials while ``may_start()``, wait for news, repeat."""
+        sup, limits = self.supervisor, self.limits
+        state, checked = OPEN, 0.0
+        while True:
+            while limits.blocking and len(sup):  # batch mode: the whole batch first
+                sup.wait()
+            if state == WAIT and time.monotonic() - checked >= RECHECK_S:
+                state = OPEN
+            while state == OPEN and len(sup) < limits.n_jobs and may_start():
+                state, checked = self._start_next(ask, prepare), time.monotonic()
+            if not len(sup):
+                if state != WAIT or not may_start():
+                    break
+                time.sleep(RECHECK_S)  # only other runners' trials are running
+            else:
+                sup.wait()
+            if on_change:
+                on_change()
 
     def _start_next(self, ask: Asker, prepare: Preparer) -> str:
         with self.lock:

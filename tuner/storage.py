@@ -1,7 +1,9 @@
 """Optuna storages and the cross-driver lock.
 
-* default (``storage: null``): Optuna's journal file ``<study_dir>/journal.log`` - no server, safe for
-  several processes on one machine (Optuna's recommendation over SQLite for parallel work);
+* default (``storage: null``): the ``OPTUNA_STORAGE`` environment variable when it is set (so that a
+  password need not be on the command line), else Optuna's journal file ``<study_dir>/journal.log`` -
+  no server, safe for several processes on one machine (Optuna's recommendation over SQLite for
+  parallel work).  Precedence: the command line, then ``OPTUNA_STORAGE``, then the journal;
 * a path ending in ``.log``: a journal file there;
 * ``sqlite:///...``: accepted (slower per trial, see BENCHMARKS.md);
 * ``postgresql://...``: several machines on one study (``postgresql+psycopg://`` is used when only
@@ -25,9 +27,27 @@ from typing import Any
 
 import optuna
 
-__all__ = ["make_storage", "StudyLock", "describe", "check_storage", "repair_journal", "root_cause"]
+__all__ = ["make_storage", "StudyLock", "describe", "check_storage", "repair_journal", "root_cause",
+           "resolve", "storage_key", "ENV_VAR"]
 
 SUPPORTED = "a journal file path, sqlite:///path.db or postgresql://user:pw@host/db"
+ENV_VAR = "OPTUNA_STORAGE"  # Optuna's own CLI reads the same variable
+
+
+def resolve(storage: str | None) -> str | None:
+    """The storage to use for a ``tuner.storage`` value: the value when given, else ``$OPTUNA_STORAGE``
+    when set, else ``None`` (the default journal).  ``journal`` names the default journal explicitly."""
+    if storage in (None, ""):
+        return os.environ.get(ENV_VAR) or None
+    return storage
+
+
+def storage_key(storage: str | None) -> str:
+    """The key an error about the storage names: ``OPTUNA_STORAGE`` when the storage came from it,
+    ``tuner.study_dir`` for the default journal in the study dir."""
+    if resolve(storage) in (None, "journal"):
+        return "tuner.study_dir"
+    return ENV_VAR if storage in (None, "") else "tuner.storage"
 
 
 def _normalise_url(url: str) -> str:
@@ -40,6 +60,7 @@ def _normalise_url(url: str) -> str:
 
 
 def _journal_path(storage: str | None, study_dir: str) -> str | None:
+    storage = resolve(storage)
     if storage in (None, "", "journal"):
         return os.path.join(study_dir, "journal.log")
     if "://" not in storage:
@@ -48,11 +69,13 @@ def _journal_path(storage: str | None, study_dir: str) -> str | None:
 
 
 def check_storage(storage: str | None) -> None:
-    """Reject an unusable ``tuner.storage`` before anything is created (message names the key).
+    """Reject an unusable ``tuner.storage`` (or ``$OPTUNA_STORAGE``) before anything is created
+    (message names the key).
 
     MySQL is refused too: :class:`StudyLock` needs PostgreSQL advisory locks (or a local file)."""
     from .schema import ConfigError
 
+    key, storage = storage_key(storage), resolve(storage)
     if storage in (None, "", "journal") or "://" not in storage:
         return
     from sqlalchemy.engine import make_url
@@ -60,24 +83,24 @@ def check_storage(storage: str | None) -> None:
     try:
         url = make_url(_normalise_url(storage))
     except Exception:  # noqa: BLE001 - sqlalchemy raises ArgumentError / ValueError for bad URLs
-        raise ConfigError(f"tuner.storage: cannot parse {describe_url(storage)!r} (use {SUPPORTED})") from None
+        raise ConfigError(f"{key}: cannot parse {describe_url(storage)!r} (use {SUPPORTED})") from None
     backend = url.get_backend_name()
     if backend not in ("sqlite", "postgresql"):
-        raise ConfigError(f"tuner.storage: unsupported storage {backend!r} in {describe_url(storage)} (use {SUPPORTED})")
+        raise ConfigError(f"{key}: unsupported storage {backend!r} in {describe_url(storage)} (use {SUPPORTED})")
     if backend == "sqlite" and not url.database:
-        raise ConfigError(f"tuner.storage: {storage!r} has no database file (use sqlite:///path.db)")
+        raise ConfigError(f"{key}: {storage!r} has no database file (use sqlite:///path.db)")
     if backend == "sqlite":
         folder = os.path.dirname(os.path.abspath(url.database))
         parent = folder
         while not os.path.exists(parent):
             parent = os.path.dirname(parent)
         if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
-            raise ConfigError(f"tuner.storage: cannot create the SQLite file's directory {folder} "
+            raise ConfigError(f"{key}: cannot create the SQLite file's directory {folder} "
                               f"({parent} is not a writable directory)")
     try:
         url.get_dialect().import_dbapi()
     except Exception as exc:  # noqa: BLE001 - a missing driver module
-        raise ConfigError(f"tuner.storage: no database driver for {backend} ({type(exc).__name__}: {exc})") from None
+        raise ConfigError(f"{key}: no database driver for {backend} ({type(exc).__name__}: {exc})") from None
 
 
 def describe_url(storage: str) -> str:
@@ -111,9 +134,10 @@ def repair_journal(path: str, key: str = "tuner.storage") -> str | None:
         with open(path, "rb") as f:
             data = f.read()
         end = data.rfind(b"\n") + 1
-        if end == 0 and not _is_record(data):  # no complete line: nothing shows this is a journal
+        lines = data[:end].splitlines()
+        if not _is_record(lines[0] if lines else data):  # its first record shows whether this is a journal
             raise ConfigError(f"{key}: {path} is not an Optuna journal file")
-        for number, line in enumerate(data[:end].splitlines(), start=1):
+        for number, line in enumerate(lines, start=1):
             if not _is_record(line):
                 raise ConfigError(f"{key}: {path} line {number} is not an Optuna journal record (the file is "
                                   "damaged; restore it from a backup or remove that line)")
@@ -138,19 +162,22 @@ def repair_journal(path: str, key: str = "tuner.storage") -> str | None:
 
 
 def _is_record(line: bytes) -> bool:
+    """One line of an Optuna journal: a JSON object with an operation code."""
     try:
-        return isinstance(json.loads(line), dict)
+        record = json.loads(line)
     except ValueError:
         return False
+    return isinstance(record, dict) and isinstance(record.get("op_code"), int)
 
 
 def make_storage(storage: str | None, study_dir: str) -> Any:
     """An Optuna storage object (or URL) for the ``tuner.storage`` setting; a journal file is
     repaired first when its last record is torn (:func:`repair_journal`)."""
     path = _journal_path(storage, study_dir)
+    key, storage = storage_key(storage), resolve(storage)
     if path is not None:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        repaired = repair_journal(path)
+        repaired = repair_journal(path, key)
         if repaired:
             print(f"warning: {repaired}", file=sys.stderr, flush=True)
         from optuna.storages.journal import JournalFileBackend, JournalStorage
@@ -162,7 +189,7 @@ def make_storage(storage: str | None, study_dir: str) -> Any:
         return optuna.storages.RDBStorage(_normalise_url(storage), engine_kwargs=_engine_kwargs(storage))
     from .schema import ConfigError
 
-    raise ConfigError(f"tuner.storage: unsupported storage {describe_url(storage)!r} (use {SUPPORTED})")
+    raise ConfigError(f"{key}: unsupported storage {describe_url(storage)!r} (use {SUPPORTED})")
 
 
 def _engine_kwargs(url: str) -> dict[str, Any]:
@@ -190,14 +217,14 @@ def describe(storage: str | None, study_dir: str) -> str:
         return path
     from sqlalchemy.engine import make_url
 
-    return make_url(_normalise_url(storage)).render_as_string(hide_password=True)
+    return make_url(_normalise_url(resolve(storage))).render_as_string(hide_password=True)
 
 
 class StudyLock:
     """Mutual exclusion between all drivers of one study."""
 
     def __init__(self, storage: str | None, study_dir: str, study_name: str) -> None:
-        self.url = None if _journal_path(storage, study_dir) is not None else storage
+        self.url = None if _journal_path(storage, study_dir) is not None else resolve(storage)
         self.key = zlib.crc32(study_name.encode()) & 0x7FFFFFFF
         if self.url is None:
             self.path = _journal_path(storage, study_dir) + ".driver-lock"  # not Optuna's own ".lock"

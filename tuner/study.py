@@ -38,7 +38,7 @@ from .schema import ConfigError, validate
 from .search import default_params, distributions, parse_space, to_overrides
 from .search_cost import check_cost
 from .settings import TunerSettings, make_pruner, make_sampler
-from .storage import StudyLock, describe, make_storage, root_cause
+from .storage import StudyLock, describe, make_storage, root_cause, storage_key
 from .wandb_logger import trial_meta
 
 __all__ = ["Driver", "HEARTBEAT_GRACE_S"]
@@ -75,7 +75,8 @@ class Driver:
         except ConfigError:
             raise
         except Exception as exc:  # noqa: BLE001 - no server, wrong password, missing database, ...
-            raise ConfigError(f"tuner.storage: cannot open {self.storage_desc}: {root_cause(exc)}") from None
+            raise ConfigError(f"{storage_key(settings.storage)}: cannot open {self.storage_desc}: "
+                              f"{root_cause(exc)}") from None
 
     def _open(self, cfg: DictConfig, settings: TunerSettings) -> None:
         self.storage = make_storage(settings.storage, self.study_dir)

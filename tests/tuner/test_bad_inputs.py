@@ -1,20 +1,35 @@
-"""A corpus of bad command-line values: each is one line naming its key (exit 2 from the app), checked
-in-process for the bulk and through real subprocesses for a few, against an existing study that must
-stay byte-for-byte unchanged."""
+"""A corpus of bad command-line values: each is exit status 2 and exactly one line naming its key, with
+no traceback, and leaves an existing study byte-for-byte unchanged.  The bulk runs the real console
+entry point (:func:`tuner.app.main`, what ``note-tune`` calls) in this process with ``sys.argv``
+patched, so that ~200 cases take seconds, not one interpreter start-up each; a few run as real
+subprocesses."""
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import io
+import json
+import os
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+from unittest import mock
 
+import optuna
 import pytest
+from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
 from tests.tuner.conftest import NO_REEVAL, TINY, compose_cfg, run_app
-from tuner.schema import CHOICES, NON_NEGATIVE, POSITIVE, UNIT, ConfigError, validate
-from tuner.settings import tuner_settings
+from tuner.app import main
+from tuner.schema import CHOICES, NON_NEGATIVE, POSITIVE, UNIT
 
 AGENTS = {"dqn": [], "ppo": [], "td3": ["env=pendulum"], "ddpg": ["env=pendulum"], "sac": ["env=pendulum"]}
 _NOWHERE = object()
+# every corpus command runs against the existing study "keep"; should a case ever pass validation,
+# these keep its study short (a case's own override comes last and wins)
+STUDY = ["tuner=optuna", "tuner.study_name=keep", "tuner.n_trials=1", NO_REEVAL, "budget.steps=64"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -48,12 +63,82 @@ def _cases() -> list[tuple[str, str]]:
 CASES = [(k, v) for k, v in _cases() if _base(k) is not None]
 
 
+def run_cli(args: list[str]) -> tuple[object, str, str]:
+    """``note-tune <args>`` in this process: (exit status, stdout, stderr).  An exception that would
+    escape the console script is returned as ``"raised"`` with its traceback on stderr."""
+    import traceback
+
+    GlobalHydra.instance().clear()  # as in a fresh process: Hydra initialises it once per run
+    out, err = io.StringIO(), io.StringIO()
+    with mock.patch.object(sys, "argv", ["note-tune", *args]), redirect_stdout(out), redirect_stderr(err):
+        try:
+            main()
+            code: object = 0
+        except SystemExit as exc:
+            code = 0 if exc.code is None else exc.code
+        except BaseException:  # noqa: BLE001 - the console script would print a traceback
+            code = "raised"
+            traceback.print_exc(file=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def _snapshot(root: Path) -> dict[str, str]:
+    """Every file (its SHA-256) and folder under ``root``."""
+    found = {}
+    for folder, dirs, files in os.walk(root):
+        for name in dirs:
+            found[os.path.relpath(os.path.join(folder, name), root)] = "dir"
+        for name in files:
+            path = os.path.join(folder, name)
+            with open(path, "rb") as f:
+                found[os.path.relpath(path, root)] = hashlib.sha256(f.read()).hexdigest()
+    return found
+
+
+@pytest.fixture(scope="module")
+def _study_home(tmp_path_factory) -> Path:
+    """A folder holding an existing study ``studies/keep`` (journal with a finished trial, outputs)."""
+    home = tmp_path_factory.mktemp("home")
+    folder = home / "studies" / "keep"
+    (folder / "trials" / "0000").mkdir(parents=True)
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(folder / "journal.log")))
+    study = optuna.create_study(study_name="keep", storage=storage, direction="maximize")
+    study.set_user_attr("agent", "dqn")
+    gamma = optuna.distributions.CategoricalDistribution([0.9, 0.99])
+    study.add_trial(optuna.trial.create_trial(params={"agent.gamma": 0.9}, distributions={"agent.gamma": gamma},
+                                              value=20.0))
+    (folder / "study.json").write_text(json.dumps({"study_name": "keep", "n_complete": 1}))
+    (folder / "trials" / "0000" / "result.json").write_text("{}")
+    (folder / "journal.log.driver-lock").touch()  # a real study's drivers left their lock file
+    return home
+
+
+@pytest.fixture
+def refused(_study_home, monkeypatch):
+    """``refused(args, key)``: ``note-tune <STUDY> <args>`` in the study's folder exits 2 with one line
+    starting ``error: <key>``, no traceback, the study unchanged and no run dir left behind."""
+    monkeypatch.chdir(_study_home)
+    monkeypatch.setenv("HYDRA_FULL_ERROR", "0")
+    monkeypatch.delenv("OPTUNA_STORAGE", raising=False)
+    run_dir = _study_home / "run"
+
+    def check(args: list[str], key: str, study: bool = True) -> str:
+        before = _snapshot(_study_home / "studies")
+        full = [*STUDY, f"hydra.run.dir={run_dir}", *args] if study else args
+        code, out, err = run_cli(full)
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and lines[0].startswith(f"error: {key}"), (args, code, out, err)
+        assert "Traceback" not in out + err, (args, out, err)
+        assert _snapshot(_study_home / "studies") == before, args
+        assert not run_dir.exists(), args  # the run dir Hydra made is removed again
+        return lines[0]
+
+    return check
+
+
 @pytest.mark.parametrize("key,value", CASES, ids=[f"{k}={v}" for k, v in CASES])
-def test_bad_value_is_one_line_naming_its_key(key, value) -> None:
-    with pytest.raises(ConfigError) as info:
-        validate(compose_cfg([*_base(key), f"{key}={value}"]), check_env=False)
-    message = str(info.value)
-    assert "\n" not in message and message.startswith(f"{key.split('[')[0]}"), message
+def test_bad_value_is_one_line_naming_its_key(key, value, refused) -> None:
+    refused([*_base(key), f"{key}={value}"], key.split("[")[0])
 
 
 TUNER = [("percentile", "150"), ("percentile", "-1"), ("n_warmup_steps", "-1"), ("timeout", "-1"),
@@ -67,10 +152,51 @@ TUNER = [("percentile", "150"), ("percentile", "-1"), ("n_warmup_steps", "-1"), 
 
 
 @pytest.mark.parametrize("key,value", TUNER, ids=[f"{k}={v}" for k, v in TUNER])
-def test_bad_study_setting_is_one_line_naming_its_key(key, value) -> None:
-    with pytest.raises(ConfigError) as info:
-        tuner_settings(validate(compose_cfg(["tuner=optuna", f"tuner.{key}={value}"]), check_env=False).tuner)
-    assert str(info.value).startswith(f"tuner.{key}") and "\n" not in str(info.value), str(info.value)
+def test_bad_study_setting_is_one_line_naming_its_key(key, value, refused) -> None:
+    refused([f"tuner.{key}={value}"], f"tuner.{key}")
+
+
+# overrides that are not one key=value of the schema's lists
+OTHER = [(["+env.kwargs.foo=1"], "env.kwargs.foo"),
+         (["+env.kwargs.foo=1", "env=pendulum", "agent=sac"], "env.kwargs.foo"),
+         (["tuner.direction=minimize"], "tuner.direction: study 'keep' was created to maximize"),
+         (["agent=ppo"], "agent: study 'keep' tunes agent 'dqn'"),
+         (["agent=dqn", "search=none", "+search.values.agent.gamma='interval(0.9, 0.99)'"],
+          "search.agent.gamma: study 'keep' searched it as choice(0.9, 0.99)")]
+
+
+@pytest.mark.parametrize("args,key", OTHER, ids=[" ".join(a) for a, _ in OTHER])
+def test_other_bad_overrides_are_one_line_naming_their_key(args, key, refused) -> None:
+    refused(args, key)
+
+
+def test_unusable_paths_and_files_are_one_line(refused, _study_home, monkeypatch) -> None:
+    """Run, sweep and study dirs that cannot be made (below a regular file: root ignores permission
+    bits), storages that are not Optuna journals, ``OPTUNA_STORAGE`` naming a bad storage."""
+    afile, garbage, foreign = _study_home / "afile", _study_home / "garbage", _study_home / "foreign.log"
+    afile.write_text("x")
+    (garbage / "journal.log").parent.mkdir(exist_ok=True)
+    (garbage / "journal.log").write_bytes(b"\x00\x01 not a journal\n")
+    foreign.write_text('{"op_code": 99, "worker_id": "w"}\n')  # looks like a journal's, does not replay
+    files = {p: p.read_bytes() for p in (afile, garbage / "journal.log", foreign)}
+    refused([f"hydra.run.dir={afile}/sub"], f"hydra.run.dir: cannot create {afile}/sub ({afile} is not a directory)")
+    refused(["-m", "seed=0,1", f"hydra.sweep.dir={afile}/sub"], "hydra.sweep.dir: cannot create", study=False)
+    refused([f"tuner.study_dir={afile}/study"], f"tuner.study_dir: cannot create {afile}/study")
+    refused([f"tuner.study_dir={garbage}"], f"tuner.study_dir: {garbage}/journal.log is not an Optuna journal file")
+    refused([f"tuner.storage={foreign}"], f"tuner.storage: cannot open {foreign}")
+    for command in ("dashboard", "report"):
+        name = ["study_name=keep"] if command == "report" else []
+        refused([command, f"storage={afile}", *name], f"storage: {afile} is not an Optuna journal file", study=False)
+        refused([command, f"study_dir={garbage}", *name], f"study_dir: {garbage}/journal.log is not an Optuna "
+                                                          "journal file", study=False)
+        refused([command, f"storage={foreign}", *name], f"storage: {foreign} is not a readable Optuna journal",
+                study=False)
+    monkeypatch.setenv("OPTUNA_STORAGE", "mysql://bob:pw1234@db/x")
+    line = refused([], "OPTUNA_STORAGE: unsupported storage 'mysql'")
+    assert "pw1234" not in line
+    monkeypatch.setenv("OPTUNA_STORAGE", str(afile))
+    refused(["dashboard"], f"OPTUNA_STORAGE: {afile} is not an Optuna journal file", study=False)
+    assert {p: p.read_bytes() for p in files} == files
 
 
 def test_corpus_size() -> None:

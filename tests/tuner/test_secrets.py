@@ -6,11 +6,13 @@ from __future__ import annotations
 import os
 import socket
 
+import optuna
 import pytest
 
 from tests.tuner.conftest import NO_REEVAL, TINY, run_app
 from tests.tuner.postgres import postgres_server, server_binaries
 from tuner.redact import MASK, _argv_secrets, find_secrets, scrub
+from tuner.storage import _normalise_url
 
 PASSWORD = "s3cret-Pw-4711"
 
@@ -23,6 +25,20 @@ def test_secrets_are_found_and_masked() -> None:
     assert _argv_secrets(["-m", f"tuner.storage='postgresql://bob:{PASSWORD}@db/x'", "+wandb.token=t0k3n",
                           "agent.gamma=0.9"]) == {PASSWORD, "t0k3n"}
     assert find_secrets({"storage": "postgresql://bob@db/x", "x": "sqlite:///a.db"}) == set()
+
+
+def test_optuna_storage_is_the_default_storage_and_its_password_is_masked(monkeypatch) -> None:
+    from tuner.redact import mask_argv_secrets
+    from tuner.storage import describe, resolve, storage_key
+
+    monkeypatch.delenv("OPTUNA_STORAGE", raising=False)
+    assert resolve(None) is None and storage_key(None) == "tuner.study_dir"
+    url = f"postgresql://bob:{PASSWORD}@db/x"
+    monkeypatch.setenv("OPTUNA_STORAGE", url)
+    assert resolve(None) == resolve("") == url and storage_key(None) == "OPTUNA_STORAGE"
+    assert resolve("sqlite:///a.db") == "sqlite:///a.db" and storage_key("sqlite:///a.db") == "tuner.storage"
+    assert resolve("journal") == "journal"  # the default journal, named explicitly, wins
+    assert PASSWORD not in describe(None, "studies/s") and mask_argv_secrets(f"x {PASSWORD} y", []) == f"x {MASK} y"
 
 
 def _files_containing(root, needle: bytes) -> list[str]:
@@ -99,3 +115,34 @@ def test_sweeper_multirun_keeps_the_password_out_of_every_file_and_line(tmp_path
         assert len(list(tmp_path.glob("sweep/*/config.yaml"))) == 2 and len(list(tmp_path.glob("sweep/*/trial.log"))) == 2
         assert (tmp_path / "sweep" / "best_config.yaml").exists()
         assert _files_containing(tmp_path, PASSWORD.encode()) == []
+
+
+@pytest.mark.skipif(server_binaries() is None, reason="needs Debian's postgresql package")
+def test_the_password_can_come_from_optuna_storage_or_a_pgpass_file(tmp_path) -> None:
+    """No password on the command line: ``OPTUNA_STORAGE`` holds the whole URL (masked in every output
+    like ``tuner.storage``; the study and ``report`` use it), or a ``.pgpass``-style file (``PGPASSFILE``)
+    gives libpq the password of a URL without one; the command line wins over ``OPTUNA_STORAGE``."""
+    work, private = tmp_path / "work", tmp_path / "private"
+    work.mkdir()
+    private.mkdir()
+    with postgres_server(password=PASSWORD) as url:
+        common = ["tuner=optuna", NO_REEVAL, "tuner.study_name=fromenv", "search=none", *TINY]
+        out = run_app([*common, "tuner.n_trials=1"], cwd=str(work), env={"OPTUNA_STORAGE": url})
+        report = run_app(["report", "study_name=fromenv", "wandb=none"], cwd=str(work), env={"OPTUNA_STORAGE": url})
+        printed = out.stdout + out.stderr + report.stdout + report.stderr
+        assert f"//postgres:{MASK}@127.0.0.1:" in out.stdout and "report of study 'fromenv'" in report.stdout
+        assert PASSWORD not in printed and not (work / "studies" / "fromenv" / "journal.log").exists()
+        assert _files_containing(work, PASSWORD.encode()) == []
+
+        port = url.rsplit(":", 1)[1].split("/")[0]
+        pgpass = private / "pgpass"
+        pgpass.write_text(f"127.0.0.1:{port}:optuna:postgres:{PASSWORD}\n")
+        pgpass.chmod(0o600)  # libpq ignores a password file that others can read
+        bare = url.replace(f":{PASSWORD}@", "@")
+        decoy = f"postgresql://postgres:wrong-pw@127.0.0.1:{port}/nodb"
+        out = run_app([*common, f"tuner.storage='{bare}'", "tuner.n_trials=2"], cwd=str(work),
+                      env={"PGPASSFILE": str(pgpass), "OPTUNA_STORAGE": decoy})
+        assert "wrong-pw" not in out.stdout + out.stderr
+        study = optuna.load_study(study_name="fromenv", storage=_normalise_url(url))
+        assert [t.state.name for t in study.trials] == ["COMPLETE", "COMPLETE"]
+        assert _files_containing(work, PASSWORD.encode()) == []
