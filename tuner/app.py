@@ -93,9 +93,14 @@ def _next_steps(result: dict[str, Any], run_dir: str) -> str:
                 (" ".join(["note-tune", *_run_overrides(), "tuner=optuna", "tuner.n_trials=20"]),
                  "tune this agent with an Optuna study"),
                 (f"note-tune dashboard study_dir=studies/{study}", "watch that study in optuna-dashboard")]
-    width = max(len(left) for left, _ in files + commands) + 3
-    return "\n".join(["files:", *(f"  {left:<{width}}{right}" for left, right in files),
-                      "next:", *(f"  {left:<{width}}{right}" for left, right in commands)])
+    return "\n".join(["files:", *_columns(files), "next:", *_columns(commands)])
+
+
+def _columns(rows: list[tuple[str, str]], cap: int = 60) -> list[str]:
+    """Two columns; a left cell longer than ``cap`` (a study command with many overrides) pushes
+    only its own description right instead of padding every line to its length."""
+    width = min(cap, max(len(left) for left, _ in rows)) + 3
+    return [f"  {left:<{width}}{right}" if len(left) < width else f"  {left}   {right}" for left, right in rows]
 
 
 def _run_overrides() -> list[str]:
@@ -111,13 +116,11 @@ def _run_overrides() -> list[str]:
 
 
 def _parallel_jobs() -> int:
-    """How many multirun jobs the Hydra launcher runs at once (joblib's ``n_jobs``, with its
-    negative values counted from the CPU count); 1 for sequential launchers."""
-    n = HydraConfig.get().launcher.get("n_jobs")
-    if n is None:
-        return 1
-    n = int(n)
-    return max(1, n if n > 0 else (os.cpu_count() or 1) + 1 + n)
+    """How many multirun jobs the Hydra launcher runs at once (joblib's ``n_jobs``, submitit_local's
+    whole sweep batch); 1 for sequential launchers."""
+    from .launcher import multirun_jobs_at_once
+
+    return multirun_jobs_at_once(HydraConfig.get())
 
 
 def _num(value: float | None) -> str:
@@ -273,6 +276,7 @@ def _precheck(argv: list[str]) -> None:
         loader = ConfigLoaderImpl(config_search_path=path)
         for overrides in _variants(parsed, loader, args.multirun):
             cfg = loader.load_configuration(args.config_name or "config", overrides, run_mode=RunMode.RUN)
+        _check_output_dir(cfg, args.multirun)
         if not args.multirun and OmegaConf.select(cfg, "tuner.name") == "optuna":
             from .settings import tuner_settings
 
@@ -285,6 +289,26 @@ def _precheck(argv: list[str]) -> None:
         raise
     except Exception:  # noqa: BLE001 - never worse than Hydra: let it report whatever this is
         return
+
+
+def _check_output_dir(cfg: DictConfig, multirun: bool) -> None:
+    """Hydra's run dir (its sweep dir with ``-m``) can be created: Hydra's own failure to make it is a
+    traceback.  A dir whose path Hydra alone can resolve (``${hydra:...}``) is left to Hydra."""
+    from hydra.core.utils import setup_globals
+
+    key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
+    setup_globals()  # the ${now:...} resolver of the default dirs
+    try:
+        folder = os.path.abspath(str(OmegaConf.select(cfg, key, throw_on_resolution_failure=True)))
+    except Exception:  # noqa: BLE001 - an interpolation only Hydra's own context resolves
+        return
+    parent = folder
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        _fail(f"{key}: cannot create {folder} ({parent} is not a directory)")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        _fail(f"{key}: cannot create {folder} ({parent} is not writable)")
 
 
 def _check_config_dir(folder: str, name: str) -> None:
@@ -345,7 +369,14 @@ def main() -> None:
     register()
     sys.argv[1:] = [_sweeper_param(arg) for arg in sys.argv[1:]]
     _precheck(sys.argv[1:])
-    _app()
+    try:
+        _app()
+    except KeyboardInterrupt as exc:
+        from .runner import Terminated
+
+        if isinstance(exc, Terminated):  # its trials were failed and the outputs written: no traceback
+            raise SystemExit(128 + 15) from None  # 143: what a shell reports for a process ended by SIGTERM
+        raise
 
 
 def _sweeper_param(arg: str) -> str:

@@ -14,6 +14,11 @@ __all__ = ["pyplot", "training_figure"]
 
 def pyplot() -> Any:
     """matplotlib's pyplot on the file-only Agg backend (never open a window from the app)."""
+    import logging
+
+    # Hydra's job logging passes INFO on: matplotlib's first-run "generated new fontManager" would
+    # read like one of the run's own lines
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
     import matplotlib
 
     matplotlib.use("Agg")

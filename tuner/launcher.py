@@ -23,7 +23,7 @@ from note_rl.utils import standard_start_method
 from . import trial_worker
 from .messages import Decision, TrialSpec
 
-__all__ = ["TrialProcess", "context_for", "exit_reason", "free_cores", "threads_per_trial"]
+__all__ = ["TrialProcess", "context_for", "exit_reason", "free_cores", "multirun_jobs_at_once", "threads_per_trial"]
 
 # what every trial imports besides its backend's own preload list, so that a forked child finds
 # it in sys.modules (tuner.app is what the child re-imports as the parent's __main__)
@@ -60,6 +60,50 @@ def threads_per_trial(n_jobs: int) -> int:
     return max(1, min((os.cpu_count() or 1) // max(1, int(n_jobs)), _free_at_start()))
 
 
+def multirun_jobs_at_once(hydra_cfg: Any) -> int:
+    """How many jobs of this multirun the Hydra launcher runs at once (``hydra_cfg``: a job's
+    ``HydraConfig``), so that they share the cores out (:func:`threads_per_trial`).
+
+    joblib runs ``n_jobs`` at once (negative values counted from the CPU count).  submitit_local
+    starts every job of a sweep batch together (all of the sweep's jobs, or
+    ``hydra.sweeper.max_batch_size``), each ``tasks_per_node`` times.  The basic launcher runs one
+    job after another, and a SLURM job has its node to itself: 1."""
+    launcher = hydra_cfg.launcher
+    n = launcher.get("n_jobs")
+    if n is not None:
+        n = int(n)
+        return max(1, n if n > 0 else (os.cpu_count() or 1) + 1 + n)
+    if str(launcher.get("_target_", "")).endswith("submitit_launcher.LocalLauncher"):
+        return _batch_size(hydra_cfg) * max(1, int(launcher.get("tasks_per_node") or 1))
+    return 1
+
+
+def _batch_size(hydra_cfg: Any) -> int:
+    """The number of jobs in this job's batch of Hydra's basic sweeper, from the sweep's own
+    overrides in ``<sweep dir>/multirun.yaml`` (a job's config holds only its own); 1 when they
+    cannot be read (another sweeper, a glob sweep that needs the config loader)."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from omegaconf import OmegaConf
+
+    if not str(hydra_cfg.sweeper.get("_target_", "")).endswith("BasicSweeper"):
+        return 1
+    try:
+        cwd = OmegaConf.select(hydra_cfg, "runtime.cwd", default="")  # a relative sweep dir (hydra.job.chdir)
+        master = OmegaConf.load(os.path.join(cwd, str(hydra_cfg.sweep.dir), "multirun.yaml")).hydra
+        args = [f"{k}={v}" for k, v in (master.sweeper.get("params") or {}).items()]
+        overrides = OverridesParser.create().parse_overrides(args + list(master.overrides.task))
+        batches = BasicSweeper.split_arguments(overrides, master.sweeper.get("max_batch_size"))
+    except Exception:  # noqa: BLE001 - the count is a thread hint; a job must not fail for it
+        return 1
+    num = int(hydra_cfg.job.num)
+    for batch in batches:
+        if num < len(batch):
+            return len(batch)
+        num -= len(batch)
+    return 1
+
+
 @functools.lru_cache(maxsize=1)
 def _free_at_start() -> int:
     return free_cores()
@@ -68,7 +112,7 @@ def _free_at_start() -> int:
 def free_cores() -> int:
     """Cores not busy with other work: the CPU count less the 1-minute load average (rounded), at
     least 1.  A single run's default thread count: with another core-bound process on a 2-core
-    machine, the quick start took 54 s with two torch threads and 24 s with one (BENCHMARKS.md)."""
+    machine, 4,000 steps of DQN took 54 s with two torch threads and 24 s with one (BENCHMARKS.md)."""
     cores = os.cpu_count() or 1
     try:
         load = os.getloadavg()[0]

@@ -10,7 +10,8 @@ They take ``key=value`` arguments (like Hydra overrides, but parsed before Hydra
                          [episodes=20] [timeout=SECONDS] [n_jobs=1]
 
 ``storage`` is a journal file path, ``sqlite:///path.db`` or ``postgresql://...``; without it,
-``study_dir`` (or ``studies/<study_name>``) locates the default journal ``<study_dir>/journal.log``.
+``study_dir``, then ``$OPTUNA_STORAGE``, then ``studies/<study_name>`` locates the study (a directory
+means its default journal ``<study_dir>/journal.log``).
 Bad input prints one line naming the argument or file and exits with status 2.
 """
 
@@ -70,8 +71,20 @@ def parse_args(command: str, args: list[str]) -> dict[str, str]:
     return out
 
 
+def _storage_arg(args: dict[str, str]) -> tuple[str | None, str]:
+    """The storage the arguments name and the key an error names: ``storage=`` when given; else,
+    unless ``study_dir=`` is given, ``$OPTUNA_STORAGE`` when set; else ``None`` (a study folder)."""
+    from .storage import ENV_VAR
+
+    if args.get("storage"):
+        return args["storage"], "storage"
+    if not args.get("study_dir") and os.environ.get(ENV_VAR):
+        return os.environ[ENV_VAR], ENV_VAR
+    return None, "study_dir"
+
+
 def _journal_file(args: dict[str, str]) -> str | None:
-    storage = args.get("storage")
+    storage, _ = _storage_arg(args)
     if storage and "://" in storage:
         return None
     if storage:
@@ -97,10 +110,10 @@ def open_storage(args: dict[str, str]) -> tuple[Any, str]:
     """The Optuna storage the arguments name, which must already exist; and its description."""
     import optuna
 
+    url, key = _storage_arg(args)
     journal = _journal_file(args)
     if journal is not None:
         if not os.path.isfile(journal):
-            key = "storage" if args.get("storage") else "study_dir"
             raise ArgError(f"{key}: no Optuna journal file {journal}")
         from optuna.storages.journal import JournalFileBackend, JournalStorage
 
@@ -108,22 +121,27 @@ def open_storage(args: dict[str, str]) -> tuple[Any, str]:
         from .storage import repair_journal
 
         try:  # reevaluate and the dashboard write to the study: never onto a torn record
-            repaired = repair_journal(journal, key="storage" if args.get("storage") else "study_dir")
+            repaired = repair_journal(journal, key=key)
         except ConfigError as exc:
             raise ArgError(str(exc)) from None
         if repaired:
             print(f"warning: {repaired}", file=sys.stderr, flush=True)
-        return JournalStorage(JournalFileBackend(journal)), journal
-    url = args["storage"]
+        try:  # records that look like a journal's but do not replay (another program's JSON lines)
+            return JournalStorage(JournalFileBackend(journal)), journal
+        except Exception as exc:  # noqa: BLE001 - Optuna raises KeyError / AssertionError on such records
+            from .storage import root_cause
+
+            raise ArgError(f"{key}: {journal} is not a readable Optuna journal ({type(exc).__name__}: "
+                           f"{root_cause(exc)})") from None
     if url.startswith("sqlite:///") and not os.path.isfile(url[len("sqlite:///"):]):
-        raise ArgError(f"storage: no SQLite file {url[len('sqlite:///'):]}")
+        raise ArgError(f"{key}: no SQLite file {url[len('sqlite:///'):]}")
     from .storage import _normalise_url, describe, root_cause
 
     try:
         storage = optuna.storages.RDBStorage(_normalise_url(url), skip_table_creation=True)
         storage.get_all_studies()  # connect now: a dead server is a bad argument, not a traceback later
     except Exception as exc:  # noqa: BLE001 - connection refused, bad URL, missing driver or tables...
-        raise ArgError(f"storage: cannot open {describe(url, '.')}: {root_cause(exc)}") from None
+        raise ArgError(f"{key}: cannot open {describe(url, '.')}: {root_cause(exc)}") from None
     return storage, describe(url, ".")
 
 
@@ -131,6 +149,8 @@ def _load_study(storage: Any, desc: str, name: str | None) -> Any:
     import optuna
 
     names = [s.study_name for s in optuna.get_all_study_summaries(storage, include_best_trial=False)]
+    if not name and len(names) == 1:  # e.g. the only study under ./studies (README's `note-tune report`)
+        name = names[0]
     if not name:
         raise ArgError(f"study_name: missing (studies in {desc}: {', '.join(names) or 'none'})")
     if name not in names:
@@ -160,7 +180,7 @@ def report(args: dict[str, str]) -> int:
 
 
 def _default_dir(args: dict[str, str], desc: str, name: str) -> str:
-    journal = _journal_file(args) if not (args.get("storage") or "").count("://") else None
+    journal = _journal_file(args)
     return os.path.dirname(journal) if journal else os.path.join("studies", name)
 
 

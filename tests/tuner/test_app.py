@@ -34,6 +34,31 @@ def test_default_run_writes_result_json(tmp_path) -> None:
     assert dashboard[:3] == ["note-tune", "dashboard", "study_dir=studies/ppo_CartPole-v1"]
 
 
+
+@pytest.mark.slow
+def test_quick_start_run_solves_cartpole(tmp_path) -> None:
+    """README's quick start as written: ``note-tune`` with no overrides (PPO, torch, CartPole-v1,
+    50,000 env steps; console progress, nothing online) solves, and its last lines name the files it
+    wrote and the commands to run next.  About 10-40 s here, by the machine's load."""
+    out = run_app([], cwd=str(tmp_path))
+    (path,) = tmp_path.glob("outputs/*/*/result.json")
+    result = json.loads(path.read_text())
+    assert result["config"]["agent"]["name"] == "ppo" and result["env_steps"] >= 50_000
+    assert result["final_eval_mean_return"] >= 475, [e["mean"] for e in result["evaluations"]]
+    run = path.parent.relative_to(tmp_path)
+    lines = out.stdout.splitlines()
+    summary = [line for line in lines if line.startswith("evaluation ")]
+    assert len(summary) == 1 and summary[0].endswith(f"-> {path}")
+    files, steps = lines.index("files:"), lines.index("next:")
+    named = [line.split()[0] for line in lines[files + 1:steps]]
+    assert named == [f"{run}/{name}" for name in ("result.json", "model.npz", "best_eval_model.npz", "training.png")]
+    assert all((tmp_path / name).stat().st_size > 0 for name in named)
+    commands = [line.split()[:3] for line in lines[steps + 1:]]
+    assert commands == [["note-tune", "eval", f"model={run}/model.npz"],
+                        ["note-tune", "play", f"model={run}/model.npz"],
+                        ["note-tune", "tuner=optuna", "tuner.n_trials=20"],
+                        ["note-tune", "dashboard", "study_dir=studies/ppo_CartPole-v1"]]
+
 def test_dqn_loss_panel_joins_the_episodes_that_trained() -> None:
     from tuner.curves import training_figure
 

@@ -67,15 +67,45 @@ def test_joblib_launcher_runs_parallel_jobs_sharing_the_cores(tmp_path) -> None:
     assert all(r["threads"] == max(1, (os.cpu_count() or 1) // 2) for r in results)
 
 
-def test_submitit_local_launcher_runs_the_sweep(tmp_path) -> None:
+def test_submitit_local_launcher_runs_the_sweep_sharing_the_cores(tmp_path) -> None:
     """``hydra/launcher=submitit_local`` (the ``cluster`` extra): each job is a submitit process
-    that trains in a fresh child, as on a SLURM node with ``submitit_slurm``."""
+    that trains in a fresh child, as on a SLURM node with ``submitit_slurm``; it starts both jobs at
+    once, so each gets half the cores."""
     import json
 
     run_app(["-m", "hydra/launcher=submitit_local", "seed=0,1", "agent=dqn", "budget.steps=300", "agent.learning_starts=100",
              "logger=none", f"hydra.sweep.dir={tmp_path / 'sweep'}"], cwd=str(tmp_path))
     results = [json.loads((tmp_path / "sweep" / str(i) / "result.json").read_text()) for i in (0, 1)]
     assert [r["config"]["seed"] for r in results] == [0, 1] and all(r["env_steps"] == 300 for r in results)
+    assert all(r["threads"] == max(1, (os.cpu_count() or 1) // 2) for r in results)
+
+
+@pytest.mark.parametrize("launcher,sweeper,task,expected", [
+    ({"_target_": "hydra._internal.core_plugins.basic_launcher.BasicLauncher"}, {}, ["seed=0,1,2"], [1, 1, 1]),
+    ({"n_jobs": 2}, {}, ["seed=0,1,2"], [2, 2, 2]),
+    ({"n_jobs": -1}, {}, ["seed=0,1,2"], [8] * 3),  # joblib: all cores
+    ({"_target_": "hydra_plugins.hydra_submitit_launcher.submitit_launcher.LocalLauncher", "tasks_per_node": 1},
+     {}, ["seed=0,1", "optimizer=adam,sgd", "agent=dqn"], [4] * 4),
+    ({"_target_": "hydra_plugins.hydra_submitit_launcher.submitit_launcher.LocalLauncher", "tasks_per_node": 2},
+     {"params": {"agent.batch": "32,64"}}, ["seed=0"], [4, 4]),
+    ({"_target_": "hydra_plugins.hydra_submitit_launcher.submitit_launcher.LocalLauncher", "tasks_per_node": 1},
+     {"max_batch_size": 2}, ["seed=0,1,2"], [2, 2, 1]),  # batches of 2 and 1
+])
+def test_multirun_jobs_at_once_per_launcher(tmp_path, monkeypatch, launcher, sweeper, task, expected) -> None:
+    """What a multirun job divides the cores by: joblib's n_jobs, submitit_local's batch (every job of
+    a sweep batch starts at once, each tasks_per_node times), 1 for the sequential basic launcher."""
+    from omegaconf import OmegaConf
+
+    from tuner import launcher as launcher_mod
+
+    monkeypatch.setattr(launcher_mod.os, "cpu_count", lambda: 8)
+    sweeper = {"_target_": "hydra._internal.core_plugins.basic_sweeper.BasicSweeper", "max_batch_size": None,
+               "params": None, **sweeper}
+    master = {"sweep": {"dir": str(tmp_path)}, "launcher": launcher, "sweeper": sweeper, "overrides": {"task": task}}
+    OmegaConf.save(OmegaConf.create({"hydra": master}), tmp_path / "multirun.yaml")
+    got = [launcher_mod.multirun_jobs_at_once(OmegaConf.create({**master, "job": {"num": num}}))
+           for num in range(len(expected))]
+    assert got == expected
 
 
 def test_tensorflow_start_up_lines_are_silenced(tmp_path) -> None:

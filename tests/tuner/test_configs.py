@@ -295,6 +295,17 @@ def test_hyperparams_presets_reach_the_agent(preset) -> None:
     assert compose_cfg([f"agent={agent}", f"env={env}", "agent.lr=0.123"]).agent.lr == 0.123
 
 
+@pytest.mark.parametrize("overrides,eps", [
+    (["agent=ppo"], 1e-5), (["agent=ppo", "env=pendulum"], 1e-5),  # SB3's Adam for PPO
+    (["agent=ppo", "optimizer.eps=1e-6"], 1e-6),  # the command line wins
+    (["agent=ppo", "optimizer=adamw"], 1e-7), (["agent=dqn"], 1e-7), (["agent=ppo", "optimizer=sgd"], None)])
+def test_agent_optimizer_presets(overrides, eps) -> None:
+    """``hyperparams/optimizer/<agent>_<optimizer>.yaml`` sets that agent's values of that optimizer
+    only: another optimizer (SGD has no eps) composes and validates as it is."""
+    cfg = validate(compose_cfg(overrides))
+    assert cfg.optimizer.get("eps") == eps
+
+
 def test_sac_pendulum_preset_is_rl_zoo_s() -> None:
     cfg = compose_cfg(["agent=sac", "env=pendulum"])
     assert (cfg.agent.lr, cfg.budget.steps, cfg.agent.hidden_size, cfg.env.id) == (1e-3, 20000, [256, 256], "Pendulum-v1")

@@ -134,3 +134,19 @@ def test_report_and_dashboard_find_the_only_study_here(tmp_path, monkeypatch) ->
     (tmp_path / "studies" / "b" / "journal.log").write_text("")
     with pytest.raises(ArgError, match=r"\(studies here: study_dir=studies/a, study_dir=studies/b\)"):
         _journal_file({})
+
+
+def test_report_without_arguments_reports_the_only_study_here(tmp_path, monkeypatch, capsys) -> None:
+    """README's ``note-tune report`` with nothing else: the study dir and the study in it are found."""
+    from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+    from tuner.subcommands import main
+
+    (tmp_path / "studies" / "s").mkdir(parents=True)
+    storage = JournalStorage(JournalFileBackend(str(tmp_path / "studies" / "s" / "journal.log")))
+    study = optuna.create_study(study_name="s", storage=storage, direction="maximize")
+    study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=3)
+    monkeypatch.chdir(tmp_path)
+    assert main("report", ["wandb=none"]) == 0
+    assert "report of study 's':" in capsys.readouterr().out
+    assert (tmp_path / "studies" / "s" / "report" / "report.md").is_file()
