@@ -41,7 +41,8 @@ def _make_tf_strategy(cfg: dict[str, Any]) -> Any:
             cpu = tf.config.list_physical_devices("CPU")[0]
             tf.config.set_logical_device_configuration(
                 cpu, [tf.config.LogicalDeviceConfiguration()] * int(s["logical_cpus"]))
-        return tf.distribute.MirroredStrategy(list(s["devices"]) if s.get("devices") else None)
+        devices = list(s["devices"]) if s.get("devices") else _placement(cfg["backend"].get("device"))
+        return tf.distribute.MirroredStrategy(devices)
     from note_rl.ps_server import ensure_inter_op_threads
 
     ensure_inter_op_threads()  # the cluster strategies' steps wait on other tasks while holding one
@@ -50,6 +51,22 @@ def _make_tf_strategy(cfg: dict[str, Any]) -> Any:
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
     return tf.distribute.ParameterServerStrategy(resolver)
 
+
+def _placement(device: str | None) -> list[str] | None:
+    """MirroredStrategy's devices from ``backend.device`` when ``strategy.devices`` is unset: ``cpu``
+    the (logical) CPUs even where GPUs are present, ``cuda`` / ``gpu`` every GPU, ``cuda:N`` GPU N;
+    ``auto`` leaves it to TensorFlow (every GPU, else the CPUs)."""
+    import tensorflow as tf
+
+    device = str(device or "auto").lower()
+    if device == "auto":
+        return None
+    kind, _, index = device.partition(":")
+    if kind == "cpu":
+        return [d.name for d in tf.config.list_logical_devices("CPU")]
+    if index:
+        return [f"/gpu:{int(index)}"]
+    return [d.name for d in tf.config.list_logical_devices("GPU")] or None
 
 def _rendezvous(rank: int, world: int, port: int) -> None:
     os.environ.update({"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),

@@ -37,8 +37,9 @@ def test_bad_tf_strategy_settings_are_one_line(overrides, message, monkeypatch) 
     assert str(info.value).startswith(message) and "\n" not in str(info.value)
 
 
-def test_mirrored_run_on_two_logical_cpus(tmp_path) -> None:
-    run_app([*TF_TINY, "strategy=mirrored", "strategy.logical_cpus=2"], cwd=str(tmp_path))
+@pytest.mark.parametrize("device", ["auto", "cpu"])  # cpu: backend.device places the replicas (no GPU here)
+def test_mirrored_run_on_two_logical_cpus(tmp_path, device) -> None:
+    run_app([*TF_TINY, "strategy=mirrored", "strategy.logical_cpus=2", f"backend.device={device}"], cwd=str(tmp_path))
     (path,) = tmp_path.glob("outputs/*/*/result.json")
     result = json.loads(path.read_text())
     assert result["replicas"] == 2 and result["gradient_steps"] > 0 and result["env_steps"] == 300
