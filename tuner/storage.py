@@ -27,8 +27,8 @@ from typing import Any
 
 import optuna
 
-__all__ = ["make_storage", "StudyLock", "describe", "check_storage", "repair_journal", "root_cause",
-           "resolve", "storage_key", "ENV_VAR"]
+__all__ = ["make_storage", "StudyLock", "describe", "check_storage", "check_journal", "journal_path",
+           "repair_journal", "root_cause", "resolve", "storage_key", "ENV_VAR"]
 
 SUPPORTED = "a journal file path, sqlite:///path.db or postgresql://user:pw@host/db"
 ENV_VAR = "OPTUNA_STORAGE"  # Optuna's own CLI reads the same variable
@@ -57,6 +57,12 @@ def _normalise_url(url: str) -> str:
         except ImportError:
             return "postgresql+psycopg://" + url[len("postgresql://"):]
     return url
+
+
+def journal_path(storage: str | None, study_dir: str) -> str | None:
+    """The journal file that ``tuner.storage`` names (the default: ``<study_dir>/journal.log``);
+    ``None`` for a database URL."""
+    return _journal_path(storage, study_dir)
 
 
 def _journal_path(storage: str | None, study_dir: str) -> str | None:
@@ -133,14 +139,7 @@ def repair_journal(path: str, key: str = "tuner.storage") -> str | None:
     try:
         with open(path, "rb") as f:
             data = f.read()
-        end = data.rfind(b"\n") + 1
-        lines = data[:end].splitlines()
-        if not _is_record(lines[0] if lines else data):  # its first record shows whether this is a journal
-            raise ConfigError(f"{key}: {path} is not an Optuna journal file")
-        for number, line in enumerate(lines, start=1):
-            if not _is_record(line):
-                raise ConfigError(f"{key}: {path} line {number} is not an Optuna journal record (the file is "
-                                  "damaged; restore it from a backup or remove that line)")
+        end = _check_records(data, path, key)
         if end == len(data):
             return None
         backup = f"{path}.torn-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -159,6 +158,30 @@ def repair_journal(path: str, key: str = "tuner.storage") -> str | None:
     what = "completed its last record (its newline was missing)" if complete else \
         f"removed a torn last record ({len(data) - end} bytes)"
     return f"journal {path}: {what}; the original is kept as {backup}"
+
+
+def check_journal(path: str, key: str = "tuner.storage") -> None:
+    """Read-only :func:`repair_journal` check, for a driver to run before it creates anything beside
+    the file: a file that is not an Optuna journal, or one damaged in the middle, is one line."""
+    if os.path.isfile(path) and os.path.getsize(path) > 0:
+        with open(path, "rb") as f:
+            _check_records(f.read(), path, key)
+
+
+def _check_records(data: bytes, path: str, key: str) -> int:
+    """Raise a one-line ConfigError unless every complete line of ``data`` is a journal record;
+    returns where the complete lines end (a torn last record starts there)."""
+    from .schema import ConfigError
+
+    end = data.rfind(b"\n") + 1
+    lines = data[:end].splitlines()
+    if not _is_record(lines[0] if lines else data):  # its first record shows whether this is a journal
+        raise ConfigError(f"{key}: {path} is not an Optuna journal file")
+    for number, line in enumerate(lines, start=1):
+        if not _is_record(line):
+            raise ConfigError(f"{key}: {path} line {number} is not an Optuna journal record (the file is "
+                              "damaged; restore it from a backup or remove that line)")
+    return end
 
 
 def _is_record(line: bytes) -> bool:

@@ -38,7 +38,7 @@ from .schema import ConfigError, validate
 from .search import default_params, distributions, parse_space, to_overrides
 from .search_cost import check_cost
 from .settings import TunerSettings, make_pruner, make_sampler
-from .storage import StudyLock, describe, make_storage, root_cause, storage_key
+from .storage import StudyLock, check_journal, describe, journal_path, make_storage, root_cause, storage_key
 from .wandb_logger import trial_meta
 
 __all__ = ["Driver", "HEARTBEAT_GRACE_S"]
@@ -62,6 +62,9 @@ class Driver:
         self.space = parse_space(cfg.search, cfg)
         check_cost(self.space, cfg, settings.max_cost_ratio)  # before anything is created
         self.study_dir = os.path.abspath(settings.study_dir)
+        journal = journal_path(settings.storage, self.study_dir)
+        if journal is not None:  # a file that is not a journal: refused before trials/ or a lock is made
+            check_journal(journal, storage_key(settings.storage))
         try:
             os.makedirs(os.path.join(self.study_dir, "trials"), exist_ok=True)
         except OSError as exc:

@@ -183,6 +183,7 @@ def test_unusable_paths_and_files_are_one_line(refused, _study_home, monkeypatch
     refused(["-m", "seed=0,1", f"hydra.sweep.dir={afile}/sub"], "hydra.sweep.dir: cannot create", study=False)
     refused([f"tuner.study_dir={afile}/study"], f"tuner.study_dir: cannot create {afile}/study")
     refused([f"tuner.study_dir={garbage}"], f"tuner.study_dir: {garbage}/journal.log is not an Optuna journal file")
+    assert sorted(p.name for p in garbage.iterdir()) == ["journal.log"]  # no trials/ or lock made beside it
     refused([f"tuner.storage={foreign}"], f"tuner.storage: cannot open {foreign}")
     for command in ("dashboard", "report"):
         name = ["study_name=keep"] if command == "report" else []
