@@ -132,7 +132,6 @@ def repair_journal(path: str, key: str = "tuner.storage") -> str | None:
         return None
     from optuna.storages.journal import JournalFileSymlinkLock
 
-    from .schema import ConfigError
 
     lock = JournalFileSymlinkLock(path)
     lock.acquire()

@@ -1,28 +1,24 @@
 """A corpus of bad command-line values: each is exit status 2 and exactly one line naming its key, with
 no traceback, and leaves an existing study byte-for-byte unchanged.  The bulk runs the real console
-entry point (:func:`tuner.app.main`, what ``note-tune`` calls) in this process with ``sys.argv``
-patched, so that ~200 cases take seconds, not one interpreter start-up each; a few run as real
-subprocesses."""
+entry point (:func:`tuner.app.main`, what ``note-tune`` calls) with ``sys.argv`` set, all cases in
+one child interpreter (:mod:`tests.tuner.cli_batch`), so that ~200 cases take one start-up, not one
+each; a few run as separate real subprocesses."""
 
 from __future__ import annotations
 
 import functools
-import hashlib
-import io
 import json
 import os
+import subprocess
 import sys
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
-from unittest import mock
+from typing import Any
 
 import optuna
 import pytest
-from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
-from tests.tuner.conftest import NO_REEVAL, TINY, compose_cfg, run_app
-from tuner.app import main
+from tests.tuner.conftest import NO_REEVAL, REPO, TINY, compose_cfg, run_app
 from tuner.schema import CHOICES, NON_NEGATIVE, POSITIVE, UNIT
 
 AGENTS = {"dqn": [], "ppo": [], "td3": ["env=pendulum"], "ddpg": ["env=pendulum"], "sac": ["env=pendulum"]}
@@ -63,36 +59,33 @@ def _cases() -> list[tuple[str, str]]:
 CASES = [(k, v) for k, v in _cases() if _base(k) is not None]
 
 
-def run_cli(args: list[str]) -> tuple[object, str, str]:
-    """``note-tune <args>`` in this process: (exit status, stdout, stderr).  An exception that would
-    escape the console script is returned as ``"raised"`` with its traceback on stderr."""
-    import traceback
-
-    GlobalHydra.instance().clear()  # as in a fresh process: Hydra initialises it once per run
-    out, err = io.StringIO(), io.StringIO()
-    with mock.patch.object(sys, "argv", ["note-tune", *args]), redirect_stdout(out), redirect_stderr(err):
-        try:
-            main()
-            code: object = 0
-        except SystemExit as exc:
-            code = 0 if exc.code is None else exc.code
-        except BaseException:  # noqa: BLE001 - the console script would print a traceback
-            code = "raised"
-            traceback.print_exc(file=err)
-    return code, out.getvalue(), err.getvalue()
+def run_batch(cases: list[dict[str, Any]], folder: Path) -> list[dict[str, Any]]:
+    """Run ``cases`` (see :mod:`tests.tuner.cli_batch`) through ``tuner.app.main`` in one child
+    interpreter; one result per case."""
+    src, dst = folder / "cases.json", folder / "results.json"
+    src.write_text(json.dumps(cases))
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-m", "tests.tuner.cli_batch", str(src), str(dst)], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=1200)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(dst.read_text())
 
 
-def _snapshot(root: Path) -> dict[str, str]:
-    """Every file (its SHA-256) and folder under ``root``."""
-    found = {}
-    for folder, dirs, files in os.walk(root):
-        for name in dirs:
-            found[os.path.relpath(os.path.join(folder, name), root)] = "dir"
-        for name in files:
-            path = os.path.join(folder, name)
-            with open(path, "rb") as f:
-                found[os.path.relpath(path, root)] = hashlib.sha256(f.read()).hexdigest()
-    return found
+def _case(home: Path, args: list[str], study: bool = True, env: dict[str, str | None] | None = None) -> dict:
+    run_dir = home / "run"
+    full = [*STUDY, f"hydra.run.dir={run_dir}", *args] if study else list(args)
+    return {"args": full, "cwd": str(home), "watch": str(home / "studies"), "run_dir": str(run_dir),
+            "env": {"HYDRA_FULL_ERROR": "0", "OPTUNA_STORAGE": None, **(env or {})}}
+
+
+def assert_refused(result: dict[str, Any], key: str, args: list[str]) -> str:
+    """Exit 2, one line starting ``error: <key>``, no traceback, the study unchanged, no run dir left."""
+    lines = result["err"].strip().splitlines()
+    assert result["code"] == 2 and len(lines) == 1 and lines[0].startswith(f"error: {key}"), (args, result)
+    assert "Traceback" not in result["out"] + result["err"], (args, result)
+    assert result["unchanged"], args
+    assert not result["run_dir_left"], args  # the run dir Hydra made is removed again
+    return lines[0]
 
 
 @pytest.fixture(scope="module")
@@ -113,32 +106,22 @@ def _study_home(tmp_path_factory) -> Path:
     return home
 
 
-@pytest.fixture
-def refused(_study_home, monkeypatch):
-    """``refused(args, key)``: ``note-tune <STUDY> <args>`` in the study's folder exits 2 with one line
-    starting ``error: <key>``, no traceback, the study unchanged and no run dir left behind."""
-    monkeypatch.chdir(_study_home)
-    monkeypatch.setenv("HYDRA_FULL_ERROR", "0")
-    monkeypatch.delenv("OPTUNA_STORAGE", raising=False)
-    run_dir = _study_home / "run"
+@pytest.fixture(scope="module")
+def _corpus(_study_home, tmp_path_factory) -> dict[tuple[str, ...], dict[str, Any]]:
+    """Every parametrized case below, run once per test process in one child interpreter."""
+    commands = [[*_base(k), f"{k}={v}"] for k, v in CASES] + [[f"tuner.{k}={v}"] for k, v in TUNER] + \
+        [list(args) for args, _ in OTHER]
+    results = run_batch([_case(_study_home, args) for args in commands], tmp_path_factory.mktemp("corpus"))
+    return {tuple(args): result for args, result in zip(commands, results)}
 
-    def check(args: list[str], key: str, study: bool = True) -> str:
-        before = _snapshot(_study_home / "studies")
-        full = [*STUDY, f"hydra.run.dir={run_dir}", *args] if study else args
-        code, out, err = run_cli(full)
-        lines = err.strip().splitlines()
-        assert code == 2 and len(lines) == 1 and lines[0].startswith(f"error: {key}"), (args, code, out, err)
-        assert "Traceback" not in out + err, (args, out, err)
-        assert _snapshot(_study_home / "studies") == before, args
-        assert not run_dir.exists(), args  # the run dir Hydra made is removed again
-        return lines[0]
 
-    return check
+def refused(corpus: dict[tuple[str, ...], dict[str, Any]], args: list[str], key: str) -> str:
+    return assert_refused(corpus[tuple(args)], key, args)
 
 
 @pytest.mark.parametrize("key,value", CASES, ids=[f"{k}={v}" for k, v in CASES])
-def test_bad_value_is_one_line_naming_its_key(key, value, refused) -> None:
-    refused([*_base(key), f"{key}={value}"], key.split("[")[0])
+def test_bad_value_is_one_line_naming_its_key(key, value, _corpus) -> None:
+    refused(_corpus, [*_base(key), f"{key}={value}"], key.split("[")[0])
 
 
 TUNER = [("percentile", "150"), ("percentile", "-1"), ("n_warmup_steps", "-1"), ("timeout", "-1"),
@@ -152,8 +135,8 @@ TUNER = [("percentile", "150"), ("percentile", "-1"), ("n_warmup_steps", "-1"), 
 
 
 @pytest.mark.parametrize("key,value", TUNER, ids=[f"{k}={v}" for k, v in TUNER])
-def test_bad_study_setting_is_one_line_naming_its_key(key, value, refused) -> None:
-    refused([f"tuner.{key}={value}"], f"tuner.{key}")
+def test_bad_study_setting_is_one_line_naming_its_key(key, value, _corpus) -> None:
+    refused(_corpus, [f"tuner.{key}={value}"], f"tuner.{key}")
 
 
 # overrides that are not one key=value of the schema's lists
@@ -166,11 +149,11 @@ OTHER = [(["+env.kwargs.foo=1"], "env.kwargs.foo"),
 
 
 @pytest.mark.parametrize("args,key", OTHER, ids=[" ".join(a) for a, _ in OTHER])
-def test_other_bad_overrides_are_one_line_naming_their_key(args, key, refused) -> None:
-    refused(args, key)
+def test_other_bad_overrides_are_one_line_naming_their_key(args, key, _corpus) -> None:
+    refused(_corpus, list(args), key)
 
 
-def test_unusable_paths_and_files_are_one_line(refused, _study_home, monkeypatch) -> None:
+def test_unusable_paths_and_files_are_one_line(_study_home, tmp_path) -> None:
     """Run, sweep and study dirs that cannot be made (below a regular file: root ignores permission
     bits), storages that are not Optuna journals, ``OPTUNA_STORAGE`` naming a bad storage."""
     afile, garbage, foreign = _study_home / "afile", _study_home / "garbage", _study_home / "foreign.log"
@@ -179,24 +162,29 @@ def test_unusable_paths_and_files_are_one_line(refused, _study_home, monkeypatch
     (garbage / "journal.log").write_bytes(b"\x00\x01 not a journal\n")
     foreign.write_text('{"op_code": 99, "worker_id": "w"}\n')  # looks like a journal's, does not replay
     files = {p: p.read_bytes() for p in (afile, garbage / "journal.log", foreign)}
-    refused([f"hydra.run.dir={afile}/sub"], f"hydra.run.dir: cannot create {afile}/sub ({afile} is not a directory)")
-    refused(["-m", "seed=0,1", f"hydra.sweep.dir={afile}/sub"], "hydra.sweep.dir: cannot create", study=False)
-    refused([f"tuner.study_dir={afile}/study"], f"tuner.study_dir: cannot create {afile}/study")
-    refused([f"tuner.study_dir={garbage}"], f"tuner.study_dir: {garbage}/journal.log is not an Optuna journal file")
-    assert sorted(p.name for p in garbage.iterdir()) == ["journal.log"]  # no trials/ or lock made beside it
-    refused([f"tuner.storage={foreign}"], f"tuner.storage: cannot open {foreign}")
+    expected = [  # (args, the line's start, run against the study, environment)
+        ([f"hydra.run.dir={afile}/sub"], f"hydra.run.dir: cannot create {afile}/sub ({afile} is not a directory)",
+         True, None),
+        (["-m", "seed=0,1", f"hydra.sweep.dir={afile}/sub"], "hydra.sweep.dir: cannot create", False, None),
+        ([f"tuner.study_dir={afile}/study"], f"tuner.study_dir: cannot create {afile}/study", True, None),
+        ([f"tuner.study_dir={garbage}"], f"tuner.study_dir: {garbage}/journal.log is not an Optuna journal file",
+         True, None),
+        ([f"tuner.storage={foreign}"], f"tuner.storage: cannot open {foreign}", True, None)]
     for command in ("dashboard", "report"):
         name = ["study_name=keep"] if command == "report" else []
-        refused([command, f"storage={afile}", *name], f"storage: {afile} is not an Optuna journal file", study=False)
-        refused([command, f"study_dir={garbage}", *name], f"study_dir: {garbage}/journal.log is not an Optuna "
-                                                          "journal file", study=False)
-        refused([command, f"storage={foreign}", *name], f"storage: {foreign} is not a readable Optuna journal",
-                study=False)
-    monkeypatch.setenv("OPTUNA_STORAGE", "mysql://bob:pw1234@db/x")
-    line = refused([], "OPTUNA_STORAGE: unsupported storage 'mysql'")
-    assert "pw1234" not in line
-    monkeypatch.setenv("OPTUNA_STORAGE", str(afile))
-    refused(["dashboard"], f"OPTUNA_STORAGE: {afile} is not an Optuna journal file", study=False)
+        expected += [([command, f"storage={afile}", *name], f"storage: {afile} is not an Optuna journal file",
+                      False, None),
+                     ([command, f"study_dir={garbage}", *name],
+                      f"study_dir: {garbage}/journal.log is not an Optuna journal file", False, None),
+                     ([command, f"storage={foreign}", *name], f"storage: {foreign} is not a readable Optuna journal",
+                      False, None)]
+    expected += [([], "OPTUNA_STORAGE: unsupported storage 'mysql'", True, {"OPTUNA_STORAGE": "mysql://bob:pw1234@db/x"}),
+                 (["dashboard"], f"OPTUNA_STORAGE: {afile} is not an Optuna journal file", False,
+                  {"OPTUNA_STORAGE": str(afile)})]
+    results = run_batch([_case(_study_home, args, study, env) for args, _, study, env in expected], tmp_path)
+    lines = [assert_refused(result, key, args) for (args, key, _, _), result in zip(expected, results)]
+    assert not any("pw1234" in line for line in lines)
+    assert sorted(p.name for p in garbage.iterdir()) == ["journal.log"]  # no trials/ or lock made beside it
     assert {p: p.read_bytes() for p in files} == files
 
 
