@@ -100,6 +100,7 @@ class DQNConf(_MLPAgent):
     tau: float = 1.0
     loss: str = "mse"
     double: bool = True
+    linear_decay: bool = False
 
 
 @dataclass

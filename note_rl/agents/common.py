@@ -11,7 +11,7 @@ import numpy as np
 from ..core.envs import flat_observations
 from ..utils import log_softmax
 
-__all__ = ["hidden_sizes", "make_env", "init_mlp", "MLPActor", "LiveActor", "SeededInit", "check_args"]
+__all__ = ["hidden_sizes", "make_env", "init_mlp", "MLPActor", "LiveActor", "SeededInit", "check_args", "decay_lrs"]
 
 
 ACTIVATIONS = ("relu", "tanh")
@@ -85,6 +85,17 @@ def maddpg_seed_order(gamma: Any, tau: Any, env: Any, lr: Any) -> tuple[Any, Any
             raise ValueError("MADDPG: Note_rl's positional form (hidden_size, tau, gamma, lr) and lr= given together")
         return tau, gamma, None, float(env)
     return gamma, tau, env, lr
+
+
+def decay_lrs(agent: Any, progress_remaining: float) -> None:
+    """Every optimizer's learning rate set to its starting value x ``progress_remaining`` (1 at the
+    start of ``train(steps=...)``, 0 at its end: rl-zoo's ``lin_`` schedules).  The starting values
+    are read once into ``agent._initial_lrs`` (kept in checkpoints through ``extra_state``)."""
+    opts = agent.optimizer if isinstance(agent.optimizer, (list, tuple)) else [agent.optimizer]
+    if agent._initial_lrs is None:
+        agent._initial_lrs = [agent.backend.get_hparam(o, "lr") or 0.0 for o in opts]
+    for opt, lr in zip(opts, agent._initial_lrs):
+        agent.backend.set_hparam(opt, "lr", lr * progress_remaining)
 
 
 def hidden_sizes(hidden_size: int | Sequence[int]) -> list[int]:

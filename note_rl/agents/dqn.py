@@ -8,7 +8,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..update import LossTerm, ParamGroup, TargetUpdate, UpdateSpec
-from .common import LiveActor, MLPActor, SeededInit, check_args, discrete_env, hidden_sizes, init_mlp
+from .common import LiveActor, MLPActor, SeededInit, check_args, decay_lrs, discrete_env, hidden_sizes, init_mlp
 
 __all__ = ["DQNMixin"]
 
@@ -24,6 +24,10 @@ class DQNMixin(SeededInit):
     ``update_param()`` moves the target network towards the online one by ``tau`` (1.0 = hard
     copy, Note_rl's behaviour).  ``set(seed=s)`` before the
     first gradient step re-draws both networks from ``s`` (see :class:`SeededInit`).
+    ``linear_decay=True`` lowers the learning rate linearly to 0 over ``train(steps=...)``, set
+    before each training round: with a constant rate the greedy policy of CartPole DQN swings
+    between solved and ~120 from one evaluation to the next to the very end of a 50,000-step run
+    (BENCHMARKS.md, "A whole tuning job").
     """
 
     #: the action spaces the agent handles (a builder refuses an env with others in one line)
@@ -32,7 +36,8 @@ class DQNMixin(SeededInit):
     def _setup_dqn(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
                    gamma: float, tau: float, loss: str, double: bool, env: Any,
                    seed: int | None, activation: str = "relu",
-                   ortho_init: bool = False, max_grad_norm: float | None = None) -> list[np.ndarray]:
+                   ortho_init: bool = False, max_grad_norm: float | None = None,
+                   linear_decay: bool = False) -> list[np.ndarray]:
         if loss not in ("mse", "huber"):
             raise ValueError(f"DQN(loss={loss!r}): use 'mse' or 'huber'")
         check_args("DQN", gamma=gamma, tau=tau, activation=activation, state_dim=state_dim, action_dim=action_dim)
@@ -47,7 +52,22 @@ class DQNMixin(SeededInit):
         self.max_grad_norm = max_grad_norm
         self.env = discrete_env("DQN", env)
         self.ortho_init = bool(ortho_init)
+        if not isinstance(linear_decay, (bool, np.bool_)):
+            raise ValueError(f"DQN(linear_decay={linear_decay!r}): must be True or False")
+        self.linear_decay = bool(linear_decay)
+        self._initial_lrs: list[float] | None = None
         return self.initial_weights(seed)[0]
+
+    def on_train_round(self, progress_remaining: float) -> None:
+        """Called by the training cadence before each round of gradient steps."""
+        if self.linear_decay:
+            decay_lrs(self, progress_remaining)
+
+    def extra_state(self) -> dict[str, Any]:
+        return {"initial_lrs": self._initial_lrs}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        self._initial_lrs = state.get("initial_lrs")
 
     def initial_weights(self, seed: int | None) -> tuple[list[np.ndarray]]:
         """``(q_weights,)`` drawn from ``seed``; the target network starts as a copy."""

@@ -61,13 +61,13 @@ class DQN(DQNMixin, RL):
                  env: Any = None, seed: int | None = None, activation: str = "relu",
                  ortho_init: bool = False, max_grad_norm: float | None = None,
                  device: str | None = "auto", processes: int | None = None,
-                 hidden_dim: int | Sequence[int] | None = None) -> None:
+                 hidden_dim: int | Sequence[int] | None = None, linear_decay: bool = False) -> None:
         RL.__init__(self)
         gamma, self.processes = pool_form("DQN", gamma, processes)
         hidden_size = seed_hidden("DQN", hidden_size, hidden_dim, action_dim)
         self.device = self.backend.resolve_device(device)
         init = self._setup_dqn(state_dim, hidden_size, action_dim, gamma, tau, loss, double, env, seed,
-                               activation, ortho_init, max_grad_norm)
+                               activation, ortho_init, max_grad_norm, linear_decay)
         with tf.device(self.device):
             self.q_net = mlp(init, activation)
             self.target_q_net = mlp(init, activation)

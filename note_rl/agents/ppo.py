@@ -35,7 +35,7 @@ from ..core.runners import sample_rollout_actions
 from ..policy import SoftmaxPolicy
 from ..utils import log_softmax
 from ..update import LossTerm, ParamGroup, TargetUpdate, UpdateSpec
-from .common import LiveActor, MLPActor, SeededInit, check_args, hidden_sizes, init_mlp, make_env
+from .common import LiveActor, MLPActor, SeededInit, check_args, decay_lrs, hidden_sizes, init_mlp, make_env
 
 __all__ = ["PPOMixin", "A2CMixin"]
 
@@ -194,11 +194,7 @@ class PPOMixin(SeededInit):
                              f"policy={type(self.policy).__name__} applies to discrete actions only")
         if not self.linear_decay:
             return
-        opts = self.optimizer if isinstance(self.optimizer, (list, tuple)) else [self.optimizer]
-        if self._initial_lrs is None:
-            self._initial_lrs = [self.backend.get_hparam(o, "lr") or 0.0 for o in opts]
-        for opt, lr in zip(opts, self._initial_lrs):
-            self.backend.set_hparam(opt, "lr", lr * progress_remaining)
+        decay_lrs(self, progress_remaining)
         self.backend.assign(self.clip, self.clip_init * progress_remaining)
 
     def extra_state(self) -> dict[str, Any]:

@@ -89,6 +89,7 @@ class DQN(DQNMixin, RL_pytorch):
     :param processes: pool-network workers ``train(pool_network=True)`` uses when it gets none
         (Note_rl's pool DQN; ``DQN(4, 128, 2, 7)``, an integer >= 2 in gamma's place, means it too)
     :param hidden_dim: Note_rl 001's name for ``hidden_size``
+    :param linear_decay: lower the learning rate linearly to 0 over ``train(steps=...)``
     """
 
     def __init__(self, state_dim: int, hidden_size: int | Sequence[int] | None = None, action_dim: int | None = None,
@@ -96,13 +97,13 @@ class DQN(DQNMixin, RL_pytorch):
                  env: Any = None, seed: int | None = None, activation: str = "relu",
                  ortho_init: bool = False, max_grad_norm: float | None = None,
                  device: str | None = "auto", processes: int | None = None,
-                 hidden_dim: int | Sequence[int] | None = None) -> None:
+                 hidden_dim: int | Sequence[int] | None = None, linear_decay: bool = False) -> None:
         RL_pytorch.__init__(self)
         gamma, self.processes = pool_form("DQN", gamma, processes)
         hidden_size = seed_hidden("DQN", hidden_size, hidden_dim, action_dim)
         self.device = self.backend.resolve_device(device)
         init = self._setup_dqn(state_dim, hidden_size, action_dim, gamma, tau, loss, double, env, seed,
-                               activation, ortho_init, max_grad_norm)
+                               activation, ortho_init, max_grad_norm, linear_decay)
         self.q_net = MLP(init, activation).to(self.device)
         self.target_q_net = MLP(init, activation).to(self.device)
         self.param = list(self.q_net.parameters())

@@ -14,7 +14,7 @@ Both report finished episodes to the trainer through ``trainer.end_episode(retur
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -31,9 +31,10 @@ class TrainingCadence:
     """Decides, after each batch of new env steps, how many gradient steps to run and when to
     call ``update_param()``.  Shared by the single-env and the pool collectors."""
 
-    def __init__(self, agent: Any, learner: Any) -> None:
+    def __init__(self, agent: Any, learner: Any, progress: Callable[[], float] | None = None) -> None:
         self.agent = agent
         self.learner = learner
+        self.progress = progress  # the run's progress_remaining (1 -> 0), for on_train_round
         self.owed = 0.0  # gradient steps earned by env steps but not yet run
         self.sync_due = False
 
@@ -62,6 +63,9 @@ class TrainingCadence:
         agent = self.agent
         n = int(self.owed)
         self.owed -= n
+        hook = getattr(agent, "on_train_round", None)
+        if n > 0 and callable(hook) and self.progress is not None:
+            hook(self.progress())  # e.g. DQN's linear lr decay, set before the round's steps
         trained = n > 0 and self.learner.train_round(n) > 0
         if agent.update_steps:
             if self.sync_due:
@@ -111,7 +115,7 @@ class EpisodeCollector(Collector):
     def __init__(self, agent: Any, learner: Any, trainer: Any, settings: Any = None) -> None:
         self.agent = agent
         self.trainer = trainer
-        self.cadence = TrainingCadence(agent, learner)
+        self.cadence = TrainingCadence(agent, learner, trainer.progress_remaining)
         self.env = agent.env[0] if isinstance(agent.env, (list, tuple)) else agent.env
         gamma = scalar(agent.gamma) if getattr(agent, "gamma", None) is not None else 1.0
         self.nstep = NStepAccumulator(agent.num_steps, gamma) if agent.num_steps else None

@@ -127,7 +127,7 @@ class PoolCollector(Collector):
         self.mode = "episodes" if actor is not None else "env"
         seed = agent.seed
         self.pool = WorkerPool(_worker_inits(agent, self.n, {"actor": actor}), settings.start_method)
-        self.cadence = TrainingCadence(agent, learner)
+        self.cadence = TrainingCadence(agent, learner, trainer.progress_remaining)
         self.rng = np.random.default_rng(None if seed is None else seed + 13)
         self.sent_weights: list[np.ndarray] | None = None  # what the workers' actors hold
 

@@ -62,7 +62,7 @@ class VecEpisodeCollector(Collector):
     def __init__(self, agent: Any, learner: Any, trainer: Any, settings: Any = None) -> None:
         self.agent = agent
         self.trainer = trainer
-        self.cadence = TrainingCadence(agent, learner)
+        self.cadence = TrainingCadence(agent, learner, trainer.progress_remaining)
         self.n = int(agent.n_envs)
         env = agent.env[0] if isinstance(agent.env, (list, tuple)) else agent.env
         self.vec = make_vec_env(EnvFactory(env), self.n)

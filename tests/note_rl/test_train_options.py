@@ -82,6 +82,26 @@ def test_ppo_linear_decay_of_lr_and_clip(backend) -> None:
     np.testing.assert_allclose([c for _, c in seen], 0.2 * remaining, rtol=1e-5)
 
 
+def test_dqn_linear_decay_of_lr_before_each_training_round(backend) -> None:
+    agent = agents_module(backend).DQN(4, 16, 2, seed=0, linear_decay=True)
+    agent.set(policy=EpsGreedyQPolicy(0.3), pool_size=1000, batch=8, train_freq=32, num_updates=2,
+              learning_starts=32, seed=0)
+    opt = make_optimizer(backend, agent.param, lr=1e-3)
+    seen, cb = _record(agent, lambda: (agent.backend.get_hparam(opt, "lr"), agent.step_counter))
+    train(agent, backend, opt, None, steps=128, callbacks=[cb], p=0, jit_compile=False)
+    # rounds of 2 steps after env steps 32, 64, 96 (and 128, the last): lr = 1e-3 x (1 - steps / 128)
+    assert [s for _, s in seen] == [32, 32, 64, 64, 96, 96, 128, 128]
+    np.testing.assert_allclose([lr for lr, _ in seen], [1e-3 * (1 - s / 128) for _, s in seen], rtol=1e-5, atol=1e-12)
+    assert agent.extra_state() == {"initial_lrs": [pytest.approx(1e-3)]}
+    plain = agents_module(backend).DQN(4, 16, 2, seed=0)  # the default keeps a constant lr
+    plain.set(policy=EpsGreedyQPolicy(0.3), pool_size=1000, batch=8, train_freq=32, num_updates=2, learning_starts=32)
+    opt = make_optimizer(backend, plain.param, lr=1e-3)
+    train(plain, backend, opt, None, steps=128, p=0, jit_compile=False)
+    assert plain.backend.get_hparam(opt, "lr") == pytest.approx(1e-3)
+    with pytest.raises(ValueError, match="linear_decay"):
+        agents_module(backend).DQN(4, 16, 2, linear_decay="yes")
+
+
 def _update_norms(backend, max_grad_norm, lr):
     """Global norm of each gradient step's update / lr (= the applied gradient, plain SGD)."""
     agent = _ppo_rollout(backend, max_grad_norm=max_grad_norm)
