@@ -90,7 +90,12 @@ def maddpg_seed_order(gamma: Any, tau: Any, env: Any, lr: Any) -> tuple[Any, Any
 def decay_lrs(agent: Any, progress_remaining: float) -> None:
     """Every optimizer's learning rate set to its starting value x ``progress_remaining`` (1 at the
     start of ``train(steps=...)``, 0 at its end: rl-zoo's ``lin_`` schedules).  The starting values
-    are read once into ``agent._initial_lrs`` (kept in checkpoints through ``extra_state``)."""
+    are read once into ``agent._initial_lrs`` (kept in checkpoints through ``extra_state``).  An online
+    adjuster that manages the lr (``lr_params``) owns it: the schedule then leaves it alone rather than
+    overwrite the adjuster's value before every round."""
+    adjuster = getattr(agent, "_adjuster", None)
+    if adjuster is not None and "lr" in getattr(adjuster, "active", ()):
+        return
     opts = agent.optimizer if isinstance(agent.optimizer, (list, tuple)) else [agent.optimizer]
     if agent._initial_lrs is None:
         agent._initial_lrs = [agent.backend.get_hparam(o, "lr") or 0.0 for o in opts]
