@@ -296,15 +296,15 @@ def _check_output_dir(cfg: DictConfig, multirun: bool) -> None:
     traceback.  A dir whose path Hydra alone can resolve (``${hydra:...}``) is left to Hydra."""
     from hydra.core.utils import setup_globals
 
+    from .storage import existing_ancestor
+
     key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
     setup_globals()  # the ${now:...} resolver of the default dirs
     try:
         folder = os.path.abspath(str(OmegaConf.select(cfg, key, throw_on_resolution_failure=True)))
     except Exception:  # noqa: BLE001 - an interpolation only Hydra's own context resolves
         return
-    parent = folder
-    while not os.path.exists(parent):
-        parent = os.path.dirname(parent)
+    parent = existing_ancestor(folder)
     if not os.path.isdir(parent):
         _fail(f"{key}: cannot create {folder} ({parent} is not a directory)")
     if not os.access(parent, os.W_OK | os.X_OK):

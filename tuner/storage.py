@@ -27,8 +27,8 @@ from typing import Any
 
 import optuna
 
-__all__ = ["make_storage", "StudyLock", "describe", "check_storage", "check_journal", "journal_path",
-           "repair_journal", "root_cause", "resolve", "storage_key", "ENV_VAR"]
+__all__ = ["make_storage", "StudyLock", "describe", "check_storage", "check_journal", "existing_ancestor",
+           "journal_path", "repair_journal", "root_cause", "resolve", "storage_key", "ENV_VAR"]
 
 SUPPORTED = "a journal file path, sqlite:///path.db or postgresql://user:pw@host/db"
 ENV_VAR = "OPTUNA_STORAGE"  # Optuna's own CLI reads the same variable
@@ -97,9 +97,7 @@ def check_storage(storage: str | None) -> None:
         raise ConfigError(f"{key}: {storage!r} has no database file (use sqlite:///path.db)")
     if backend == "sqlite":
         folder = os.path.dirname(os.path.abspath(url.database))
-        parent = folder
-        while not os.path.exists(parent):
-            parent = os.path.dirname(parent)
+        parent = existing_ancestor(folder)
         if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
             raise ConfigError(f"{key}: cannot create the SQLite file's directory {folder} "
                               f"({parent} is not a writable directory)")
@@ -107,6 +105,15 @@ def check_storage(storage: str | None) -> None:
         url.get_dialect().import_dbapi()
     except Exception as exc:  # noqa: BLE001 - a missing driver module
         raise ConfigError(f"{key}: no database driver for {backend} ({type(exc).__name__}: {exc})") from None
+
+
+def existing_ancestor(path: str) -> str:
+    """``path`` itself when it exists, else its nearest existing ancestor: where creating ``path``
+    (``os.makedirs``) would start, so whether that can work is decided there."""
+    path = os.path.abspath(path)
+    while not os.path.exists(path):
+        path = os.path.dirname(path)
+    return path
 
 
 def describe_url(storage: str) -> str:

@@ -74,13 +74,12 @@ def parse_args(command: str, args: list[str]) -> dict[str, str]:
 def _storage_arg(args: dict[str, str]) -> tuple[str | None, str]:
     """The storage the arguments name and the key an error names: ``storage=`` when given; else,
     unless ``study_dir=`` is given, ``$OPTUNA_STORAGE`` when set; else ``None`` (a study folder)."""
-    from .storage import ENV_VAR
+    from .storage import ENV_VAR, resolve
 
     if args.get("storage"):
         return args["storage"], "storage"
-    if not args.get("study_dir") and os.environ.get(ENV_VAR):
-        return os.environ[ENV_VAR], ENV_VAR
-    return None, "study_dir"
+    from_env = None if args.get("study_dir") else resolve(None)
+    return (from_env, ENV_VAR) if from_env else (None, "study_dir")
 
 
 def _journal_file(args: dict[str, str]) -> str | None:
