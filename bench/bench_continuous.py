@@ -50,7 +50,9 @@ def run_ours(algo: str, seed: int, steps: int) -> dict:
         agent = TD3(hidden_size=[400, 300], gamma=0.98, env="Pendulum-v1", seed=seed)
         agent.set(noise=GaussianWhiteNoiseProcess(sigma=0.1, size=agent.action_dim), pool_size=200_000,
                   batch=256, learning_starts=10_000, seed=seed)
-    optimizers = [torch.optim.Adam(p, lr=1e-3, foreach=True) for p in agent.param]
+    # a plain torch Adam, as a user writes it (train() switches one left at torch's defaults to its
+    # fused kernel; SB3 builds its Adam with the defaults too)
+    optimizers = [torch.optim.Adam(p, lr=1e-3) for p in agent.param]
     started = time.perf_counter()
     agent.fit(optimizers, None, steps=steps, p=0)
     wall = time.perf_counter() - started

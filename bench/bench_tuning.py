@@ -127,9 +127,12 @@ def main() -> None:
     p.add_argument("--only", choices=("project", "zoo"), default=None)
     p.add_argument("--zoo-timeout", type=float, default=None,
                    help="stop rl-zoo3's study after this many seconds; its best trial so far is retrained")
-    p.add_argument("--keep", default=None, help="folder to keep the studies in (default: a temporary one)")
+    p.add_argument("--keep", default=None, help="a new folder to keep the studies in (default: a temporary one)")
     a = p.parse_args()
     folder = a.keep or tempfile.mkdtemp(prefix="bench_tuning_")
+    if os.path.exists(os.path.join(folder, "studies")) or os.path.exists(os.path.join(folder, "zoo.log")):
+        # the studies would resume: the trials already there would not be timed again
+        raise SystemExit(f"--keep {folder}: it already holds a study; name a new folder")
     os.makedirs(folder, exist_ok=True)
     env_id, _, solved_at = ENVS[a.algo]
     print(f"# {a.algo} on {env_id}: {a.trials} trials x {a.steps} env steps, n_jobs {a.n_jobs}; held-out seeds "

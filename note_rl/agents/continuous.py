@@ -135,7 +135,8 @@ class SACMixin(BoxActions, SeededInit):
     Polyak targets.  Losses: ``critic_loss = 0.5 * sum_i mean((Q_i(s, a) - y)**2)``, ``y = r + gamma
     * (1 - d) * (min_i Q'_i(s', a') - alpha * log pi(a'|s'))`` with ``a' ~ pi(s')``; ``actor_loss =
     mean(alpha * log pi(a|s) - min_i Q_i(s, a))`` with ``a ~ pi(s)`` (reparameterised); ``alpha_loss =
-    -mean(log_alpha * (log pi(a|s) + target_entropy))``.
+    -mean(log_alpha * (log pi(a|s) + target_entropy))``, on the same sample ``a`` (``policy_losses``)
+    and with the temperature of before this update, as in SB3.
     """
 
     def _setup_sac(self, state_dim: int | None, hidden_size: int | Sequence[int], action_dim: int | None,
@@ -173,9 +174,31 @@ class SACMixin(BoxActions, SeededInit):
         terms = [LossTerm(self.critic_loss, ["critic"]), LossTerm(self.actor_loss, ["actor"])]
         if self.auto_alpha:
             groups.append(ParamGroup("alpha", self.param[2]))
-            terms.append(LossTerm(self.alpha_loss, ["alpha"]))
+            # one squashed-Gaussian sample serves the actor's and the temperature's losses (as in
+            # SB3): a separate temperature term would run the actor a third time per update
+            terms[1] = LossTerm(self.policy_losses, ["actor", "alpha"])
         return UpdateSpec(groups, terms, [TargetUpdate(self.critic_targets, self.critics, self.tau,
                                                        every=self.target_update_interval)])
+
+    def policy_losses(self, s: Any, a: Any, next_s: Any, r: Any, d: Any) -> dict[str, Any]:
+        """``{"actor": actor_loss, "alpha": alpha_loss}`` from one sample of the policy at ``s`` (the
+        temperature's gradient reaches ``log_alpha`` only; the actor's reaches the actor only)."""
+        actor, logp = self._actor_terms(s)
+        return {"actor": actor, "alpha": self._alpha_from(logp)}
+
+    def actor_loss(self, s: Any, a: Any, next_s: Any, r: Any, d: Any) -> Any:
+        return self._actor_terms(s)[0]
+
+    def alpha_loss(self, s: Any, a: Any, next_s: Any, r: Any, d: Any) -> Any:
+        return self._alpha_from(self._actor_terms(s)[1])
+
+    def _actor_terms(self, s: Any) -> tuple[Any, Any]:  # pragma: no cover - per backend
+        """``(actor_loss, log pi(a|s))`` for a reparameterised sample ``a ~ pi(s)``."""
+        raise NotImplementedError
+
+    def _alpha_from(self, logp: Any) -> Any:  # pragma: no cover - per backend
+        """``-mean(log_alpha * (logp + target_entropy))`` with ``logp`` held constant."""
+        raise NotImplementedError
 
     # -- acting (numpy) ----------------------------------------------------------------------
     def actor_weights(self) -> list[np.ndarray]:  # pragma: no cover - per backend

@@ -168,13 +168,12 @@ class SAC(SACMixin, _Critics, RL):
         self.prioritized_replay.update(tf.stop_gradient(qs[0] - target))  # used by prioritized replay
         return 0.5 * tf.add_n([_mse(q, target) for q in qs])
 
-    def actor_loss(self, s: tf.Tensor, a: tf.Tensor, next_s: tf.Tensor, r: tf.Tensor, d: tf.Tensor) -> tf.Tensor:
+    def _actor_terms(self, s: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         action, logp = self._sample(s)
         q = tf.reduce_min(tf.stack(_q_values(self.critics, s, action)), axis=0)
-        return tf.reduce_mean(self.alpha() * logp - q)
+        return tf.reduce_mean(self.alpha() * logp - q), logp
 
-    def alpha_loss(self, s: tf.Tensor, a: tf.Tensor, next_s: tf.Tensor, r: tf.Tensor, d: tf.Tensor) -> tf.Tensor:
-        _, logp = self._sample(s)
+    def _alpha_from(self, logp: tf.Tensor) -> tf.Tensor:
         return -tf.reduce_mean(self.log_alpha * tf.stop_gradient(logp + self.target_entropy))
 
 

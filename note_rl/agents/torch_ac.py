@@ -199,17 +199,13 @@ class SAC(SACMixin, _Critics, RL_pytorch):
         self.prioritized_replay.update(qs[0].detach() - target)  # used by prioritized replay
         return 0.5 * sum(torch.nn.functional.mse_loss(q, target) for q in qs)
 
-    def actor_loss(self, s: torch.Tensor, a: torch.Tensor, next_s: torch.Tensor, r: torch.Tensor,
-                   d: torch.Tensor) -> torch.Tensor:
+    def _actor_terms(self, s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         action, logp = self._sample(s)
         q = torch.stack(_q_values(self.critics, s, action)).min(dim=0).values
-        return (self.alpha() * logp - q).mean()
+        return (self.alpha() * logp - q).mean(), logp
 
-    def alpha_loss(self, s: torch.Tensor, a: torch.Tensor, next_s: torch.Tensor, r: torch.Tensor,
-                   d: torch.Tensor) -> torch.Tensor:
-        with torch.no_grad():
-            _, logp = self._sample(s)
-        return -(self.log_alpha * (logp + self.target_entropy)).mean()
+    def _alpha_from(self, logp: torch.Tensor) -> torch.Tensor:
+        return -(self.log_alpha * (logp.detach() + self.target_entropy)).mean()
 
 
 class MADDPG(MADDPGMixin, _Critics, RL_pytorch):

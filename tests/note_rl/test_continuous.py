@@ -149,6 +149,29 @@ def test_sac_log_prob_and_temperature_by_hand() -> None:
     assert float(agent.log_alpha) == pytest.approx(expected, rel=1e-5)
 
 
+def test_sac_temperature_uses_the_actor_loss_sample(backend) -> None:
+    """One update runs the actor twice (the target action at s', the sample at s that both the actor's
+    and the temperature's losses use) and steps log_alpha from the actor of *before* the update."""
+    agent = agents_module(backend).SAC(hidden_size=HIDDEN, env="Pendulum-v1", seed=4, ent_coef="auto_0.5")
+    _fixed_normal(agent, 0.3)
+    s = _batch(np.random.default_rng(5))[0]
+    out = MLPActor(_nets(agent)["actor"])(s)
+    mean, log_std = np.split(out, 2, axis=1)
+    log_std = np.clip(log_std, -20, 2)
+    logp = squashed_log_prob(mean + np.exp(log_std) * 0.3, mean, log_std)
+    calls, before = [], _nets(agent)["actor"][0].copy()
+    if backend_of(agent) == "torch":
+        agent.actor.register_forward_hook(lambda *_: calls.append(1))
+    updater = Updater(agent, [_sgd(backend, p) for p in agent.param], jit=False)
+    result = updater(1, [s, *_batch(np.random.default_rng(5))[1:]], None)
+    if backend_of(agent) == "torch":  # (Keras counts calls while tracing, which may trace a step twice)
+        assert len(calls) == 2
+    assert set(result.losses) == {"critic_loss", "actor", "alpha"}
+    expected = np.log(0.5) + LR * np.mean(logp - 1.0)  # -d/dlog_alpha of -mean(log_alpha * (logp - 1))
+    assert float(_nets(agent)["log_alpha"][0][0]) == pytest.approx(expected, rel=1e-5)
+    assert not np.allclose(_nets(agent)["actor"][0], before)  # the actor stepped in the same update
+
+
 def test_box_actions_are_rescaled_and_clipped(backend) -> None:
     from note_rl.noise import GaussianWhiteNoiseProcess
 
