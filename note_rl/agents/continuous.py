@@ -187,9 +187,11 @@ class SACMixin(BoxActions, SeededInit):
         return {"actor": actor, "alpha": self._alpha_from(logp)}
 
     def actor_loss(self, s: Any, a: Any, next_s: Any, r: Any, d: Any) -> Any:
+        """The actor's loss alone (``policy_losses`` gives it with the temperature's)."""
         return self._actor_terms(s)[0]
 
     def alpha_loss(self, s: Any, a: Any, next_s: Any, r: Any, d: Any) -> Any:
+        """The temperature's loss alone, on a fresh sample of the policy at ``s``."""
         return self._alpha_from(self._actor_terms(s)[1])
 
     def _actor_terms(self, s: Any) -> tuple[Any, Any]:  # pragma: no cover - per backend
