@@ -191,8 +191,8 @@ class SACMixin(BoxActions, SeededInit):
         return self._actor_terms(s)[0]
 
     def alpha_loss(self, s: Any, a: Any, next_s: Any, r: Any, d: Any) -> Any:
-        """The temperature's loss alone, on a fresh sample of the policy at ``s``."""
-        return self._alpha_from(self._actor_terms(s)[1])
+        """The temperature's loss alone, on a fresh sample of the policy at ``s`` (no critic pass)."""
+        return self._alpha_from(self._sample(s)[1])
 
     def _actor_terms(self, s: Any) -> tuple[Any, Any]:  # pragma: no cover - per backend
         """``(actor_loss, log pi(a|s))`` for a reparameterised sample ``a ~ pi(s)``."""
