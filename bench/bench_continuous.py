@@ -9,7 +9,9 @@ learning_starts 100, [256, 256]; TD3: gamma 0.98, buffer 2e5, learning_starts 10
 action noise 0.1, lr 1e-3, batch 256, [400, 300]), one gradient step per env step, wall time of the
 whole training call.  "Steps to -200" is the env step at which the mean return of the last 5
 training episodes (exploration included) first reaches -200.  The printed ratio is ours / SB3's
-env steps per second of each pair; the median over pairs is the figure to quote.
+env steps per second of each pair; the median over pairs is the figure to quote.  note_rl's
+``train()`` flushes subnormal floats to zero while it runs (SB3 does not); ``--sb3-flush-denormal``
+lets SB3's runs flush them too, to show how much of the ratio that setting is.
 """
 
 from __future__ import annotations
@@ -91,6 +93,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=1, help="pairs of runs, seeds 0, 1, ...")
     parser.add_argument("--steps", type=int, default=20_000, help="env steps per run (rl-zoo3: 20,000)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--sb3-flush-denormal", action="store_true",
+                        help="torch.set_flush_denormal(True) during SB3's runs too (not its default)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     print_machine(1)
@@ -98,7 +102,9 @@ def main() -> None:
     for seed in range(args.seeds):
         pair = {}
         for side, fn in (("note_rl", run_ours), ("sb3", run_sb3)):
+            torch.set_flush_denormal(side == "sb3" and args.sb3_flush_denormal)
             out = fn(args.algo, seed, args.steps)
+            torch.set_flush_denormal(False)
             out.update(steps_per_s=args.steps / out["wall_s"], steps_to_target=steps_to_target(out["returns"]),
                        final_mean=float(np.mean(out["returns"][-WINDOW:])))
             pair[side] = out

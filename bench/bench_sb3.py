@@ -72,8 +72,12 @@ def main() -> None:
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="also print the results as JSON")
     parser.add_argument("--n-envs", type=int, default=1, help="DQN: vectorised env copies")
+    parser.add_argument("--flush-denormal", action="store_true",
+                        help="flush subnormal floats to zero, as note_rl's train() does (not SB3's default)")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if args.flush_denormal:
+        torch.set_flush_denormal(True)
     print_machine(1)
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     report(f"SB3 {args.algo.upper()} CartPole-v1", [run(args.algo, s, args.n_envs) for s in seeds], args.json)

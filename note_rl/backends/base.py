@@ -8,9 +8,10 @@ policies, checkpoints and adjusters are numpy and call the framework only throug
 
 from __future__ import annotations
 
+import contextlib
 import os
 from abc import ABC, abstractmethod
-from typing import Any, Callable, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, ContextManager, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -109,6 +110,10 @@ class Backend(ABC):
     def set_threads(self, n: int) -> None:
         """Use ``n`` intra-op threads from now on (and in processes started from this one)."""
         export_thread_env(n)
+
+    def training_numerics(self) -> ContextManager[None]:
+        """Floating-point settings of the process while ``train()`` runs (none by default)."""
+        return contextlib.nullcontext()
 
     @abstractmethod
     def framework_threads(self) -> int | None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+import contextlib
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -40,6 +41,12 @@ def _batch_maker(variables: Sequence[Any]) -> Callable[[np.ndarray], torch.Tenso
     if device.type == "cpu":
         return _tensor
     return lambda a: _tensor(a).to(device, non_blocking=True)
+
+
+def flushing_denormals() -> bool:
+    """Whether this thread flushes subnormal floats to zero (``torch.set_flush_denormal`` has no
+    getter: a product that should be subnormal tells)."""
+    return bool((torch.tensor([1e-30]) * 1e-10).item() == 0.0)
 
 
 def _mps_available() -> bool:
@@ -148,6 +155,21 @@ class TorchBackend(Backend):
 
     def framework_threads(self) -> int | None:
         return torch.get_num_threads()
+
+    @contextlib.contextmanager
+    def training_numerics(self) -> Iterator[None]:
+        """Subnormal floats flushed to zero while training, as TensorFlow's CPU kernels run: once
+        Adam's second-moment estimates of near-silent weights decay below 1.2e-38, every step of a
+        CPU optimizer computes on subnormals at a fraction of the normal speed (the fused Adam step
+        of CartPole DQN's 256x256 net went from 0.05 to 0.58 ms after a few thousand updates).  The
+        flag is the training thread's (so numpy and the env there see it too) and is put back as
+        it was when ``train()`` returns."""
+        before = flushing_denormals()
+        torch.set_flush_denormal(True)
+        try:
+            yield
+        finally:
+            torch.set_flush_denormal(before)
 
     def resolve_device(self, device: str | None) -> str:
         device = device or "auto"

@@ -57,15 +57,16 @@ class RolloutBatch(NamedTuple):
     returns: np.ndarray
 
 
-def rollout_minibatches(fields: dict[str, np.ndarray], batch: int, rng: np.random.Generator,
+def rollout_minibatches(fields: dict[str, np.ndarray], batch: int, rng: np.random.Generator | None,
                         normalize_advantage: bool = False) -> list[RolloutBatch]:
     """One shuffled pass over a ``(T, n_envs)`` rollout (with ``advantage`` and ``returns``
-    computed) in mini-batches of ``batch`` samples.  ``normalize_advantage`` standardises the
-    advantages of each mini-batch (unbiased std, as SB3), here in numpy rather than in the loss."""
+    computed) in mini-batches of ``batch`` samples (``rng=None``: in rollout order).
+    ``normalize_advantage`` standardises the advantages of each mini-batch (unbiased std, as SB3),
+    here in numpy rather than in the loss."""
     names = ("state", "action", "log_prob", "advantage", "returns")
     n = fields["reward"].size
     flat = {k: fields[k].reshape(n, *fields[k].shape[2:]) for k in names}
-    order = rng.permutation(n)
+    order = np.arange(n) if rng is None else rng.permutation(n)
     out = []
     for i in range(0, n, batch):
         mb = {k: flat[k][order[i:i + batch]] for k in names}

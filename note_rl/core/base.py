@@ -371,7 +371,8 @@ class RLBase(AdjusterMixin):
             self.optimizer = optimizer
         if self.optimizer is None:
             raise ValueError("train(): no optimizer given and self.optimizer is not set")
-        return Trainer(self, episodes, settings).run()
+        with self.backend.training_numerics():
+            return Trainer(self, episodes, settings).run()
 
     def fit(self, optimizer: Any = None, episodes: int | None = None, **options: Any) -> float | None:
         """``train()`` with one signature in both backends: the optimizer (one, a list or a dict),

@@ -248,10 +248,14 @@ def train_on_rollout(agent: Any, learner: Any, trainer: Any, fields: dict[str, n
     fields["advantage"], fields["returns"] = compute_gae(
         fields["reward"], fields["value"], next_values(fields), fields["terminated"],
         fields["episode_end"], scalar(agent.gamma), agent.lam)
+    n = fields["reward"].size
+    batch = min(agent.batch or n, n)  # no batch size: one gradient step on the whole rollout (A2C)
+    normalize = getattr(agent, "normalize_advantage", False)
+    # one mini-batch holding the whole rollout is the same batch every epoch (a mean does not
+    # depend on the order): built once instead of shuffled and gathered n_epochs times
+    whole = rollout_minibatches(fields, n, None, normalize) if batch == n else None
     for _ in range(agent.n_epochs):
-        # no batch size: one gradient step on the whole rollout (A2C)
-        for mb in rollout_minibatches(fields, agent.batch or fields["reward"].size, rng,
-                                      getattr(agent, "normalize_advantage", False)):
+        for mb in whole or rollout_minibatches(fields, batch, rng, normalize):
             if agent.stop_training:
                 return
             learner.rollout_update(mb)

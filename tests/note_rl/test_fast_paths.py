@@ -159,3 +159,26 @@ def test_fast_step_leaves_hooks_and_lr_schedulers_to_optimizer_step() -> None:
         stepper()
         scheduler.step()
     assert opt.param_groups[0]["lr"] == pytest.approx(0.05)
+
+
+def test_training_flushes_subnormals_and_puts_the_flag_back() -> None:
+    """Adam's second moments of near-silent weights decay into subnormal floats, on which every CPU
+    step crawls; train() flushes them to zero (as TensorFlow's kernels do) and restores the flag."""
+    from note_rl.backends.torch_backend import flushing_denormals
+    from note_rl.callbacks import LambdaCallback
+
+    seen = []
+    agent = DQN(4, 16, 2, seed=0)
+    agent.set(pool_size=500, batch=16, learning_starts=32, seed=0)
+    tiny = torch.tensor([1e-30]) * 1e-10
+    assert not flushing_denormals() and tiny.item() > 0  # the process default: subnormals kept
+    agent.train(torch.optim.Adam(agent.param, lr=1e-3), None, steps=60, p=0,
+                callbacks=[LambdaCallback(on_batch_end=lambda batch, logs: seen.append(flushing_denormals()))])
+    assert seen and all(seen)
+    assert not flushing_denormals()
+    torch.set_flush_denormal(True)  # a caller who flushes keeps flushing after train()
+    try:
+        agent.train(torch.optim.Adam(agent.param, lr=1e-3), None, steps=20, p=0)
+        assert flushing_denormals()
+    finally:
+        torch.set_flush_denormal(False)

@@ -164,3 +164,45 @@ def test_nstep_truncated_episode_stores_only_full_windows() -> None:
     # gamma**2 and gamma**1 and are not stored.
     assert out == [("s0", 0, "s3", 3.0, 0.0), ("s1", 1, "s4", 6.0, 0.0)]
     assert not acc.window  # nothing leaks into the next episode
+
+
+def _rollout(T: int = 4, n_envs: int = 2) -> dict[str, np.ndarray]:
+    """A rollout of ``T`` steps of ``n_envs`` envs: reward 1 per step, no episode ends, values 0."""
+    n, shape = T * n_envs, (T, n_envs)
+    zeros = np.zeros(shape, np.float32)
+    return {"state": np.arange(n * 2, dtype=np.float32).reshape(T, n_envs, 2), "action": np.arange(n).reshape(shape),
+            "log_prob": zeros, "value": zeros, "final_value": zeros, "reward": np.ones(shape, np.float32),
+            "terminated": zeros.astype(bool), "episode_end": zeros.astype(bool),
+            "last_value": np.zeros(n_envs, np.float32)}
+
+
+@pytest.mark.parametrize("batch,per_epoch", [(None, 1), (8, 1), (100, 1), (4, 2), (3, 3)])
+def test_rollout_epochs_of_minibatches(batch, per_epoch) -> None:
+    """Each epoch passes over the whole rollout once; a mini-batch as large as the rollout is the
+    same batch every epoch, in rollout order (a mean loss does not depend on the order), and its
+    advantages are standardised with the unbiased std (SB3); smaller ones are shuffled."""
+    from types import SimpleNamespace
+
+    from note_rl.core.collect import train_on_rollout
+
+    fields = _rollout()
+    seen = []
+    agent = SimpleNamespace(step_counter=0, gamma=1.0, lam=1.0, n_epochs=3, batch=batch,
+                            normalize_advantage=True, stop_training=False)
+    learner = SimpleNamespace(rollout_update=seen.append)
+    train_on_rollout(agent, learner, SimpleNamespace(end_episode=None), fields, [], np.random.default_rng(0))
+    assert agent.step_counter == 8 and len(seen) == 3 * per_epoch
+    for epoch in range(3):
+        states = np.concatenate([mb.state for mb in seen[epoch * per_epoch:(epoch + 1) * per_epoch]])
+        assert sorted(states[:, 0].tolist()) == list(range(0, 16, 2))  # every sample once per epoch
+    if per_epoch == 1:
+        # GAE with gamma = lam = 1 and no ends: A = (steps left) * 1, the same in both envs
+        adv = np.repeat([4.0, 3.0, 2.0, 1.0], 2)
+        expected = (adv - adv.mean()) / (adv.std(ddof=1) + 1e-8)
+        for mb in seen:
+            assert mb.state[:, 0].tolist() == list(range(0, 16, 2))
+            np.testing.assert_allclose(mb.advantage, expected, rtol=1e-6)
+    else:
+        orders = {tuple(np.concatenate([mb.state[:, 0] for mb in seen[e * per_epoch:(e + 1) * per_epoch]]))
+                  for e in range(3)}
+        assert len(orders) > 1  # reshuffled between epochs
