@@ -21,8 +21,8 @@ TRIAL_COUNT = 20
 
 #: how the benches build the optimizer and the step (set by :func:`parse_args`): ``plain_adam`` is
 #: ``torch.optim.Adam(params, lr)`` as a user writes it (no ``fused=``), ``jit`` trains with
-#: ``jit_compile=True``
-OPTIONS: dict[str, bool] = {"plain_adam": False, "jit": False}
+#: ``jit_compile=True``, ``no_jit`` with ``jit_compile=False`` (Keras: its graph step without XLA)
+OPTIONS: dict[str, bool] = {"plain_adam": False, "jit": False, "no_jit": False}
 
 
 @dataclass
@@ -50,6 +50,8 @@ def parse_args(description: str, default_backend: str = "torch", extra: Callable
     parser.add_argument("--plain-adam", action="store_true",
                         help="torch.optim.Adam(params, lr) as a user writes it (default: fused=True)")
     parser.add_argument("--jit", action="store_true", help="train(jit_compile=True)")
+    parser.add_argument("--no-jit", action="store_true",
+                        help="train(jit_compile=False): Keras's default is an XLA step")
     parser.add_argument("--threads", type=int, default=1,
                         help="framework threads (torch.set_num_threads / TF intra- and inter-op); "
                              "0 keeps the framework default")
@@ -58,7 +60,9 @@ def parse_args(description: str, default_backend: str = "torch", extra: Callable
         extra(parser)
     args = parser.parse_args()
     args.seed_list = list(range(args.first_seed, args.first_seed + args.seeds))
-    OPTIONS.update(plain_adam=args.plain_adam, jit=args.jit)
+    if args.jit and args.no_jit:
+        parser.error("--jit and --no-jit contradict each other")
+    OPTIONS.update(plain_adam=args.plain_adam, jit=args.jit, no_jit=args.no_jit)
     set_threads(args.backend, args.threads)
     print_machine(args.threads)
     return args
@@ -135,8 +139,8 @@ def adam(backend: str, params: Any, lr: float, eps: float | None = None) -> Any:
 
 def train(agent: Any, backend: str, optimizer: Any, **kwargs: Any) -> float:
     """``agent.train`` with each backend's positional contract; returns the wall time."""
-    if OPTIONS["jit"]:
-        kwargs.setdefault("jit_compile", True)
+    if OPTIONS["jit"] or OPTIONS["no_jit"]:
+        kwargs.setdefault("jit_compile", bool(OPTIONS["jit"]))
     started = time.perf_counter()
     if backend == "torch":
         agent.train(optimizer, None, p=0, **kwargs)
