@@ -2,11 +2,14 @@
 held-out seed and print the mean of deterministic evaluation episodes as JSON.
 
     <zoo python> bench/_zoo_heldout.py --journal J --study S --algo ppo --steps N --seed s
-        --episodes 20 --eval-seed E [--env Pendulum-v1]
+        --episodes 20 --eval-seed E [--env Pendulum-v1] [--best]
 
 The model is built the way rl-zoo3's ``objective`` builds a trial's model: the env's entry of
 rl-zoo3's ``hyperparams/<algo>.yml`` updated with the trial's sampled hyperparameters (rl-zoo3's own
 sampler, replayed with ``optuna.trial.FixedTrial``); evaluation episode k is reset with seed E + k.
+``--best`` scores the weights of the run's best evaluation instead of its final ones: SB3's
+``EvalCallback`` (5 evaluations of 5 deterministic episodes on an env of its own, seeded 1,000,000 as
+the project's) keeps ``best_model.zip``, rl-zoo3's ``--load-best``.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ def main() -> None:
         p.add_argument(name, default="CartPole-v1" if name == "--env" else None)
     for name in ("--steps", "--seed", "--episodes", "--eval-seed"):
         p.add_argument(name, type=int)
+    p.add_argument("--best", action="store_true")
     a = p.parse_args()
     torch.set_num_threads(1)
     from optuna.storages.journal import JournalFileBackend, JournalStorage
@@ -57,7 +61,19 @@ def main() -> None:
                                               {"using_her_replay_buffer": False, "her_kwargs": {}}))
     algo = {"ppo": PPO, "dqn": DQN, "sac": SAC, "td3": TD3}[a.algo]
     model = algo("MlpPolicy", make_vec_env(a.env, n_envs=n_envs, seed=a.seed), seed=a.seed, device="cpu", **kwargs)
-    model.learn(a.steps)
+    if a.best:
+        import tempfile
+
+        from stable_baselines3.common.callbacks import EvalCallback
+
+        folder = tempfile.mkdtemp(prefix="zoo_best_")
+        callback = EvalCallback(make_vec_env(a.env, n_envs=1, seed=1_000_000), n_eval_episodes=5,
+                                eval_freq=max(1, a.steps // 5 // n_envs), best_model_save_path=folder,
+                                deterministic=True, verbose=0)
+        model.learn(a.steps, callback=callback)
+        model = algo.load(os.path.join(folder, "best_model.zip"), device="cpu")
+    else:
+        model.learn(a.steps)
     env, returns = gym.make(a.env), []
     discrete = isinstance(env.action_space, gym.spaces.Discrete)
     for k in range(a.episodes):

@@ -9,7 +9,9 @@ Both tools get the same number of trials, env steps per trial, parallel jobs (2)
 trial (5, of 5 episodes) and a TPE sampler with a median pruner, each from its own default search
 space (PPO and DQN on CartPole-v1, SAC and TD3 on Pendulum-v1).  The project's study includes its
 held-out re-evaluation stage (top ``--reeval-top-k`` configs, default 5, x 3 seeds),
-whose winner is its answer; rl-zoo3's answer is its best trial.  Then each answer is retrained from
+whose winner is its answer; rl-zoo3's answer is its best trial.  ``--answer best`` scores, on both
+sides, the weights of each retrained run's best evaluation (5 evaluations of 5 episodes, SB3's
+``EvalCallback`` best model, rl-zoo3's ``--load-best``) instead of its final weights.  Then each answer is retrained from
 scratch on ``--heldout`` seeds (default 20000-20002, apart from every seed either study used) and
 scored by ``--episodes`` (20) deterministic episodes reset with seeds 3,000,000 + 1000 x seed + k, the
 same episodes for both tools.  The tools run one after the other in this command (this machine's
@@ -64,7 +66,7 @@ def project(a: argparse.Namespace, folder: str) -> dict:
     cmd = [sys.executable, "-m", "tuner", "tuner=optuna", f"agent={a.algo}", f"env={ENVS[a.algo][1]}",
            f"tuner.study_name={name}", f"tuner.n_trials={a.trials}", f"tuner.n_jobs={a.n_jobs}",
            f"budget.steps={a.steps}", "logger=none", f"tuner.sampler_seed={a.seed}",
-           f"tuner.reevaluate.top_k={a.reeval_top_k}"]
+           f"tuner.reevaluate.top_k={a.reeval_top_k}", f"tuner.reevaluate.model={a.answer}"]
     wall = _run(cmd, folder, os.path.join(folder, "project_study.log"))
     study_dir = os.path.join(folder, "studies", name)
     with open(os.path.join(study_dir, "study.json")) as f:
@@ -74,13 +76,22 @@ def project(a: argparse.Namespace, folder: str) -> dict:
     for seed in a.heldout:
         run = os.path.join(folder, f"project_heldout_{seed}")
         _run([sys.executable, "-m", "tuner", "--config-dir", study_dir, "--config-name", "best_config",
-              f"seed={seed}", f"eval.episodes={a.episodes}", f"eval.seed={EVAL_BASE + 1000 * seed}", "logger.p=0",
+              f"seed={seed}", *_answer_overrides(a, seed), "logger.p=0",
               f"hydra.run.dir={run}"], folder, run + ".log")
         with open(os.path.join(run, "result.json")) as f:
-            scores.append(json.load(f)["final_eval_mean_return"])
+            scores.append(json.load(f)["test_mean_return" if a.answer == "best" else "final_eval_mean_return"])
     re = summary.get("reevaluation") or {}
     return {"tool": "project", "wall_s": wall, "reeval_s": re.get("wall_time_s"), **_counts(study),
             "chosen_trial": summary["best_config_trial"], "heldout": scores}
+
+
+def _answer_overrides(a: argparse.Namespace, seed: int) -> list[str]:
+    """How a held-out run of the project's answer is scored: its final policy on the bench's episodes,
+    or (``--answer best``) the weights of its best evaluation (the config's own 5 evaluations of 5
+    episodes) on the bench's episodes."""
+    if a.answer == "best":
+        return ["eval.answer=best", f"eval.test_episodes={a.episodes}", f"eval.test_seed={EVAL_BASE + 1000 * seed}"]
+    return [f"eval.episodes={a.episodes}", f"eval.seed={EVAL_BASE + 1000 * seed}"]
 
 
 def zoo(a: argparse.Namespace, folder: str) -> dict:
@@ -98,7 +109,8 @@ def zoo(a: argparse.Namespace, folder: str) -> dict:
         out = subprocess.run([a.zoo_python, os.path.join(REPO, "bench", "_zoo_heldout.py"), "--journal", journal,
                               "--study", "zoo", "--algo", a.algo, "--env", ENVS[a.algo][0], "--steps", str(a.steps),
                               "--seed", str(seed),
-                              "--episodes", str(a.episodes), "--eval-seed", str(EVAL_BASE + 1000 * seed)],
+                              "--episodes", str(a.episodes), "--eval-seed", str(EVAL_BASE + 1000 * seed),
+                              *(["--best"] if a.answer == "best" else [])],
                              capture_output=True, text=True, cwd=folder)
         if out.returncode != 0:
             raise SystemExit(f"rl-zoo3 held-out run failed:\n{out.stderr[-2000:]}")
@@ -123,6 +135,9 @@ def main() -> None:
     p.add_argument("--heldout", type=lambda s: [int(v) for v in s.split(",")], default=[20000, 20001, 20002])
     p.add_argument("--episodes", type=int, default=20)
     p.add_argument("--reeval-top-k", type=int, default=5, help="configs the project's held-out stage retrains")
+    p.add_argument("--answer", choices=("final", "best"), default="final",
+                   help="a run's answer: its final policy, or the weights of its best evaluation (both tools; "
+                        "scored on the held-out episodes, apart from the evaluations that chose them)")
     p.add_argument("--zoo-python", default="/work/zoo_venv/bin/python")
     p.add_argument("--only", choices=("project", "zoo"), default=None)
     p.add_argument("--zoo-timeout", type=float, default=None,
@@ -136,7 +151,7 @@ def main() -> None:
     os.makedirs(folder, exist_ok=True)
     env_id, _, solved_at = ENVS[a.algo]
     print(f"# {a.algo} on {env_id}: {a.trials} trials x {a.steps} env steps, n_jobs {a.n_jobs}; held-out seeds "
-          f"{a.heldout}, {a.episodes} deterministic episodes each; project's held-out stage: top "
+          f"{a.heldout}, {a.episodes} deterministic episodes each of the {a.answer} weights; project's held-out stage: top "
           f"{a.reeval_top_k}; files in {folder}", flush=True)
     rows = []
     for tool in ("project", "zoo"):

@@ -53,6 +53,9 @@ def _run_plain(cfg: DictConfig, run_dir: str, isolated: bool) -> dict[str, Any]:
           f"final mean return {_num(result['final_mean_return'])} over the last "
           f"{cfg.objective.last_k} episodes; best {_num(result['best_mean_return'])}; "
           f"{result['env_steps']} env steps in {result['wall_time_s']:.1f} s -> {run_dir}/result.json")
+    if result.get("test_mean_return") is not None:
+        print(f"test {_num(result['test_mean_return'])} ({cfg.eval.test_episodes} greedy episodes of the "
+              f"{result['answer']} weights, reset seeds {cfg.eval.test_seed} onwards)")
     _plot_run(result, run_dir)
     if not isolated:  # a multirun prints one line per job; the guide is for a single run
         print(_next_steps(result, run_dir))

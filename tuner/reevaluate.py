@@ -50,6 +50,9 @@ class ReevalSettings:
     episodes: int = 20       # deterministic evaluation episodes per retrained run
     timeout: Optional[float] = None  # seconds for the whole stage; then it stops with what it has
     n_jobs: Optional[int] = None     # runs at once (None: tuner.n_jobs)
+    # what a retrained run's score is about: "final" (its final policy) or "best" (the weights of its
+    # best evaluation, chosen on the config's own evaluation episodes, then scored on held-out ones)
+    model: str = "final"
 
 
 def check_reeval(r: ReevalSettings) -> None:
@@ -66,6 +69,7 @@ def check_reeval(r: ReevalSettings) -> None:
          f"tuner.reevaluate.timeout: must be > 0 seconds, got {r.timeout!r}"),
         (r.n_jobs is None or (whole(r.n_jobs) and r.n_jobs > 0),
          f"tuner.reevaluate.n_jobs: must be an integer > 0, got {r.n_jobs!r}"),
+        (r.model in ("final", "best"), f"tuner.reevaluate.model: final or best, got {r.model!r}"),
     ]
     if isinstance(seeds, list):
         checks += [(bool(seeds) and all(whole(s) and s >= 0 for s in seeds)
@@ -134,14 +138,21 @@ def top_configs(study: optuna.Study, k: int) -> list[tuple[FrozenTrial, dict[str
     return out
 
 
-def _heldout_cfg(cfg: dict[str, Any], seed: int, episodes: int) -> dict[str, Any]:
+def _heldout_cfg(cfg: dict[str, Any], seed: int, episodes: int, model: str = "final") -> dict[str, Any]:
     cfg = dict(cfg, seed=seed, tuner={"name": "none"}, logger={"name": "none", "p": 0})
     steps = cfg["budget"].get("steps")
-    # one evaluation, of the final policy; its episodes are reset with seeds of this run's own
-    cfg["eval"] = dict(cfg.get("eval") or {}, episodes=episodes, seed=HELDOUT_EVAL_SEED + 1000 * seed,
-                       every=int(steps) + 1 if steps else None)
+    heldout = HELDOUT_EVAL_SEED + 1000 * seed  # reset seeds of this run's own
+    if model == "best":
+        # the config's own evaluations pick the weights; the held-out episodes score them
+        cfg["eval"] = dict(cfg.get("eval") or {}, answer="best", test_episodes=episodes, test_seed=heldout)
+    else:  # one evaluation, of the final policy
+        cfg["eval"] = dict(cfg.get("eval") or {}, episodes=episodes, seed=heldout,
+                           every=int(steps) + 1 if steps else None, test_episodes=0)
     cfg["objective"] = dict(cfg["objective"], source="eval")
     return cfg
+
+
+_SCORE = {"final": "final_eval_mean_return", "best": "test_mean_return"}  # result.json key of a run's score
 
 
 @dataclass
@@ -168,13 +179,13 @@ def reevaluate(study: optuna.Study, study_dir: str, settings: ReevalSettings, n_
     jobs: list[tuple[_Entry, int, Job]] = []
     for entry in entries:  # best config first: under a time limit the top configs finish first
         cached = study.user_attrs.get(f"{ATTR_PREFIX}{entry.trial.number:04d}") or {}
-        same = cached.get("episodes") == settings.episodes
+        same = cached.get("episodes") == settings.episodes and cached.get("model", "final") == settings.model
         for seed in seeds:
             if same and str(seed) in cached.get("scores", {}):
                 entry.scores[seed] = float(cached["scores"][str(seed)])
                 continue
             run_dir = os.path.join(study_dir, "heldout", f"{entry.trial.number:04d}", f"seed_{seed}")
-            jobs.append((entry, seed, Job(_heldout_cfg(entry.cfg, seed, settings.episodes), run_dir,
+            jobs.append((entry, seed, Job(_heldout_cfg(entry.cfg, seed, settings.episodes, settings.model), run_dir,
                                           os.path.join(run_dir, "train.log"))))
     started = time.monotonic()
     if jobs:
@@ -184,7 +195,7 @@ def reevaluate(study: optuna.Study, study_dir: str, settings: ReevalSettings, n_
         run_jobs([j for _, _, j in jobs], n_jobs=settings.n_jobs or n_jobs, deadline=deadline,
                  job_timeout=job_timeout, memory_mb=memory_mb)
     for entry, seed, job in jobs:
-        score = (job.result or {}).get("final_eval_mean_return")
+        score = (job.result or {}).get(_SCORE[settings.model])
         if score is not None and math.isfinite(score):
             entry.scores[seed] = float(score)
         else:
@@ -210,7 +221,7 @@ def _summary(study: optuna.Study, entries: list[_Entry], seeds: list[int], s: Re
         })
     sign = -1.0 if study.direction == optuna.study.StudyDirection.MAXIMIZE else 1.0
     ranked = sorted((c for c in configs if c["complete"]), key=lambda c: (sign * c["mean"], c["trial"]))
-    return {"seeds": seeds, "episodes": s.episodes, "top_k": s.top_k, "timeout": s.timeout,
+    return {"seeds": seeds, "episodes": s.episodes, "model": s.model, "top_k": s.top_k, "timeout": s.timeout,
             "wall_time_s": wall, "complete": all(c["complete"] for c in configs),
             "winner": ranked[0]["trial"] if ranked else None, "configs": configs}
 
@@ -219,7 +230,7 @@ def _store(study: optuna.Study, summary: dict[str, Any]) -> None:
     """Per-config results and the winner as study user attributes, and a note for the dashboard."""
     for c in summary["configs"]:
         study.set_user_attr(f"{ATTR_PREFIX}{c['trial']:04d}", {
-            "scores": c["scores"], "episodes": summary["episodes"], "mean": c["mean"], "std": c["std"],
+            "scores": c["scores"], "episodes": summary["episodes"], "model": summary["model"], "mean": c["mean"], "std": c["std"],
             "tuning_value": c["tuning_value"], "gap": c["gap"]})
     study.set_user_attr("heldout_winner", summary["winner"])
     study.set_user_attr("heldout_seeds", summary["seeds"])

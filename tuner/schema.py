@@ -292,6 +292,9 @@ class EvalConf:
     every: Optional[int] = None
     episodes: int = 5
     seed: int = 1_000_000
+    answer: str = "final"     # the run's answer: its final weights, or "best": the best evaluation's
+    test_episodes: int = 0    # after training, the answer plays this many more episodes (0: none)
+    test_seed: int = 1_500_000
 
 
 @dataclass
@@ -364,6 +367,7 @@ CHOICES = {
     "logger.name": ("none", "console", "wandb"),
     "logger.mode": ("offline", "online", "disabled"),
     "objective.source": ("eval", "train"),
+    "eval.answer": ("final", "best"),
 }
 POSITIVE = ("eval.every", "eval.episodes", "agent.batch", "agent.train_freq", "agent.num_updates", "agent.update_steps", "agent.update_batches",
             "agent.num_steps", "agent.n_steps", "agent.n_envs", "agent.n_epochs", "buffer.pool_size",
@@ -376,7 +380,7 @@ UNIT = {"agent.gamma": (0.0, 1.0, False), "agent.tau": (0.0, 1.0, False),
         "optimizer.beta1": (0.0, 1.0, True), "optimizer.beta2": (0.0, 1.0, True),
         "agent.policy.initial_eps": (0.0, 1.0, True), "agent.policy.final_eps": (0.0, 1.0, True),
         "agent.policy.eps": (0.0, 1.0, True)}
-NON_NEGATIVE = ("seed", "eval.seed", "agent.learning_starts", "buffer.her_k", "agent.entropy_coef", "agent.vf_coef", "buffer.alpha",
+NON_NEGATIVE = ("seed", "eval.seed", "eval.test_episodes", "eval.test_seed", "agent.learning_starts", "buffer.her_k", "agent.entropy_coef", "agent.vf_coef", "buffer.alpha",
                 "buffer.beta", "optimizer.weight_decay", "optimizer.eps", "optimizer.momentum",
                 "agent.max_grad_norm", "agent.target_policy_noise", "agent.target_noise_clip",
                 "agent.noise.sigma", "agent.noise.theta")

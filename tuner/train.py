@@ -166,6 +166,7 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
         "evaluations": evaluator.history,
         "model": model,  # the final weights (note-tune eval model=...)
         "best_eval_model": best_path if best_path and os.path.exists(best_path) else None,
+        **(_test_answer(agent, cfg, best_path, model) if evaluation and not hooks.pruned else {}),
         "losses": [None if v is None else float(v) for v in agent.loss_list],
         "config": cfg,
     }
@@ -174,6 +175,27 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
     if run_dir:
         write_json(os.path.join(run_dir, "result.json"), result)
     return result
+
+
+def _test_answer(agent: Any, cfg: dict[str, Any], best_path: str | None, model: str | None) -> dict[str, Any]:
+    """``eval.test_episodes`` greedy episodes of the run's answer (``eval.answer``: the final weights,
+    or the best evaluation's, loaded into ``agent``) on reset seeds ``eval.test_seed`` onwards:
+    episodes apart from the evaluations that picked the best weights, so the score is not their max."""
+    from note_rl.evaluation import evaluate
+
+    spec = cfg.get("eval") or {}
+    episodes = int(spec.get("test_episodes") or 0)
+    answer = spec.get("answer", "final")
+    out: dict[str, Any] = {"answer": answer, "answer_model": model}
+    if answer == "best" and best_path and os.path.exists(best_path):
+        agent.restore_param(best_path)  # the final weights are already saved (model.npz)
+        out["answer_model"] = best_path
+    elif answer == "best":  # no evaluation saved weights (none ran): the final weights are the answer
+        out["answer"] = "final"
+    if episodes:
+        returns = evaluate(agent, episodes, seed=int(spec.get("test_seed", 1_500_000)))
+        out.update(test_mean_return=float(np.mean(returns)), test_returns=returns)
+    return out
 
 
 def _replicas(cfg: dict[str, Any], strategy: Any) -> int:

@@ -4,6 +4,7 @@ one on held-out seeds and refuses a missing or corrupt file in one line (exit 2)
 import json
 
 import numpy as np
+import pytest
 
 from tests.tuner.conftest import run_app
 from tuner.model_commands import SEED_STRIDE
@@ -35,6 +36,32 @@ def test_run_saves_models_and_eval_reads_them_back(tmp_path) -> None:
     assert f"0: {per_seed[0]:.2f}, 1: {per_seed[1]:.2f}" in line
     agent.restore_param(str(run_dir / "best_eval_model.npz"))
     assert np.mean(evaluate(agent, 2)) == best  # the best evaluation's weights, replayed on its seeds
+
+
+@pytest.mark.parametrize("answer", ["final", "best"])
+def test_test_episodes_score_the_runs_answer(tmp_path, answer) -> None:
+    """``eval.test_episodes`` after training: the answer (final weights, or the best evaluation's)
+    plays greedy episodes reset with seeds ``eval.test_seed`` onwards, apart from the evaluations."""
+    from omegaconf import OmegaConf
+
+    from note_rl.evaluation import evaluate
+    from tests.tuner.conftest import compose_cfg
+    from tuner.build import build_agent
+    from tuner.schema import validate
+    from tuner.train import run_training
+
+    overrides = [*RUN, f"eval.answer={answer}", "eval.test_episodes=3", "eval.test_seed=777"]
+    cfg = OmegaConf.to_container(validate(compose_cfg(overrides)), resolve=True)
+    result = run_training(cfg, str(tmp_path))
+    chosen = tmp_path / ("best_eval_model.npz" if answer == "best" else "model.npz")
+    assert result["answer"] == answer and result["answer_model"] == str(chosen)
+    assert json.loads((tmp_path / "result.json").read_text())["test_returns"] == result["test_returns"]
+    agent = build_agent(result["config"])
+    agent.restore_param(str(chosen))
+    assert result["test_returns"] == evaluate(agent, 3, seed=777)
+    assert result["test_mean_return"] == np.mean(result["test_returns"])
+    if answer == "best":
+        assert np.mean(evaluate(agent, 2)) == max(e["mean"] for e in result["evaluations"])
 
 
 def test_eval_refuses_missing_and_corrupt_models_in_one_line(tmp_path) -> None:

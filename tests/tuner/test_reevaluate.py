@@ -34,7 +34,7 @@ def test_heldout_seeds_avoid_tuning_seeds() -> None:
     ("top_k", -1, "top_k: must be an integer >= 0"), ("episodes", 0, "episodes: must be an integer > 0"),
     ("timeout", float("nan"), "timeout: must be > 0"), ("seeds", 0, "seeds: must be a count > 0"),
     ("seeds", [1, 1], "seeds: must be distinct"), ("seeds", "x", "seeds: must be a count"),
-    ("n_jobs", 0, "n_jobs: must be an integer > 0")])
+    ("n_jobs", 0, "n_jobs: must be an integer > 0"), ("model", "last", "model: final or best")])
 def test_bad_settings_are_one_line(field, value, message) -> None:
     with pytest.raises(ConfigError, match=f"^tuner.reevaluate.{message}"):
         check_reeval(ReevalSettings(**{field: value}))
@@ -76,6 +76,21 @@ def test_heldout_winner_beats_a_config_lucky_on_its_tuning_seeds(tmp_path) -> No
     assert "2 configs x 2 seeds (2 runs to train" in again.stdout
     summary = json.loads((study_dir / "study.json").read_text())
     assert summary["reevaluation"]["seeds"] == [10001, 10005] and summary["reevaluation"]["winner"] == steady["trial"]
+    # model=best: each run's best-evaluation weights (chosen on the config's own evaluation seeds,
+    # where Lucky pays) scored on the held-out episodes (where it does not); scores of final
+    # policies are not reused for it
+    best = run_app(["reevaluate", "study_name=luck", f"study_dir={study_dir}", "seeds=[10001]", "episodes=3",
+                    "model=best"], cwd=str(tmp_path))
+    assert "2 configs x 1 seeds (2 runs to train" in best.stdout
+    re = json.loads((study_dir / "study.json").read_text())["reevaluation"]
+    assert re["model"] == "best" and re["winner"] == steady["trial"]
+    for trial, score in ((lucky["trial"], 0.0), (steady["trial"], 50.0)):
+        run = json.loads((study_dir / "heldout" / f"{trial:04d}" / "seed_10001" / "result.json").read_text())
+        assert run["answer"] == "best" and run["answer_model"] == run["best_eval_model"]
+        assert run["test_returns"] == [score] * 3 and run["config"]["eval"]["test_seed"] == 2_000_000 + 1000 * 10001
+        assert {c["trial"]: c["scores"] for c in re["configs"]}[trial] == {"10001": score}
+    lucky_run = json.loads((study_dir / "heldout" / f"{lucky['trial']:04d}" / "seed_10001" / "result.json").read_text())
+    assert max(e["mean"] for e in lucky_run["evaluations"]) == 100.0  # what chose the weights
     before = (study_dir / "study.json").read_bytes()
     bad = run_app(["reevaluate", "study_name=luck", f"study_dir={study_dir}", "seeds=[0]"], cwd=str(tmp_path),
                   check=False)
