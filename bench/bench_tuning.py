@@ -11,7 +11,9 @@ space (PPO and DQN on CartPole-v1, SAC and TD3 on Pendulum-v1).  The project's s
 held-out re-evaluation stage (top ``--reeval-top-k`` configs, default 5, x 3 seeds),
 whose winner is its answer; rl-zoo3's answer is its best trial.  ``--answer best`` scores, on both
 sides, the weights of each retrained run's best evaluation (5 evaluations of 5 episodes, SB3's
-``EvalCallback`` best model, rl-zoo3's ``--load-best``) instead of its final weights.  Then each answer is retrained from
+``EvalCallback`` best model, rl-zoo3's ``--load-best``) instead of its final weights, and the
+project's trials are scored by their best evaluation (``eval.answer=best``; rl-zoo3's trials keep
+their last evaluation, its ``-optimize`` has no such setting).  Then each answer is retrained from
 scratch on ``--heldout`` seeds (default 20000-20002, apart from every seed either study used) and
 scored by ``--episodes`` (20) deterministic episodes reset with seeds 3,000,000 + 1000 x seed + k, the
 same episodes for both tools.  The tools run one after the other in this command (this machine's
@@ -66,7 +68,8 @@ def project(a: argparse.Namespace, folder: str) -> dict:
     cmd = [sys.executable, "-m", "tuner", "tuner=optuna", f"agent={a.algo}", f"env={ENVS[a.algo][1]}",
            f"tuner.study_name={name}", f"tuner.n_trials={a.trials}", f"tuner.n_jobs={a.n_jobs}",
            f"budget.steps={a.steps}", "logger=none", f"tuner.sampler_seed={a.seed}",
-           f"tuner.reevaluate.top_k={a.reeval_top_k}", f"tuner.reevaluate.model={a.answer}"]
+           f"tuner.reevaluate.top_k={a.reeval_top_k}", f"tuner.reevaluate.model={a.answer}",
+           *(["eval.answer=best"] if a.answer == "best" else [])]
     wall = _run(cmd, folder, os.path.join(folder, "project_study.log"))
     study_dir = os.path.join(folder, "studies", name)
     with open(os.path.join(study_dir, "study.json")) as f:

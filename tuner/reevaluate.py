@@ -53,6 +53,9 @@ class ReevalSettings:
     # what a retrained run's score is about: "final" (its final policy) or "best" (the weights of its
     # best evaluation, chosen on the config's own evaluation episodes, then scored on held-out ones)
     model: str = "final"
+    # configs tied for the best held-out mean (CartPole's 500 saturates) race on up to this many more
+    # held-out seeds, one at a time, until one is ahead (0: ties go to the better tuning trial)
+    tie_seeds: int = 3
 
 
 def check_reeval(r: ReevalSettings) -> None:
@@ -70,6 +73,8 @@ def check_reeval(r: ReevalSettings) -> None:
         (r.n_jobs is None or (whole(r.n_jobs) and r.n_jobs > 0),
          f"tuner.reevaluate.n_jobs: must be an integer > 0, got {r.n_jobs!r}"),
         (r.model in ("final", "best"), f"tuner.reevaluate.model: final or best, got {r.model!r}"),
+        (whole(r.tie_seeds) and r.tie_seeds >= 0,
+         f"tuner.reevaluate.tie_seeds: must be an integer >= 0, got {r.tie_seeds!r}"),
     ]
     if isinstance(seeds, list):
         checks += [(bool(seeds) and all(whole(s) and s >= 0 for s in seeds)
@@ -166,63 +171,120 @@ class _Entry:
 def reevaluate(study: optuna.Study, study_dir: str, settings: ReevalSettings, n_jobs: int = 1,
                job_timeout: float | None = None, memory_mb: int | None = None,
                log: Any = print) -> dict[str, Any] | None:
-    """Retrain the study's top configs on held-out seeds (reusing scores already stored) and store
-    the results in the study; returns the summary that ``study.json`` holds (``None``: nothing to do)."""
+    """Retrain the study's top configs on held-out seeds (reusing scores already stored), let the
+    configs tied for the best mean race on extra seeds, and store the results in the study; returns
+    the summary that ``study.json`` holds (``None``: nothing to do)."""
     check_reeval(settings)
     if settings.top_k == 0:
         return None
     top = top_configs(study, settings.top_k)
     if not top:
         return None
-    seeds = heldout_seeds(settings.seeds, tuning_seeds(study))
+    used = tuning_seeds(study)
+    seeds = heldout_seeds(settings.seeds, used)
     entries = [_Entry(t, cfg) for t, cfg in top]
-    jobs: list[tuple[_Entry, int, Job]] = []
-    for entry in entries:  # best config first: under a time limit the top configs finish first
-        cached = study.user_attrs.get(f"{ATTR_PREFIX}{entry.trial.number:04d}") or {}
-        same = cached.get("episodes") == settings.episodes and cached.get("model", "final") == settings.model
-        for seed in seeds:
-            if same and str(seed) in cached.get("scores", {}):
-                entry.scores[seed] = float(cached["scores"][str(seed)])
-                continue
-            run_dir = os.path.join(study_dir, "heldout", f"{entry.trial.number:04d}", f"seed_{seed}")
-            jobs.append((entry, seed, Job(_heldout_cfg(entry.cfg, seed, settings.episodes, settings.model), run_dir,
-                                          os.path.join(run_dir, "train.log"))))
     started = time.monotonic()
-    if jobs:
-        log(f"held-out re-evaluation: {len(entries)} configs x {len(seeds)} seeds ({len(jobs)} runs to train, "
-            f"{settings.episodes} deterministic episodes each)", flush=True)
-        deadline = started + settings.timeout if settings.timeout else None
-        run_jobs([j for _, _, j in jobs], n_jobs=settings.n_jobs or n_jobs, deadline=deadline,
-                 job_timeout=job_timeout, memory_mb=memory_mb)
-    for entry, seed, job in jobs:
-        score = (job.result or {}).get(_SCORE[settings.model])
-        if score is not None and math.isfinite(score):
-            entry.scores[seed] = float(score)
-        else:
-            entry.errors[seed] = job.error or "no evaluation"
-    summary = _summary(study, entries, seeds, settings, time.monotonic() - started)
+    deadline = started + settings.timeout if settings.timeout else None
+    run = _Runner(study, study_dir, settings, n_jobs, deadline, job_timeout, memory_mb, log)
+    run(entries, seeds, f"held-out re-evaluation: {len(entries)} configs x {len(seeds)} seeds")
+    extra = [s for s in heldout_seeds(len(seeds) + settings.tie_seeds, used) if s not in seeds]
+    raced: list[int] = []
+    for seed in extra[:settings.tie_seeds]:
+        leaders = _leaders(study, entries, seeds, raced)
+        if len(leaders) < 2 or (deadline is not None and time.monotonic() >= deadline):
+            break
+        raced.append(seed)
+        run(leaders, [seed], f"held-out tie: trials {', '.join(str(e.trial.number) for e in leaders)} "
+                             f"race on seed {seed}")
+    summary = _summary(study, entries, seeds, settings, time.monotonic() - started, raced)
     _store(study, summary)
     return summary
 
 
+@dataclass
+class _Runner:
+    """Trains ``entries`` x ``seeds`` (those not already scored with the same settings) in fresh
+    processes and records each score on its entry."""
+
+    study: optuna.Study
+    study_dir: str
+    settings: ReevalSettings
+    n_jobs: int
+    deadline: float | None
+    job_timeout: float | None
+    memory_mb: int | None
+    log: Any
+
+    def __call__(self, entries: list[_Entry], seeds: list[int], title: str) -> None:
+        s = self.settings
+        jobs: list[tuple[_Entry, int, Job]] = []
+        for entry in entries:  # best config first: under a time limit the top configs finish first
+            cached = self.study.user_attrs.get(f"{ATTR_PREFIX}{entry.trial.number:04d}") or {}
+            same = cached.get("episodes") == s.episodes and cached.get("model", "final") == s.model
+            for seed in seeds:
+                if same and str(seed) in cached.get("scores", {}):
+                    entry.scores[seed] = float(cached["scores"][str(seed)])
+                    continue
+                run_dir = os.path.join(self.study_dir, "heldout", f"{entry.trial.number:04d}", f"seed_{seed}")
+                jobs.append((entry, seed, Job(_heldout_cfg(entry.cfg, seed, s.episodes, s.model), run_dir,
+                                              os.path.join(run_dir, "train.log"))))
+        if not jobs:
+            return
+        self.log(f"{title} ({len(jobs)} runs to train, {s.episodes} deterministic episodes each)", flush=True)
+        run_jobs([j for _, _, j in jobs], n_jobs=s.n_jobs or self.n_jobs, deadline=self.deadline,
+                 job_timeout=self.job_timeout, memory_mb=self.memory_mb)
+        for entry, seed, job in jobs:
+            score = (job.result or {}).get(_SCORE[s.model])
+            if score is not None and math.isfinite(score):
+                entry.scores[seed] = float(score)
+            else:
+                entry.errors[seed] = job.error or "no evaluation"
+
+
+def _leaders(study: optuna.Study, entries: list[_Entry], seeds: list[int], raced: list[int]) -> list[_Entry]:
+    """The configs still tied for the best: scored on every base seed and every raced seed so far,
+    with the best mean over those (exactly equal means: a saturated score such as CartPole's 500)."""
+    sign = -1.0 if study.direction == optuna.study.StudyDirection.MAXIMIZE else 1.0
+    all_seeds = [*seeds, *raced]
+    means = {id(e): float(np.mean([e.scores[s] for s in all_seeds]))
+             for e in entries if all(s in e.scores for s in all_seeds)}
+    if not means:
+        return []
+    best = min(sign * m for m in means.values())
+    return [e for e in entries if id(e) in means and sign * means[id(e)] == best]
+
+
 def _summary(study: optuna.Study, entries: list[_Entry], seeds: list[int], s: ReevalSettings,
-             wall: float) -> dict[str, Any]:
+             wall: float, raced: list[int] | None = None) -> dict[str, Any]:
     configs = []
     for e in entries:
         values = [e.scores[seed] for seed in seeds if seed in e.scores]
         mean = float(np.mean(values)) if values else None
+        extra = [e.scores[seed] for seed in raced or [] if seed in e.scores]
+        failed = any(seed in e.errors for seed in raced or [])  # a run that failed loses the race
         configs.append({
             "trial": e.trial.number, "params": e.trial.params, "tuning_value": e.trial.value,
-            "scores": {str(seed): e.scores[seed] for seed in seeds if seed in e.scores},
+            "scores": {str(seed): e.scores[seed] for seed in [*seeds, *(raced or [])] if seed in e.scores},
             "errors": {str(seed): msg for seed, msg in e.errors.items()},
             "mean": mean, "std": float(np.std(values)) if values else None,
             "gap": e.trial.value - mean if mean is not None else None,
             "complete": len(values) == len(seeds),
+            # the mean over the base seeds and the seeds it raced on (ties between equal means)
+            "race_mean": float(np.mean(values + extra)) if extra and not failed else None,
+            "race_failed": failed,
         })
     sign = -1.0 if study.direction == optuna.study.StudyDirection.MAXIMIZE else 1.0
-    ranked = sorted((c for c in configs if c["complete"]), key=lambda c: (sign * c["mean"], c["trial"]))
-    return {"seeds": seeds, "episodes": s.episodes, "model": s.model, "top_k": s.top_k, "timeout": s.timeout,
-            "wall_time_s": wall, "complete": all(c["complete"] for c in configs),
+    # equal base means are ordered by the race (a config that raced further and stayed ahead wins;
+    # one that never raced keeps its base mean)
+    def race(c: dict[str, Any]) -> float:
+        if c["race_failed"]:
+            return math.inf
+        return sign * (c["race_mean"] if c["race_mean"] is not None else c["mean"])
+
+    ranked = sorted((c for c in configs if c["complete"]), key=lambda c: (sign * c["mean"], race(c), c["trial"]))
+    return {"seeds": seeds, "tie_seeds": list(raced or []), "episodes": s.episodes, "model": s.model,
+            "top_k": s.top_k, "timeout": s.timeout, "wall_time_s": wall,
+            "complete": all(c["complete"] for c in configs),
             "winner": ranked[0]["trial"] if ranked else None, "configs": configs}
 
 
@@ -254,7 +316,9 @@ def format_reevaluation(summary: dict[str, Any]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     lines = ["  ".join([c.ljust(w) for c, w in zip(r, widths)] + [r[-1]]) for r in rows]
     head = (f"held-out re-evaluation: seeds {summary['seeds']}, {summary['episodes']} deterministic episodes "
-            f"per run, {summary['wall_time_s']:.1f} s" + ("" if summary["complete"] else " (time limit: incomplete)"))
+            f"per run ({summary.get('model', 'final')} weights), {summary['wall_time_s']:.1f} s"
+            + (f"; configs tied for the best raced on seeds {summary['tie_seeds']}" if summary.get("tie_seeds") else "")
+            + ("" if summary["complete"] else " (time limit: incomplete)"))
     tail = (f"held-out winner: trial {summary['winner']}" if summary["winner"] is not None
             else "no config finished every held-out seed")
     return "\n".join([head, *lines, tail])

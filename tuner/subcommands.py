@@ -28,7 +28,7 @@ ALLOWED = {
     "dashboard": ("storage", "study_dir", "study_name", "port"),
     "eval": ("model", "episodes", "seeds"),
     "play": ("model", "out", "seed", "max_steps", "fps"),
-    "reevaluate": ("study_name", "storage", "study_dir", "top_k", "seeds", "episodes", "timeout", "n_jobs", "model"),
+    "reevaluate": ("study_name", "storage", "study_dir", "top_k", "seeds", "episodes", "timeout", "n_jobs", "model", "tie_seeds"),
 }
 
 
@@ -45,7 +45,7 @@ USAGE = {
     "play": ("note-tune play model=FILE [out=episode.gif|episode.mp4] [seed=0] [max_steps=N] [fps=N]",
              "Record one greedy episode of a saved model as a GIF or an MP4 (ffmpeg)."),
     "reevaluate": ("note-tune reevaluate study_name=NAME [storage=URL|FILE] [study_dir=DIR] [top_k=5] "
-                   "[seeds=3|[100,101]] [episodes=20] [timeout=SECONDS] [n_jobs=N] [model=final|best]",
+                   "[seeds=3|[100,101]] [episodes=20] [timeout=SECONDS] [n_jobs=N] [model=final|best] [tie_seeds=3]",
                    "Retrain a study's top configs on held-out seeds and pick best_config.yaml by their scores."),
 }
 
@@ -212,7 +212,7 @@ def reevaluate_study(args: dict[str, str]) -> int:
     from .schema import ConfigError
 
     values: dict[str, object] = {}
-    for key in ("top_k", "seeds", "episodes", "timeout", "n_jobs", "model"):
+    for key in ("top_k", "seeds", "episodes", "timeout", "n_jobs", "model", "tie_seeds"):
         if key in args:
             try:
                 values[key] = yaml.safe_load(args[key])

@@ -142,11 +142,15 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
     returns = [float(r) for r in agent.reward_list]
     final = float(np.mean(returns[-last_k:])) if returns else None
     final_eval = evaluator.history[-1]["mean"] if evaluator.history else None
+    # the score of the run's answer on the evaluation episodes: the last evaluation's (final weights)
+    # or, with eval.answer=best, the best one's (the weights kept as the answer)
+    answer_eval = evaluator.best if (cfg.get("eval") or {}).get("answer") == "best" else final_eval
     result = {
         "status": "pruned" if hooks.pruned else "complete",
-        "objective": final_eval if source == "eval" else final,
+        "objective": answer_eval if source == "eval" else final,
         "objective_source": source,
         "final_eval_mean_return": final_eval,
+        "best_eval_mean_return": evaluator.best,
         "final_mean_return": final,
         "best_mean_return": moving_best(returns, last_k),
         "episodes": agent.total_episode,

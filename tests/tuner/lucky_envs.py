@@ -1,6 +1,8 @@
 """One-step envs whose return depends only on the episode's reset seed, to build a config that is
 lucky on its tuning seeds: ``Lucky-v0`` pays 100 on the reset seeds a study evaluates trials with
-(``eval.seed`` 1,000,000 onwards) and 0 on any other; ``Steady-v0`` pays 50 whatever the seed."""
+(``eval.seed`` 1,000,000 onwards) and 0 on any other; ``Steady-v0`` pays 50 whatever the seed;
+``Fragile-v0`` pays 50 too, except on the held-out evaluation episodes of training seed 10002 (reset
+seeds 2,000,000 + 1000 x 10002 onwards), where it pays 0."""
 
 from __future__ import annotations
 
@@ -31,5 +33,11 @@ class Steady(_OneStep):
         return 50.0
 
 
+class Fragile(_OneStep):
+    def payoff(self, seed) -> float:
+        return 0.0 if seed is not None and 12_002_000 <= seed < 12_003_000 else 50.0
+
+
+gym.register("Fragile-v0", entry_point=Fragile, max_episode_steps=1)
 gym.register("Lucky-v0", entry_point=Lucky, max_episode_steps=1)
 gym.register("Steady-v0", entry_point=Steady, max_episode_steps=1)

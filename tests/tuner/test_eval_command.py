@@ -60,8 +60,12 @@ def test_test_episodes_score_the_runs_answer(tmp_path, answer) -> None:
     agent.restore_param(str(chosen))
     assert result["test_returns"] == evaluate(agent, 3, seed=777)
     assert result["test_mean_return"] == np.mean(result["test_returns"])
+    best = max(e["mean"] for e in result["evaluations"])
+    assert result["best_eval_mean_return"] == best
+    # the run's score is its answer's on the evaluation episodes
+    assert result["objective"] == (best if answer == "best" else result["evaluations"][-1]["mean"])
     if answer == "best":
-        assert np.mean(evaluate(agent, 2)) == max(e["mean"] for e in result["evaluations"])
+        assert np.mean(evaluate(agent, 2)) == best
 
 
 def test_eval_refuses_missing_and_corrupt_models_in_one_line(tmp_path) -> None:

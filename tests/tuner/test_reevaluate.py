@@ -34,7 +34,8 @@ def test_heldout_seeds_avoid_tuning_seeds() -> None:
     ("top_k", -1, "top_k: must be an integer >= 0"), ("episodes", 0, "episodes: must be an integer > 0"),
     ("timeout", float("nan"), "timeout: must be > 0"), ("seeds", 0, "seeds: must be a count > 0"),
     ("seeds", [1, 1], "seeds: must be distinct"), ("seeds", "x", "seeds: must be a count"),
-    ("n_jobs", 0, "n_jobs: must be an integer > 0"), ("model", "last", "model: final or best")])
+    ("n_jobs", 0, "n_jobs: must be an integer > 0"), ("model", "last", "model: final or best"),
+    ("tie_seeds", -1, "tie_seeds: must be an integer >= 0")])
 def test_bad_settings_are_one_line(field, value, message) -> None:
     with pytest.raises(ConfigError, match=f"^tuner.reevaluate.{message}"):
         check_reeval(ReevalSettings(**{field: value}))
@@ -96,6 +97,25 @@ def test_heldout_winner_beats_a_config_lucky_on_its_tuning_seeds(tmp_path) -> No
                   check=False)
     assert bad.returncode == 2 and bad.stderr.strip() == "error: seeds: seed 0 was a tuning seed; held-out seeds must differ"
     assert (study_dir / "study.json").read_bytes() == before
+
+
+def test_configs_tied_on_the_heldout_seeds_race_on_more_seeds(tmp_path) -> None:
+    """Fragile and Steady both score 50 on the tuning and the two held-out seeds; the tie is raced
+    on the next held-out seed (10002), where Fragile scores 0: Steady wins and the race stops."""
+    grid = [a.replace("choice(Lucky-v0, Steady-v0)", "choice(Fragile-v0, Steady-v0)") for a in LUCKY]
+    out = run_app(["tuner=optuna", "tuner.study_name=race", *grid, "tuner.reevaluate.seeds=2",
+                   "tuner.reevaluate.episodes=2"], cwd=str(tmp_path))
+    summary = json.loads((tmp_path / "studies" / "race" / "study.json").read_text())
+    re = summary["reevaluation"]
+    configs = {c["params"]["env.id"]: c for c in re["configs"]}
+    fragile, steady = configs["Fragile-v0"], configs["Steady-v0"]
+    assert fragile["mean"] == steady["mean"] == 50.0 and fragile["tuning_value"] == steady["tuning_value"] == 50.0
+    assert re["seeds"] == [10000, 10001] and re["tie_seeds"] == [10002]
+    assert fragile["scores"]["10002"] == 0.0 and fragile["race_mean"] == 100.0 / 3
+    assert steady["scores"]["10002"] == 50.0 and steady["race_mean"] == 50.0
+    assert re["winner"] == steady["trial"] and summary["best_config_trial"] == steady["trial"]
+    assert "held-out tie: trials" in out.stdout and "race on seed 10002 (2 runs to train" in out.stdout
+    assert "configs tied for the best raced on seeds [10002]" in out.stdout
 
 
 def test_time_limit_bounds_the_stage_and_keeps_the_tuning_best(tmp_path) -> None:
