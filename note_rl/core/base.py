@@ -129,7 +129,7 @@ class RLBase(AdjusterMixin):
             ``keras.utils.set_random_seed``) is seeded here, so networks built *after*
             ``set(seed=...)`` are reproducible; networks built before keep their weights
         :param train_freq: environment steps between training rounds (default 1)
-        :param learning_starts: transitions stored before training starts (default ``batch``)
+        :param learning_starts: env steps taken before training starts (default ``batch``; SB3's meaning)
         :param HER: Hindsight Experience Replay for goal envs (dict observations with
             ``observation``, ``achieved_goal``, ``desired_goal``; the agent sees
             ``concat(observation, desired_goal)``); off-policy, single-process collection only,

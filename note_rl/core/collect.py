@@ -42,6 +42,13 @@ class TrainingCadence:
         agent = self.agent
         return agent.learning_starts if agent.learning_starts is not None else agent.batch
 
+    def started(self, env_steps: int) -> bool:
+        """Whether training has started after ``env_steps`` env steps: ``learning_starts`` of them were
+        taken (env steps, as SB3 counts them, not stored items: n-step windows, HER's staged episodes
+        and dropped truncated windows store later or fewer, and every worker of a multi-worker run
+        must start its rounds at the same step) and the buffer has something to draw from."""
+        return env_steps >= self.learning_starts() and self.agent.buffer.can_sample(1)
+
     def after_steps(self, n_new: int, step_before: int) -> None:
         """Account for ``n_new`` env steps and run the training they earned right away."""
         self.account(n_new, step_before)
@@ -52,7 +59,7 @@ class TrainingCadence:
         agent = self.agent
         freq = agent.train_freq or 1
         rounds = (step_before + n_new) // freq - step_before // freq
-        if rounds > 0 and agent.buffer.can_sample(max(self.learning_starts(), 1)):
+        if rounds > 0 and self.started(step_before + n_new):
             self.owed += rounds * (agent.num_updates or 1)
         if agent.update_steps:
             step = agent.update_steps

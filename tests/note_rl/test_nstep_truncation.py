@@ -75,3 +75,15 @@ def test_episodes_shorter_than_n_store_nothing_in_pool_workers() -> None:
           pool_network=True, processes=2, num_store=2)
     assert agent.step_counter == 4 * 2 * 2 * 2  # 4 phases x 2 workers x 2 episodes x 2 steps
     assert len(agent.buffer) == 0 and agent.total_episode == 4
+
+
+def test_learning_starts_counts_env_steps_not_stored_windows(backend) -> None:
+    """With 3-step returns a 4-step truncated episode stores 2 windows, so stored items lag the env
+    steps; ``learning_starts=8`` means 8 env steps (SB3's meaning): one gradient step on each of steps
+    8..20 of 5 episodes (13), where counting stored items would start at step 16 (8 windows)."""
+    agent = agents_module(backend).DQN(2, 8, 2, gamma=0.5, env=_Doubling(), seed=0)
+    agent.set(policy=EpsGreedyQPolicy(0.5), pool_size=100, batch=2, num_steps=3, learning_starts=8,
+              train_freq=1, num_updates=1)
+    train(agent, backend, make_optimizer(backend, agent.param), 5, p=0, jit_compile=False)
+    assert agent.step_counter == 20 and len(agent.buffer) == 10
+    assert agent.batch_counter == 13

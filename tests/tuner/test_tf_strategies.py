@@ -58,13 +58,15 @@ def _app(args: list[str], cwd: str, tf_config: dict, log: str) -> tuple[subproce
 
 def test_multi_worker_run_on_two_processes(tmp_path) -> None:
     """Two `note-tune strategy=multi_worker` processes (each its own working dir and TF_CONFIG task)
-    train one DQN together: both end with the same weights."""
+    train one DQN together: both end with the same weights.  With 3-step returns (CartPole's DQN
+    preset) the workers store different numbers of windows; they still start training at the same
+    env step (``learning_starts`` counts env steps), so their linearly decayed lrs agree step by step."""
     cluster = {"worker": _free_ports(2)}
     dirs = [tmp_path / f"worker{i}" for i in range(2)]
     procs = []
     for i, d in enumerate(dirs):
         d.mkdir()
-        procs.append(_app([*TF_TINY, "strategy=multi_worker"], str(d),
+        procs.append(_app([*TF_TINY, "strategy=multi_worker", "agent.num_steps=3"], str(d),
                           {"cluster": cluster, "task": {"type": "worker", "index": i}}, str(tmp_path / f"worker{i}.log")))
     try:
         cluster_procs.wait(procs, [])
