@@ -16,7 +16,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from .schema import BUILTIN_ACTION_KINDS, BUILTIN_MULTI_AGENT, ConfigError, error_line
+from .feature_check import agent_facts
+from .schema import ConfigError, error_line
 from .targets import import_target
 
 __all__ = ["check_env", "check_here"]
@@ -91,15 +92,6 @@ def check_here(cfg: DictConfig) -> None:
     _check_action_space(cfg)
 
 
-def _agent_facts(cfg: DictConfig) -> tuple[tuple[str, ...] | None, bool]:
-    """The action kinds the agent handles and whether it trains a team (multi-agent env)."""
-    found = re.fullmatch(r"note_rl\.agents\.\w+\.(\w+)", cfg.agent._target_)
-    if found and found.group(1) in BUILTIN_ACTION_KINDS:
-        return BUILTIN_ACTION_KINDS[found.group(1)], found.group(1) in BUILTIN_MULTI_AGENT
-    cls = import_target(cfg.agent._target_)
-    return getattr(cls, "action_kinds", None), bool(getattr(cls, "multi_agent", False))
-
-
 def _make_error_key(cfg: DictConfig, exc: BaseException) -> str:
     """``env.kwargs.<name>`` when the env's constructor refused that keyword argument (the typo is
     there, not in ``env.id``); else ``env.id``."""
@@ -115,7 +107,8 @@ def _check_action_space(cfg: DictConfig) -> None:
 
     from .build import make_env
 
-    kinds, multi = _agent_facts(cfg)
+    facts = agent_facts(cfg)
+    kinds, multi = facts.action_kinds, facts.multi_agent
     if not kinds and not multi:
         return
     name = cfg.env.id
@@ -133,6 +126,9 @@ def _check_action_space(cfg: DictConfig) -> None:
         spaces = [env.action_space(n) for n in env.possible_agents] if team else [env.action_space]
         if not team and isinstance(env.observation_space, gym.spaces.Dict) and cfg.buffer.name != "her":
             raise ConfigError(f"buffer: {name} is a goal env (dict observations); train it with buffer=her")
+        if not team and cfg.buffer.name == "her" and not isinstance(env.observation_space, gym.spaces.Dict):
+            raise ConfigError(f"buffer=her: {name} is not a goal env (observations {env.observation_space}, not a "
+                              "dict of observation, achieved_goal and desired_goal); relabelling needs one")
     finally:
         env.close()
     for space in spaces:

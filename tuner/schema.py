@@ -197,6 +197,8 @@ BUILTIN_ACTION_KINDS: dict[str, tuple[str, ...]] = {
     "SAC": ("continuous",), "MADDPG": ("continuous", "discrete")}
 #: built-in agents that train teams on multi-agent envs (a class says so with ``multi_agent = True``)
 BUILTIN_MULTI_AGENT = ("MADDPG",)
+#: built-in on-policy agents (the core's ``PPO`` flag: no relabelled or replayed-team experience)
+BUILTIN_ON_POLICY = ("PPO", "A2C")
 
 
 @dataclass
@@ -610,6 +612,9 @@ def _validate(cfg: DictConfig, check_env: bool) -> DictConfig:
     from .strategy_check import check_strategy  # (it raises this module's ConfigError)
 
     check_strategy(typed)
+    from .feature_check import check_features
+
+    check_features(typed)
     check_agent_backend(typed.agent._target_, typed.backend.name)
     _check_targets(typed)
     _check_device(typed)

@@ -21,7 +21,7 @@ from .async_save import AsyncSaver
 from .collect import EpisodeCollector, HerEpisodeCollector, RolloutCollector
 from .learner import Learner, window_hook
 from .progress import Progress
-from .settings import TrainSettings
+from .settings import TrainSettings, vec_env_conflict
 
 __all__ = ["Trainer"]
 
@@ -130,10 +130,9 @@ class Trainer:
                 return PoolRolloutCollector
             return RolloutCollector
         n_envs = getattr(agent, "n_envs", 1) or 1
-        if n_envs > 1 and (agent.MARL or agent.HER or settings.pool_network):
-            what = "MARL=True" if agent.MARL else "HER=True" if agent.HER else "pool_network=True"
-            raise ValueError(f"train(): n_envs={n_envs} (vectorised envs) cannot be combined with {what}; "
-                             "use n_envs=1")
+        conflict = vec_env_conflict(n_envs, agent.MARL, agent.HER, settings.pool_network)
+        if conflict:
+            raise ValueError(f"train(): {conflict}")
         if agent.MARL:
             from .marl import MultiAgentCollector
 

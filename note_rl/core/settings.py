@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Callable
 
-__all__ = ["TrainSettings", "check_window_size", "offpolicy_only_conflict"]
+__all__ = ["TrainSettings", "check_window_size", "offpolicy_only_conflict", "vec_env_conflict"]
 
 
 @dataclass
@@ -92,6 +92,15 @@ def offpolicy_only_conflict(flag: str, values: dict[str, Any], pool_network: boo
         return f"{flag}=True cannot be combined with pool_network=True (single-process collection only)"
     return None
 
+
+def vec_env_conflict(n_envs: int, marl: bool = False, her: bool = False, pool_network: bool = False) -> str | None:
+    """Why ``n_envs`` env copies in one process cannot run an off-policy agent with these features
+    (``None`` when they can): a team, HER's episode staging and pool workers each step their own
+    single env.  On-policy rollout agents take ``n_envs`` themselves and are not asked."""
+    if (n_envs or 1) <= 1 or not (marl or her or pool_network):
+        return None
+    what = "MARL=True" if marl else "HER=True" if her else "pool_network=True"
+    return f"n_envs={n_envs} (vectorised envs) cannot be combined with {what}; use n_envs=1"
 
 def check_window_size(value: Any, where: str) -> None:
     """A window size is ``None``, a non-negative int, a float fraction in (0, 1] or a callable."""

@@ -241,3 +241,32 @@ def test_bad_config_dirs_storages_and_study_dirs_are_one_line(tmp_path) -> None:
     run_app(["tuner=optuna", NO_REEVAL, f"tuner.storage='sqlite:///{tmp_path}/new/dir/t.db'", "tuner.n_trials=1",
              "search=none", *TINY], cwd=str(tmp_path))
     assert (tmp_path / "new" / "dir" / "t.db").exists()
+
+
+# components that training refuses together (the core's set() / train() rules), refused before a run
+# or a study starts: (args, the key the line names)
+CONFLICTS = [(["agent=dqn", "env=bit_flip", "agent.num_steps=3"], "agent.num_steps=3: HER=True cannot be combined "
+               "with num_steps"),
+             (["agent=ddpg", "env=point_reach", "strategy=pool_network"], "strategy=pool_network: HER=True cannot"),
+             (["agent=ppo", "env=point_reach"], "buffer=her: HER=True cannot be combined with PPO"),
+             (["agent=a2c", "env=point_reach"], "buffer=her: HER=True cannot be combined with PPO"),
+             (["agent=maddpg", "env=simple_spread", "buffer=prioritized"], "buffer=prioritized: MARL=True cannot"),
+             (["agent=maddpg", "env=simple_spread", "agent.num_steps=2"], "agent.num_steps=2: MARL=True cannot"),
+             (["agent=maddpg", "env=simple_spread", "strategy=pool_network"], "strategy=pool_network: MARL=True"),
+             (["agent=ddpg", "env=point_reach", "agent.n_envs=2"], "agent.n_envs=2: n_envs=2 (vectorised envs) "
+              "cannot be combined with HER=True"),
+             (["agent=dqn", "agent.n_envs=2", "strategy=pool_network"], "agent.n_envs=2: n_envs=2 (vectorised "
+              "envs) cannot be combined with pool_network=True"),
+             (["agent=sac", "env=pendulum", "buffer=her"], "buffer=her: Pendulum-v1 is not a goal env")]
+
+
+def test_conflicting_components_are_one_line_before_anything_starts(tmp_path) -> None:
+    """A plain run and a study of each combination: exit 2, one line naming the key (was a traceback
+    from set() / train(), and a study whose every trial would fail), no run dir, no study made."""
+    cases = [_case(tmp_path, [*args, f"hydra.run.dir={tmp_path / 'run'}"], study=False) for args, _ in CONFLICTS]
+    cases += [_case(tmp_path, [*args, "tuner=optuna", "tuner.study_name=clash"], study=False)
+              for args, _ in CONFLICTS[:3]]
+    results = run_batch(cases, tmp_path)
+    for (args, key), result in zip([*CONFLICTS, *CONFLICTS[:3]], results):
+        assert_refused(result, key, args)
+    assert not (tmp_path / "studies").exists()

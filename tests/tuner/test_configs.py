@@ -33,6 +33,8 @@ def test_every_option_composes_and_validates(group, option, monkeypatch) -> None
     if group == "strategy" and option in ("mirrored", "multi_worker", "parameter_server"):
         overrides.append("backend=tf")  # tf.distribute strategies; the cluster ones read TF_CONFIG
         monkeypatch.setenv("TF_CONFIG", '{"cluster": {"worker": ["h:1"], "ps": ["h:2"]}, "task": {"type": "worker"}}')
+    if group == "buffer" and option == "her":
+        overrides += ["agent=dqn", "env=bit_flip"]  # relabelling: an off-policy agent on a goal env
     if group == "buffer" and option == "prioritized":
         overrides.append("agent=ppo")
         overrides.append("agent.n_steps=null")  # prioritized PPO trains from the replay buffer
@@ -45,6 +47,8 @@ def test_every_option_composes_and_validates(group, option, monkeypatch) -> None
         overrides.append("agent=sac")
     if group in ("agent", "search") and option in CONTINUOUS_AGENTS:
         overrides.append("env=pendulum")
+    if group == "env" and option in DISCRETE_GOAL_ENVS:
+        overrides.append("agent=dqn")
     if group == "env" and option in MULTI_AGENT_ENVS:
         overrides.append("agent=maddpg")
     if group in ("agent", "search") and option == "maddpg":
@@ -64,6 +68,7 @@ CONTINUOUS_ENVS = ("pendulum", "mountain_car_continuous", "lunar_lander_continuo
                    "point_reach")
 CONTINUOUS_AGENTS = ("ddpg", "td3", "sac")
 MULTI_AGENT_ENVS = ("simple_spread",)
+DISCRETE_GOAL_ENVS = ("bit_flip",)
 
 
 @pytest.mark.parametrize("backend", ["torch", "tf"])
@@ -271,7 +276,7 @@ def test_config_objects_are_built_from_their_targets() -> None:
     with pytest.raises(ConfigError, match="^agent.noise.theta: missing"):  # theta has no default (Note_rl)
         validate(compose_cfg(noise[:1]))
 
-    her = ["buffer=her", "env.id=note_rl/BitFlip-v0", "env.module=note_rl.goal_envs", "+env.kwargs.n_bits=4"]
+    her = ["env=bit_flip", "env.kwargs.n_bits=4"]
     agent = build_agent(OmegaConf.to_container(validate(compose_cfg(her)), resolve=True))
     assert agent.HER and isinstance(agent.make_buffer(), HerReplayBuffer) and agent.state_dim == 8
 
