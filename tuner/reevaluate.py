@@ -55,7 +55,7 @@ class ReevalSettings:
     model: str = "final"
     # configs tied for the best held-out mean (CartPole's 500 saturates) race on up to this many more
     # held-out seeds, one at a time, until one is ahead (0: ties go to the better tuning trial)
-    tie_seeds: int = 3
+    tie_seeds: int = 1
 
 
 def check_reeval(r: ReevalSettings) -> None:

@@ -45,7 +45,7 @@ USAGE = {
     "play": ("note-tune play model=FILE [out=episode.gif|episode.mp4] [seed=0] [max_steps=N] [fps=N]",
              "Record one greedy episode of a saved model as a GIF or an MP4 (ffmpeg)."),
     "reevaluate": ("note-tune reevaluate study_name=NAME [storage=URL|FILE] [study_dir=DIR] [top_k=5] "
-                   "[seeds=3|[100,101]] [episodes=20] [timeout=SECONDS] [n_jobs=N] [model=final|best] [tie_seeds=3]",
+                   "[seeds=3|[100,101]] [episodes=20] [timeout=SECONDS] [n_jobs=N] [model=final|best] [tie_seeds=1]",
                    "Retrain a study's top configs on held-out seeds and pick best_config.yaml by their scores."),
 }
 
