@@ -102,6 +102,7 @@ def vec_env_conflict(n_envs: int, marl: bool = False, her: bool = False, pool_ne
     what = "MARL=True" if marl else "HER=True" if her else "pool_network=True"
     return f"n_envs={n_envs} (vectorised envs) cannot be combined with {what}; use n_envs=1"
 
+
 def check_window_size(value: Any, where: str) -> None:
     """A window size is ``None``, a non-negative int, a float fraction in (0, 1] or a callable."""
     if value is None or callable(value):
