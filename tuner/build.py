@@ -11,7 +11,8 @@ from typing import Any
 
 from note_rl.backends import get_backend
 
-from .schema import AGENT_SETTINGS, ConfigError, check_agent_backend
+from .agent_confs import AGENT_SETTINGS
+from .schema import ConfigError, check_agent_backend
 from .targets import build, import_target
 
 __all__ = ["build_agent", "build_optimizer", "train_kwargs", "logger_callbacks", "make_env", "set_threads",

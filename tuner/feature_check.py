@@ -17,7 +17,8 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from .schema import BUILTIN_ACTION_KINDS, BUILTIN_MULTI_AGENT, BUILTIN_ON_POLICY, ConfigError
+from .agent_confs import BUILTIN_ACTION_KINDS, BUILTIN_MULTI_AGENT, BUILTIN_ON_POLICY
+from .schema import ConfigError
 from .targets import TargetError, import_target
 
 __all__ = ["AgentFacts", "agent_facts", "check_features"]
