@@ -5,11 +5,12 @@ importing a framework (action kinds, multi-agent, on-policy).  :mod:`tuner.schem
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
 __all__ = ["AGENT_CONTEXT", "AGENT_SETTINGS", "AgentCommon", "DQNConf", "BUILTIN_AGENTS", "BUILTIN_ACTION_KINDS",
-           "BUILTIN_MULTI_AGENT", "BUILTIN_ON_POLICY"]
+           "BUILTIN_MULTI_AGENT", "BUILTIN_ON_POLICY", "builtin_target"]
 
 # keys a builder passes to an agent's constructor itself (never from the config)
 AGENT_CONTEXT = ("env", "state_dim", "action_dim", "seed", "device")
@@ -155,3 +156,11 @@ BUILTIN_ACTION_KINDS: dict[str, tuple[str, ...]] = {
 BUILTIN_MULTI_AGENT = ("MADDPG",)
 #: built-in on-policy agents (the core's ``PPO`` flag: no relabelled or replayed-team experience)
 BUILTIN_ON_POLICY = ("PPO", "A2C")
+
+
+def builtin_target(target: str) -> tuple[str, str] | None:
+    """``(backend module, class name)`` when ``target`` names a built-in agent
+    (``note_rl.agents.<torch|tf>.<DQN|PPO|...>``), else ``None``: the checks answer those from the
+    tables above without importing a framework."""
+    found = re.fullmatch(r"note_rl\.agents\.(\w+)\.(\w+)", target)
+    return (found.group(1), found.group(2)) if found and found.group(2) in BUILTIN_AGENTS else None

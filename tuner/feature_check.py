@@ -11,13 +11,12 @@ config key that chose the conflicting side.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from omegaconf import DictConfig
 
-from .agent_confs import BUILTIN_ACTION_KINDS, BUILTIN_MULTI_AGENT, BUILTIN_ON_POLICY
+from .agent_confs import BUILTIN_ACTION_KINDS, BUILTIN_MULTI_AGENT, BUILTIN_ON_POLICY, builtin_target
 from .schema import ConfigError
 from .targets import TargetError, import_target
 
@@ -37,9 +36,9 @@ def agent_facts(cfg: DictConfig) -> AgentFacts:
     """The action kinds the agent handles, whether it trains a team (multi-agent env) and whether it
     is an on-policy (PPO-like) agent; a user's class says so with ``action_kinds``, ``multi_agent``
     and ``PPO`` class attributes."""
-    found = re.fullmatch(r"note_rl\.agents\.\w+\.(\w+)", cfg.agent._target_)
-    if found and found.group(1) in BUILTIN_ACTION_KINDS:
-        name = found.group(1)
+    builtin = builtin_target(cfg.agent._target_)
+    if builtin:
+        name = builtin[1]
         return AgentFacts(BUILTIN_ACTION_KINDS[name], name in BUILTIN_MULTI_AGENT, name in BUILTIN_ON_POLICY)
     cls = import_target(cfg.agent._target_)
     return AgentFacts(getattr(cls, "action_kinds", None), bool(getattr(cls, "multi_agent", False)),

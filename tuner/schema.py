@@ -23,7 +23,7 @@ from omegaconf.errors import OmegaConfBaseException
 from note_rl.backends import backend_names
 from note_rl.utils import machine_memory_bytes
 
-from .agent_confs import AGENT_CONTEXT, BUILTIN_AGENTS, AgentCommon, DQNConf
+from .agent_confs import AGENT_CONTEXT, BUILTIN_AGENTS, AgentCommon, DQNConf, builtin_target
 from .targets import TargetError, check_node, import_target, signature_schema
 
 __all__ = ["ConfigError", "Config", "validate", "register", "error_line"]
@@ -191,9 +191,9 @@ class ConfigBase:
 def agent_schema(target: str) -> type:
     """The structured config of an agent class: the built-in DQN / PPO schemas, or one read off the
     class's constructor (a user's own agent)."""
-    found = re.fullmatch(r"note_rl\.agents\.\w+\.(\w+)", target)
-    if found and found.group(1) in BUILTIN_AGENTS:
-        return BUILTIN_AGENTS[found.group(1)]  # known without importing a framework
+    builtin = builtin_target(target)
+    if builtin:
+        return BUILTIN_AGENTS[builtin[1]]  # known without importing a framework
     cls = import_target(target)
     schema = signature_schema(cls, AgentCommon, skip=AGENT_CONTEXT)
     name = getattr(cls, "__name__", "agent").lower()  # runs and studies are named after the agent
@@ -321,9 +321,9 @@ def check_agent_backend(target: str, backend: str) -> Any:
     for torch, ``RL`` for tf); built-in targets are checked without importing a framework."""
     from note_rl.backends import backend_info
 
-    found = re.fullmatch(r"note_rl\.agents\.(\w+)\.(\w+)", target)
-    if found and found.group(2) in BUILTIN_AGENTS:
-        if found.group(1) not in (backend, backend_info(backend).agents.rsplit(".", 1)[1]):
+    builtin = builtin_target(target)
+    if builtin:
+        if builtin[0] not in (backend, backend_info(backend).agents.rsplit(".", 1)[1]):
             raise ConfigError(f"agent._target_: {target} is an agent of another backend than backend={backend}")
         return None
     try:
