@@ -62,8 +62,18 @@ class BoxActions:
 
     def explore(self, output: np.ndarray, p: int | None = None, i: int | None = None) -> Any:
         """The action to play: the actor's (sampled) action plus the noise process, if any, clipped
-        to ``[-1, 1]`` (the env's bounds after rescaling)."""
-        action = self.sample_action(np.asarray(output, dtype=np.float32))
+        to ``[-1, 1]`` (the env's bounds after rescaling).
+
+        Before training starts (the first ``learning_starts`` env steps, see ``training_starts``)
+        the actor's action is replaced by one drawn uniformly from ``[-1, 1]``, as SB3 and the TD3
+        and SAC authors' code do: the first updates then learn from transitions spread over the
+        whole action space, not from the narrow band of one untrained actor (rl-zoo3's TD3 preset
+        on Pendulum-v1 takes 10,000 such steps).  ``learning_starts=0`` acts with the actor from
+        the first step."""
+        if self.step_counter < self.training_starts():
+            action = self._action_generator().uniform(-1.0, 1.0, self.action_dim).astype(np.float32)
+        else:
+            action = self.sample_action(np.asarray(output, dtype=np.float32))
         noise = self._noise_for(p if i is None else i)
         if noise is not None:
             action = action + noise.sample()
@@ -72,6 +82,17 @@ class BoxActions:
     def sample_action(self, output: np.ndarray) -> np.ndarray:
         """The action the policy takes from the network output (deterministic policies: itself)."""
         return output
+
+    def _action_generator(self) -> np.random.Generator:
+        """The generator of the agent's own random actions (warm-up, SAC's samples), from the seed."""
+        rng = getattr(self, "_action_rng", None)
+        if rng is None:
+            rng = self._action_rng = np.random.default_rng(None if self.seed is None else self.seed + 17)
+        return rng
+
+    def apply_seed(self, seed: int) -> None:
+        super().apply_seed(seed)  # type: ignore[misc]
+        self._action_rng = None  # restarts from the new seed
 
     def greedy_action(self, output: np.ndarray) -> np.ndarray:
         """The action without exploration (evaluation, ``run_agent``)."""
@@ -209,12 +230,6 @@ class SACMixin(BoxActions, SeededInit):
     def numpy_actor(self) -> LiveActor:
         return LiveActor(self, self.actor_weights, "linear", self.activation)
 
-    def _action_generator(self) -> np.random.Generator:
-        rng = getattr(self, "_action_rng", None)
-        if rng is None:
-            rng = self._action_rng = np.random.default_rng(None if self.seed is None else self.seed + 17)
-        return rng
-
     def sample_action(self, output: np.ndarray) -> np.ndarray:
         mean, log_std = np.split(output, 2, axis=-1)
         std = np.exp(np.clip(log_std, LOG_STD_MIN, LOG_STD_MAX))
@@ -222,10 +237,6 @@ class SACMixin(BoxActions, SeededInit):
 
     def greedy_action(self, output: np.ndarray) -> np.ndarray:
         return np.tanh(np.split(np.asarray(output), 2, axis=-1)[0])
-
-    def apply_seed(self, seed: int) -> None:
-        super().apply_seed(seed)
-        self._action_rng = None  # restarts from the new seed
 
 
 def squashed_log_prob(u: np.ndarray, mean: np.ndarray, log_std: np.ndarray) -> np.ndarray:

@@ -316,6 +316,11 @@ class RLBase(AdjusterMixin):
         best discrete action, or the output itself for continuous actions."""
         return int(np.argmax(output)) if envs.is_discrete(self.env) else output
 
+    def training_starts(self) -> int:
+        """Env steps taken before the first gradient step: ``learning_starts``, by default ``batch``
+        (SB3 counts them the same way; see ``TrainingCadence.started``)."""
+        return self.learning_starts if self.learning_starts is not None else (self.batch or 0)
+
     def reset_seed(self) -> int | None:
         """Seed for the next env reset: the ``set(seed=...)`` value the first time after seeding,
         then ``None`` so that later episodes continue the env's own generator.  (Note_rl reset

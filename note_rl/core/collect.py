@@ -38,16 +38,12 @@ class TrainingCadence:
         self.owed = 0.0  # gradient steps earned by env steps but not yet run
         self.sync_due = False
 
-    def learning_starts(self) -> int:
-        agent = self.agent
-        return agent.learning_starts if agent.learning_starts is not None else agent.batch
-
     def started(self, env_steps: int) -> bool:
         """Whether training has started after ``env_steps`` env steps: ``learning_starts`` of them were
         taken (env steps, as SB3 counts them, not stored items: n-step windows, HER's staged episodes
         and dropped truncated windows store later or fewer, and every worker of a multi-worker run
         must start its rounds at the same step) and the buffer has something to draw from."""
-        return env_steps >= self.learning_starts() and self.agent.buffer.can_sample(1)
+        return env_steps >= self.agent.training_starts() and self.agent.buffer.can_sample(1)
 
     def after_steps(self, n_new: int, step_before: int) -> None:
         """Account for ``n_new`` env steps and run the training they earned right away."""

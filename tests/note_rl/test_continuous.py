@@ -188,12 +188,62 @@ def test_box_actions_are_rescaled_and_clipped(backend) -> None:
 
 def test_sac_acts_with_its_squashed_policy() -> None:
     agent = agents_module("torch").SAC(hidden_size=HIDDEN, env="Pendulum-v1", seed=0)
+    agent.set(learning_starts=0)  # no uniform warm-up: the policy acts from the first step
     output = np.array([0.2, -1.0], np.float32)  # mean, log std
     assert agent.greedy_action(output) == pytest.approx(np.tanh(0.2))
     samples = np.array([agent.explore(output) for _ in range(2000)])[:, 0]
     assert np.all(np.abs(samples) < 1.0)
     assert np.mean(np.arctanh(samples)) == pytest.approx(0.2, abs=0.03)
     assert np.std(np.arctanh(samples)) == pytest.approx(np.exp(-1.0), rel=0.1)
+
+
+@pytest.mark.parametrize("backend", ["torch", "keras"])
+def test_warm_up_actions_are_uniform_until_learning_starts(backend) -> None:
+    """The first ``learning_starts`` env steps act uniformly in [-1, 1] (SB3's warm-up), noise
+    added and clipped; from then on the actor acts.  Checked by hand: a 2-D action env, the agent's
+    seeded generator (seed + 17) and the noise process replayed from its seed (seed + 101)."""
+    from gymnasium.envs.classic_control import Continuous_MountainCarEnv
+
+    from note_rl.noise import GaussianWhiteNoiseProcess
+
+    class TwoD(Continuous_MountainCarEnv):  # two action dims, so the draw's shape is checked too
+        def __init__(self) -> None:
+            super().__init__()
+            self.action_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+
+        def step(self, action):
+            return super().step(action[:1])
+
+    def replay(size):  # what the agent's generator and noise draw, step by step
+        rng, noise = np.random.default_rng(3 + 17), GaussianWhiteNoiseProcess(sigma=0.1, size=size, seed=3 + 101)
+        return lambda: np.clip(rng.uniform(-1.0, 1.0, size) + noise.sample(), -1.0, 1.0), noise
+
+    agent = agents_module(backend).TD3(hidden_size=HIDDEN, env=TwoD(), seed=3)
+    agent.set(noise=GaussianWhiteNoiseProcess(sigma=0.1, size=2), learning_starts=4, batch=2, seed=3)
+    warm_up, noise = replay(2)
+    output = np.array([0.25, -0.5], np.float32)
+    for step in range(4):
+        agent.step_counter = step
+        np.testing.assert_allclose(agent.explore(output), warm_up(), rtol=1e-6)
+    agent.step_counter = 4
+    np.testing.assert_allclose(agent.explore(output), np.clip(output + noise.sample(), -1, 1), rtol=1e-6)
+
+    # a real run: the 4 warm-up actions are stored as drawn, the 5th is the actor's plus noise
+    # (train_freq=100: no update changes the actor within these 5 steps)
+    agent = agents_module(backend).TD3(hidden_size=HIDDEN, env="Pendulum-v1", seed=3)
+    agent.set(noise=GaussianWhiteNoiseProcess(sigma=0.1, size=1), pool_size=100, batch=2, learning_starts=4,
+              train_freq=100, seed=3)
+    warm_up, noise = replay(1)
+    expected = [warm_up() for _ in range(4)]
+    ones = np.ones(1, np.float32)
+    env = gym.wrappers.RescaleAction(gym.make("Pendulum-v1"), -ones, ones)  # the agent's env, replayed
+    env.reset(seed=3)
+    for a in expected:
+        state, *_ = env.step(a)
+    expected.append(np.clip(agent.numpy_actor()(state[None].astype(np.float32))[0] + noise.sample(), -1, 1))
+    agent.fit([_sgd(backend, p) for p in agent.param], None, steps=5)
+    stored = agent.buffer.get(np.arange(5)).action
+    np.testing.assert_allclose(stored[:, 0], np.concatenate(expected), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("cls_name", ["DDPG", "TD3", "SAC"])
