@@ -42,8 +42,14 @@ class TrainingCadence:
         """Whether training has started after ``env_steps`` env steps: ``learning_starts`` of them were
         taken (env steps, as SB3 counts them, not stored items: n-step windows, HER's staged episodes
         and dropped truncated windows store later or fewer, and every worker of a multi-worker run
-        must start its rounds at the same step) and the buffer has something to draw from."""
-        return env_steps >= self.agent.training_starts() and self.agent.buffer.can_sample(1)
+        must start its rounds at the same step) and the buffer has something to draw from.  A pool
+        smaller than one mini-batch never trains (``train()`` warns of it): with the default
+        ``learning_starts`` (``batch``) a capped buffer could otherwise start drawing 64-item batches
+        from 10 transitions once 64 env steps were taken."""
+        agent = self.agent
+        if agent.pool_size is not None and agent.pool_size < agent.batch:
+            return False
+        return env_steps >= agent.training_starts() and agent.buffer.can_sample(1)
 
     def after_steps(self, n_new: int, step_before: int) -> None:
         """Account for ``n_new`` env steps and run the training they earned right away."""

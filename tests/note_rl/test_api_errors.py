@@ -37,8 +37,9 @@ def test_train_refuses_a_missing_batch_and_non_callbacks_and_warns_of_a_useless_
     assert agent.step_counter == 0  # nothing ran
     agent.set(policy=EpsGreedyQPolicy(0.1), pool_size=10, batch=64)
     with pytest.warns(UserWarning, match=r"pool_size=10 is smaller than batch=64: no mini-batch can be drawn"):
-        train(agent, backend, opt, 1, p=0)
-    assert agent.batch_counter == 0  # collected, never trained: which is what the warning said
+        train(agent, backend, opt, None, p=0, steps=200)
+    # collected past the default learning_starts (batch=64 env steps), never trained: what the warning said
+    assert agent.step_counter == 200 and agent.batch_counter == 0
     agent.set(pool_size=100, batch=8)
     steps = agent.step_counter
     with pytest.raises(ValueError, match=r"train\(callbacks=...\): item 1 \(object\) is not a callback"):
