@@ -321,6 +321,11 @@ class RLBase(AdjusterMixin):
         (SB3 counts them the same way; see ``TrainingCadence.started``)."""
         return self.learning_starts if self.learning_starts is not None else (self.batch or 0)
 
+    def pool_below_batch(self) -> bool:
+        """Whether the replay pool cannot hold one mini-batch: such a run collects but never trains
+        (``train()`` warns of it)."""
+        return self.pool_size is not None and self.batch is not None and self.pool_size < self.batch
+
     def reset_seed(self) -> int | None:
         """Seed for the next env reset: the ``set(seed=...)`` value the first time after seeding,
         then ``None`` so that later episodes continue the env's own generator.  (Note_rl reset

@@ -47,7 +47,7 @@ class TrainingCadence:
         ``learning_starts`` (``batch``) a capped buffer could otherwise start drawing 64-item batches
         from 10 transitions once 64 env steps were taken."""
         agent = self.agent
-        if agent.pool_size is not None and agent.pool_size < agent.batch:
+        if agent.pool_below_batch():
             return False
         return env_steps >= agent.training_starts() and agent.buffer.can_sample(1)
 

@@ -237,6 +237,6 @@ def _check_replay(agent: Any, settings: TrainSettings) -> None:
     if settings.shuffle and (agent.PR or agent.HER):
         raise ValueError("train(shuffle=True) is for uniform replay; PR=True and HER=True draw their own "
                          "mini-batches (by priority / with relabelled goals)")
-    if agent.pool_size is not None and agent.pool_size < agent.batch:
+    if agent.pool_below_batch():
         warnings.warn(f"train(): pool_size={agent.pool_size} is smaller than batch={agent.batch}: no mini-batch "
                       "can be drawn, so this run makes no gradient step", stacklevel=4)
