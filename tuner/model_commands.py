@@ -11,8 +11,8 @@ deviation over seeds and each seed's mean.
 
 from __future__ import annotations
 
-import json
 import os
+import subprocess
 from typing import Any
 
 import numpy as np
@@ -20,39 +20,42 @@ import numpy as np
 __all__ = ["eval_model", "play_model", "load_run_config"]
 
 SEED_STRIDE = 10_000
+SEED_LIMIT = (2**32 - 1) // SEED_STRIDE  # reset seeds s * SEED_STRIDE + k stay below numpy's 2**32
+MAX_EPISODES = 100_000
 
 
 class _Bad(ValueError):
     """Raised with the one line to print (the caller turns it into exit status 2)."""
 
 
-def load_run_config(model: str) -> dict[str, Any]:
-    """The resolved config of the run that wrote ``model`` (its run dir's result.json or config.yaml)."""
-    folder = os.path.dirname(os.path.abspath(model))
-    result = os.path.join(folder, "result.json")
-    if os.path.exists(result):
-        try:
-            with open(result) as f:
-                cfg = json.load(f).get("config")
-        except (OSError, json.JSONDecodeError) as exc:
-            raise _Bad(f"model: cannot read {result} ({exc})") from None
-        if isinstance(cfg, dict):
-            return cfg
-    config = os.path.join(folder, "config.yaml")
-    if os.path.exists(config):
-        from omegaconf import OmegaConf
+def load_run_config(model: str, trust_code: bool = False) -> dict[str, Any]:
+    """The resolved config of the run that wrote ``model`` (its run dir's result.json or config.yaml),
+    checked as data (:mod:`tuner.untrusted`) unless ``trust_code``."""
+    from .untrusted import UntrustedFileError, load_run_config as load
 
-        return OmegaConf.to_container(OmegaConf.load(config), resolve=True)
-    raise _Bad(f"model: no result.json or config.yaml beside {model} to rebuild its agent from")
+    try:
+        return load(os.path.dirname(os.path.abspath(model)), trust_code=trust_code)[0]
+    except UntrustedFileError as exc:
+        raise _Bad(f"model: {exc}") from None
 
 
-def _ints(text: str, key: str) -> list[int]:
+def _flag(args: dict[str, str], key: str) -> bool:
+    value = args.get(key, "false").strip().lower()
+    if value not in ("true", "false"):
+        raise _Bad(f"{key}: expected true or false, got {args[key]!r}")
+    return value == "true"
+
+
+def _ints(text: str, key: str, low: int = 0, high: int = SEED_LIMIT) -> list[int]:
+    """Comma-separated integers in ``[low, high]`` (``high`` keeps ``seed * SEED_STRIDE`` a valid
+    numpy seed)."""
     try:
         values = [int(v) for v in text.strip("[]").split(",") if v.strip()]
     except ValueError:
         raise _Bad(f"{key}: expected integers separated by commas, got {text!r}") from None
-    if not values or min(values) < 0:
-        raise _Bad(f"{key}: expected non-negative integers, got {text!r}")
+    if not values or min(values) < low or max(values) > high:
+        kind = "non-negative" if low == 0 else "positive" if low == 1 else f">= {low}"
+        raise _Bad(f"{key}: expected {kind} integers (at most {high}), got {text!r}")
     return values
 
 
@@ -60,31 +63,60 @@ def _model_path(args: dict[str, str]) -> str:
     model = args.get("model")
     if not model:
         raise _Bad("model: give model=<path of a model.npz written by a run>")
-    if not os.path.isfile(model):
+    if not os.path.exists(model):
         raise _Bad(f"model: no such file {model!r}")
+    if not os.path.isfile(model):
+        raise _Bad(f"model: {model!r} is not a regular file")
     return model
 
 
-def _load_agent(model: str) -> tuple[Any, dict[str, Any]]:
+def _load_agent(model: str, trust_code: bool = False) -> tuple[Any, dict[str, Any]]:
     """The agent of the run that wrote ``model``, with the model's weights."""
     from note_rl.core.checkpoint import CheckpointError
+    from omegaconf import OmegaConf
 
-    from .build import build_agent, set_threads
+    from .build import build_agent, make_env, set_threads
+    from .schema import ConfigError, validate
 
-    from .schema import ConfigError
-
-    cfg = load_run_config(model)
+    cfg = load_run_config(model, trust_code)
+    source = _config_file(model)
+    try:  # the schema's types and ranges (a huge backend.threads, a bad seed) before anything is built
+        validate(OmegaConf.create(cfg), check_env=False)
+    except ConfigError as exc:
+        raise _Bad(f"model: {source}: {_first_line(exc)}{_import_hint(exc)}") from None
     set_threads(cfg)
     try:
+        make_env(cfg["env"]).close()
+    except Exception as exc:  # noqa: BLE001 - gymnasium raises many kinds: unknown id, unknown kwargs...
+        raise _Bad(f"model: {source}: env: cannot make {cfg['env'].get('id')!r} "
+                   f"({type(exc).__name__}: {_first_line(exc)})") from None
+    try:
         agent = build_agent(cfg)
-    except ConfigError as exc:  # e.g. a user's agent class whose module is not importable from here
-        hint = " (run it where the run's code imports, e.g. with the run's PYTHONPATH)" if "import" in str(exc) else ""
-        raise _Bad(f"model: {model}: {str(exc).splitlines()[0]}{hint}") from None
+    except ConfigError as exc:
+        raise _Bad(f"model: {model}: {_first_line(exc)}{_import_hint(exc)}") from None
+    except Exception as exc:  # noqa: BLE001 - a config that validates but does not build is the file's fault
+        raise _Bad(f"model: {source}: cannot rebuild the agent ({type(exc).__name__}: {_first_line(exc)})") from None
     try:
         agent.restore_param(model)
     except (CheckpointError, ValueError, KeyError) as exc:
-        raise _Bad(f"model: {model} does not load into this agent ({str(exc).splitlines()[0]})") from None
+        raise _Bad(f"model: {model} does not load into this agent ({_first_line(exc)})") from None
     return agent, cfg
+
+
+def _import_hint(exc: BaseException) -> str:
+    """A user's class whose module is not importable from here (a trusted run of examples/custom_agent
+    evaluated without its PYTHONPATH): say where to run it."""
+    return " (run it where the run's code imports, e.g. with the run's PYTHONPATH)" if "import" in str(exc) else ""
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [""])[0][:300]
+
+
+def _config_file(model: str) -> str:
+    folder = os.path.dirname(os.path.abspath(model))
+    result = os.path.join(folder, "result.json")
+    return result if os.path.lexists(result) else os.path.join(folder, "config.yaml")
 
 
 def eval_model(args: dict[str, str]) -> dict[str, Any]:
@@ -92,9 +124,9 @@ def eval_model(args: dict[str, str]) -> dict[str, Any]:
     from note_rl.evaluation import evaluate
 
     model = _model_path(args)
-    episodes = _ints(args.get("episodes", "20"), "episodes")[0]
+    episodes = _ints(args.get("episodes", "20"), "episodes", low=1, high=MAX_EPISODES)[0]
     seeds = _ints(args.get("seeds", "0,1,2"), "seeds")
-    agent, cfg = _load_agent(model)
+    agent, cfg = _load_agent(model, _flag(args, "trust_code"))
     per_seed = {s: evaluate(agent, episodes, seed=s * SEED_STRIDE) for s in seeds}
     means = [float(np.mean(r)) for r in per_seed.values()]
     out = {"model": model, "episodes": episodes, "mean": float(np.mean(means)), "std": float(np.std(means)),
@@ -103,6 +135,24 @@ def eval_model(args: dict[str, str]) -> dict[str, Any]:
           f"{seeds} ({episodes} greedy episodes each); per seed: "
           + ", ".join(f"{s}: {v:.2f}" for s, v in out["per_seed"].items()))
     return out
+
+
+def _check_out(out: str) -> None:
+    """``out`` can be written: not a directory, in an existing writable directory, a name the file
+    system takes."""
+    folder, name = os.path.split(os.path.abspath(out))
+    if os.path.isdir(out):
+        raise _Bad(f"out: {out} is a directory; give a file name ending in .gif or .mp4")
+    if not os.path.isdir(folder):
+        raise _Bad(f"out: no such directory {folder}")
+    if not os.access(folder, os.W_OK):
+        raise _Bad(f"out: directory {folder} is not writable")
+    try:
+        too_long = len(os.fsencode(name)) > os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        too_long = False
+    if too_long:
+        raise _Bad(f"out: file name {name[:40]}... is longer than the file system allows")
 
 
 def play_model(args: dict[str, str]) -> str:
@@ -120,22 +170,32 @@ def play_model(args: dict[str, str]) -> str:
         raise _Bad(f"out: {out!r} must end in .gif or .mp4")
     if ext == ".mp4" and shutil.which("ffmpeg") is None:
         raise _Bad(f"out: writing {out} needs ffmpeg on PATH (not found); install it or give out=<file>.gif")
-    if not os.path.isdir(os.path.dirname(os.path.abspath(out))):
-        raise _Bad(f"out: no such directory {os.path.dirname(os.path.abspath(out))}")
-    seed = _ints(args.get("seed", "0"), "seed")[0]
-    fps = _ints(args["fps"], "fps")[0] if "fps" in args else None
-    agent, cfg = _load_agent(model)
+    _check_out(out)
+    seed = _ints(args.get("seed", "0"), "seed", high=2**32 - 1)[0]
+    fps = _ints(args["fps"], "fps", low=1, high=1000)[0] if "fps" in args else None
+    limit = _ints(args["max_steps"], "max_steps", low=1, high=10**7)[0] if "max_steps" in args else None
+    agent, cfg = _load_agent(model, _flag(args, "trust_code"))
     if getattr(agent, "MARL", False):
         raise _Bad(f"model: {cfg['agent']['name']} is a multi-agent agent; play records single-agent envs only")
     from note_rl.core.envs import EnvFactory
     from note_rl.evaluation import _episode_limit
 
-    limit = _ints(args["max_steps"], "max_steps")[0] if "max_steps" in args else None
     if limit is None:
         limit = _episode_limit(EnvFactory(agent.env[0] if isinstance(agent.env, (list, tuple)) else agent.env)())
+    # recorded under a temporary name beside ``out`` and renamed: a failed write (full disk, ffmpeg
+    # dying) leaves no partial file and keeps an earlier recording of the same name
+    folder, name = os.path.split(os.path.abspath(out))
+    partial = os.path.join(folder, f".{os.getpid()}.partial{ext}")
     try:
-        path = agent.animate_agent(limit, save_path=out, fps=fps, seed=seed)
+        agent.animate_agent(limit, save_path=partial, fps=fps, seed=seed)
+        os.replace(partial, out)
     except ValueError as exc:  # e.g. an env that cannot render rgb_array frames
-        raise _Bad(f"model: cannot record {cfg['env']['id']} ({str(exc).splitlines()[0]})") from None
+        raise _Bad(f"model: cannot record {cfg['env']['id']} ({_first_line(exc)})") from None
+    except (OSError, subprocess.CalledProcessError) as exc:  # full disk, a file system that refuses the name
+        raise _Bad(f"out: cannot write {out} ({getattr(exc, 'strerror', None) or _first_line(exc)})") from None
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
+    path = out
     print(f"recorded one greedy episode of {cfg['agent']['name']} on {cfg['env']['id']} (reset seed {seed}) -> {path}")
     return path

@@ -271,16 +271,37 @@ def _check_backend(agent: Any, meta: dict[str, Any], path: str) -> None:
 
 
 def _assign_weights(agent: Any, meta: dict[str, Any], arrays: dict[str, np.ndarray], path: str) -> None:
+    """Assign the file's weights, every array checked against the agent's shape and dtype first (a
+    file of another architecture is refused whole: nothing is half loaded, and no framework ever
+    reshapes a (4, 64) array into a (64, 4) weight)."""
     backend = agent.backend
     modules = backend.modules(agent)
+    plan: list[tuple[Any, list[np.ndarray]]] = []
     for name, n in meta.get("modules", {}).items():
         if name not in modules:
             raise CheckpointError(f"{path}: network {name!r} in the file is missing on this agent")
-        backend.set_module_weights(modules[name], [arrays[f"module/{name}/{i}"] for i in range(n)])
+        given = [arrays[f"module/{name}/{i}"] for i in range(n)]
+        _check_like(backend.module_weights(modules[name]), given, f"module/{name}", path)
+        plan.append((modules[name], given))
     params = backend.flatten(agent.param) if agent.param is not None else []
     if len(params) != meta["n_param"]:
         raise CheckpointError(f"{path}: holds {meta['n_param']} parameters, agent has {len(params)}")
-    backend.set_weights(params, [arrays[f"param/{i}"] for i in range(meta["n_param"])])
+    given = [arrays[f"param/{i}"] for i in range(meta["n_param"])]
+    _check_like(backend.get_weights(params), given, "param", path)
+    for module, values in plan:
+        backend.set_module_weights(module, values)
+    backend.set_weights(params, given)
+
+
+def _check_like(current: list[np.ndarray], given: list[np.ndarray], prefix: str, path: str) -> None:
+    """Each of ``given`` has the shape and dtype of the weight it replaces."""
+    if len(current) != len(given):
+        raise CheckpointError(f"{path}: holds {len(given)} arrays for {prefix!r}, the agent has {len(current)}")
+    for i, (have, new) in enumerate(zip(current, given)):
+        have = np.asarray(have)
+        if have.shape != new.shape or have.dtype != new.dtype:
+            raise CheckpointError(f"{path}: member '{prefix}/{i}' is a {new.shape} {new.dtype} array, "
+                                  f"the agent's weight is {have.shape} {have.dtype}")
 
 
 def read_param(path: str) -> list[np.ndarray]:

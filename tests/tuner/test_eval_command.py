@@ -89,9 +89,10 @@ def test_eval_refuses_missing_and_corrupt_models_in_one_line(tmp_path) -> None:
     assert out.returncode == 2 and "seeds: expected integers" in out.stderr
     # a user's agent class whose module does not import here (README: examples/custom_agent run
     # without its PYTHONPATH): one line naming the class, not Hydra's log lines and a traceback
+    # (trust_code=true: without it the file may name only note_rl's own classes)
     cfg["agent"]["_target_"] = "my_missing_agents.DuelingDQN"
     (tmp_path / "result.json").write_text(json.dumps({"config": cfg}))
-    out = run_app(["eval", f"model={bad}"], cwd=str(tmp_path), check=False)
+    out = run_app(["eval", f"model={bad}", "trust_code=true"], cwd=str(tmp_path), check=False)
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
     assert "cannot import 'my_missing_agents.DuelingDQN'" in out.stderr and "PYTHONPATH" in out.stderr
 

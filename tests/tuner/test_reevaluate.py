@@ -72,8 +72,9 @@ def test_heldout_winner_beats_a_config_lucky_on_its_tuning_seeds(tmp_path) -> No
     assert result["seed"] == 10001 and len(result["evaluations"]) == 1
 
     # `note-tune reevaluate`: stored scores are reused, only the new seed trains; a tuning seed is refused
+    # (trust_code=true: the trials' configs name the test's own env module, lucky_envs)
     again = run_app(["reevaluate", "study_name=luck", f"study_dir={study_dir}", "seeds=[10001, 10005]",
-                     "episodes=3"], cwd=str(tmp_path))
+                     "episodes=3", "trust_code=true"], cwd=str(tmp_path))
     assert "2 configs x 2 seeds (2 runs to train" in again.stdout
     summary = json.loads((study_dir / "study.json").read_text())
     assert summary["reevaluation"]["seeds"] == [10001, 10005] and summary["reevaluation"]["winner"] == steady["trial"]
@@ -81,7 +82,7 @@ def test_heldout_winner_beats_a_config_lucky_on_its_tuning_seeds(tmp_path) -> No
     # where Lucky pays) scored on the held-out episodes (where it does not); scores of final
     # policies are not reused for it
     best = run_app(["reevaluate", "study_name=luck", f"study_dir={study_dir}", "seeds=[10001]", "episodes=3",
-                    "model=best"], cwd=str(tmp_path))
+                    "model=best", "trust_code=true"], cwd=str(tmp_path))
     assert "2 configs x 1 seeds (2 runs to train" in best.stdout
     re = json.loads((study_dir / "study.json").read_text())["reevaluation"]
     assert re["model"] == "best" and re["winner"] == steady["trial"]
@@ -93,7 +94,8 @@ def test_heldout_winner_beats_a_config_lucky_on_its_tuning_seeds(tmp_path) -> No
     lucky_run = json.loads((study_dir / "heldout" / f"{lucky['trial']:04d}" / "seed_10001" / "result.json").read_text())
     assert max(e["mean"] for e in lucky_run["evaluations"]) == 100.0  # what chose the weights
     before = (study_dir / "study.json").read_bytes()
-    bad = run_app(["reevaluate", "study_name=luck", f"study_dir={study_dir}", "seeds=[0]"], cwd=str(tmp_path),
+    bad = run_app(["reevaluate", "study_name=luck", f"study_dir={study_dir}", "seeds=[0]", "trust_code=true"],
+                  cwd=str(tmp_path),
                   check=False)
     assert bad.returncode == 2 and bad.stderr.strip() == "error: seeds: seed 0 was a tuning seed; held-out seeds must differ"
     assert (study_dir / "study.json").read_bytes() == before
