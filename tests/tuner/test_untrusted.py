@@ -260,3 +260,44 @@ def test_bounded_readers_by_hand(tmp_path) -> None:
                 {"agent": {"_target_": "note_rl.agents.evil.DQN"}}):
         with pytest.raises(UntrustedFileError, match="is not one of note_rl's own classes"):
             check_code_refs(cfg, "x")
+
+
+def test_report_output_paths_are_one_line(tmp_path, capsys) -> None:
+    """``note-tune report out=...``: a file, a folder under a file, an over-long name, and a write that
+    fails (full disk) are one line naming ``out``; the study is unchanged."""
+    import errno
+
+    import optuna
+    from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+    from tuner import report as report_module
+
+    journal = tmp_path / "study" / "journal.log"
+    journal.parent.mkdir()
+    study = optuna.create_study(study_name="s", direction="maximize",
+                                storage=JournalStorage(JournalFileBackend(str(journal))))
+    for x in (0.1, 0.5, 0.9):
+        study.enqueue_trial({"x": x})
+        study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=1)
+    capsys.readouterr()  # Optuna's own log lines of the set-up
+    before = journal.read_bytes()
+    (tmp_path / "afile").write_text("x")
+    base = [f"study_dir={journal.parent}", "wandb=none"]
+    for out, needle in ((tmp_path / "afile", "is a file"), (tmp_path / "afile" / "sub", "is not a writable directory"),
+                        (tmp_path / ("d" * 300), "longer than the file system allows")):
+        code = subcommands.main("report", [*base, f"out={out}"])
+        _one_line(code, capsys.readouterr().err.strip(), "error: out: ", needle)
+
+    def full_disk(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(tmp_path / "rep" / "report.md"))
+
+    original = report_module.write_report
+    report_module.write_report = full_disk
+    try:
+        code = subcommands.main("report", [*base, f"out={tmp_path / 'rep'}"])
+    finally:
+        report_module.write_report = original
+    _one_line(code, capsys.readouterr().err.strip(), "error: out: cannot write the report (No space left on device")
+    assert journal.read_bytes() == before
+    assert subcommands.main("report", [*base, f"out={tmp_path / 'rep'}"]) == 0
+    assert (tmp_path / "rep" / "report.md").exists()
