@@ -9,6 +9,7 @@ import optuna
 from omegaconf import OmegaConf
 from optuna.trial import TrialState
 
+from .redact import redact_text, scrub
 from .train import write_json
 
 __all__ = ["study_summary", "write_outputs", "summary_table", "rerun_command"]
@@ -76,7 +77,8 @@ def write_outputs(study: optuna.Study, study_dir: str, storage: str,
             why = f"best trial {best.number} of study {study.study_name} (value {best.value})"
         header = f"# {why}\n# re-run: {rerun_command(study_dir)}\n"
         with open(os.path.join(study_dir, "best_config.yaml"), "w") as f:
-            f.write(header + OmegaConf.to_yaml(cfg))
+            f.write(redact_text(header + OmegaConf.to_yaml(scrub(OmegaConf.to_container(cfg)))))
+    summary = scrub(summary)  # the storage and the reevaluation's failure reasons may quote a URL
     write_json(os.path.join(study_dir, "study.json"), summary)
     return summary
 

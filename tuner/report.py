@@ -27,6 +27,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from .curves import pyplot, training_figure
 from .outputs import rerun_command, study_summary
+from .redact import redact_text, scrub
 
 __all__ = ["write_report", "log_study_run", "report_study", "trials_table", "PLOTS"]
 
@@ -240,13 +241,13 @@ def write_report(study: optuna.Study, study_dir: str, storage_desc: str, out_dir
     """
     folder = os.path.abspath(out_dir or os.path.join(study_dir, "report"))
     os.makedirs(folder, exist_ok=True)
-    summary = study_summary(study, study_dir, storage_desc)
+    summary = scrub(study_summary(study, study_dir, storage_desc))  # a fail reason may quote a URL
     best_config = os.path.join(study_dir, "best_config.yaml")
     rerun = rerun_command(study_dir) if summary["best_trial"] is not None and os.path.exists(best_config) else None
     images, skipped = _draw_all(study, folder)
     markdown = os.path.join(folder, "report.md")
     with open(markdown, "w") as f:
-        f.write(_markdown(study, summary, images, skipped, rerun))
+        f.write(redact_text(_markdown(study, summary, images, skipped, rerun)))
     return {"dir": folder, "markdown": markdown, "images": images, "skipped": skipped, "summary": summary,
             "rerun_command": rerun}
 
@@ -266,6 +267,7 @@ def log_study_run(study: optuna.Study, report: dict[str, Any], opts: dict[str, A
         return None
     wandb = session.wandb
     columns, rows = trials_table(study)
+    rows = scrub(rows)  # the fail reasons
     session.log({"trial": len(rows), "trials": wandb.Table(columns=columns, data=rows, allow_mixed_types=True),
                  **{f"plots/{name}": wandb.Image(path) for name, path in report["images"].items()}})
     session.summary({k: summary[k] for k in ("best_value", "best_trial", "n_trials", "n_complete", "n_pruned",
@@ -302,7 +304,7 @@ def report_study(study: optuna.Study, study_dir: str, storage_desc: str, config:
     try:
         report = write_report(study, study_dir, storage_desc)
     except Exception as exc:  # noqa: BLE001 - a plotting problem must not hide the study's results
-        print(f"warning: study report not written: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(redact_text(f"warning: study report not written: {type(exc).__name__}: {exc}"), file=sys.stderr)
         return None
     print(f"report: {report['markdown']} ({len(report['images'])} plots)", flush=True)
     opts = (config or {}).get("logger") or {}

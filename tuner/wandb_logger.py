@@ -59,7 +59,10 @@ def warn_once(message: str) -> None:
     """Print ``warning: wandb ...`` once per process (later failures stay quiet)."""
     global _warned
     if not _warned:
-        print(f"warning: wandb logging disabled, training continues: {message}", file=sys.stderr, flush=True)
+        from .redact import redact_text
+
+        print(redact_text(f"warning: wandb logging disabled, training continues: {message}"), file=sys.stderr,
+              flush=True)
         _warned = True
 
 
@@ -122,10 +125,12 @@ class WandbSession:
 
     def __init__(self, opts: dict[str, Any], run_dir: str | None, meta: dict[str, Any] | None,
                  config: dict[str, Any]) -> None:
-        from .redact import find_secrets, scrub
+        from .redact import find_secrets, known_secrets, remember, scrub
 
-        # a storage URL's password (or any credential in the config) never reaches wandb
-        self.opts, self.meta, self.config = opts, dict(meta or {}), scrub(config, find_secrets(config))
+        # a storage URL's password (or any credential in the config) never reaches wandb: the config's
+        # secrets are remembered, so the summaries and artifact metadata mask them too
+        remember(find_secrets(config))
+        self.opts, self.meta, self.config = opts, scrub(dict(meta or {})), scrub(config, known_secrets())
         self.dir = os.path.abspath(opts.get("dir") or run_dir or os.getcwd())
         self.run: Any = None
         self.wandb: Any = None
@@ -186,13 +191,18 @@ class WandbSession:
         self._guard("log", lambda: self.run.log(row))
 
     def summary(self, values: dict[str, Any]) -> None:
-        self._guard("summary", lambda: self.run.summary.update(values))
+        from .redact import scrub
+
+        clean = scrub(values)  # a fail reason may quote a URL or a secret
+        self._guard("summary", lambda: self.run.summary.update(clean))
 
     def artifact(self, name: str, type_: str, paths: list[str], metadata: dict[str, Any] | None = None,
                  aliases: list[str] | None = None) -> None:
         """Log the files ``paths`` as one artifact (files are referenced in place, not copied)."""
         def log() -> None:
-            art = self.wandb.Artifact(_artifact_name(name), type=type_, metadata=metadata or {})
+            from .redact import scrub
+
+            art = self.wandb.Artifact(_artifact_name(name), type=type_, metadata=scrub(metadata or {}))
             for path in paths:
                 art.add_file(path, policy="immutable")
             self.run.log_artifact(art, aliases=aliases)

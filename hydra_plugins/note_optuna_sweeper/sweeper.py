@@ -75,8 +75,15 @@ class NoteOptunaSweeper(Sweeper):
         from tuner.settings import TunerSettings, make_pruner, make_sampler
         from tuner.storage import StudyLock, make_storage
 
+        from tuner.redact import protect
+
         sweep_dir = os.path.abspath(self.config.hydra.sweep.dir)
         os.makedirs(sweep_dir, exist_ok=True)
+        # the task function never runs in this process (trials are fresh processes): mask the storage's
+        # password (and the config's credentials) in sys.argv, which wandb records and trial processes
+        # inherit, before any trial starts, and remember them for every file and line written below
+        protect({"storage": self.conf.storage, "config": OmegaConf.to_container(self.config, resolve=False)},
+                [sweep_dir])
         space, fixed = self._space(arguments)
         name = self.conf.study_name or self._default_name(sweep_dir)
         sampler, sampler_seed, startup = sampler_choice(self.conf)
@@ -168,8 +175,11 @@ class NoteOptunaSweeper(Sweeper):
 
             # best_config.yaml beside optimization_results.yaml, as a tuner=optuna study writes it
             # (a folder's config.yaml cannot be a --config-name: the app's own one shadows it)
+            from tuner.redact import redact_text
+
             with open(best_config) as src, open(os.path.join(sweep_dir, "best_config.yaml"), "w") as dst:
-                dst.write(f"# best trial {results['best_trial']} of study {study.study_name}\n{src.read()}")
+                header = f"# best trial {results['best_trial']} of study {study.study_name}\n"
+                dst.write(redact_text(header + src.read()))
             print(f"re-run the best configuration (trial {results['best_trial']}): {rerun_command(sweep_dir)}")
         return results
 

@@ -3,6 +3,7 @@ PostgreSQL with password authentication)."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 
@@ -25,6 +26,61 @@ def test_secrets_are_found_and_masked() -> None:
     assert _argv_secrets(["-m", f"tuner.storage='postgresql://bob:{PASSWORD}@db/x'", "+wandb.token=t0k3n",
                           "agent.gamma=0.9"]) == {PASSWORD, "t0k3n"}
     assert find_secrets({"storage": "postgresql://bob@db/x", "x": "sqlite:///a.db"}) == set()
+
+
+def test_query_parameter_passwords_are_found_and_masked_structurally(monkeypatch) -> None:
+    """libpq and SQLAlchemy take the password (and other credentials) as URL query parameters too."""
+    from tuner.redact import env_secrets, redact_text, redact_url
+    from tuner.storage import describe, describe_url
+
+    url = f"postgresql://bob@db:5432/optuna?sslmode=require&password={PASSWORD}&passfile=/h/.pgpass&application_name=x"
+    assert find_secrets({"tuner": {"storage": url}}) == {PASSWORD, "/h/.pgpass"}
+    masked = f"postgresql://bob@db:5432/optuna?sslmode=require&password={MASK}&passfile={MASK}&application_name=x"
+    assert redact_url(url) == masked and scrub({"storage": url}, set()) == {"storage": masked}
+    # libpq's and other drivers' names, any case; the value is masked whole, percent-encoded or not
+    for name in ("sslpassword", "SSLPassword", "PASSWORD", "passwd", "pwd", "token", "access_token", "api_key",
+                 "client_secret"):
+        assert redact_url(f"postgresql://u@h/d?{name}=a%40b&x=1") == f"postgresql://u@h/d?{name}={MASK}&x=1"
+        assert find_secrets([f"postgresql://u@h/d?{name}=a%40b"]) == {"a%40b", "a@b"}
+    for name in ("sslmode", "max_tokens", "tokenizer", "bypass", "keepalives"):  # not credentials
+        assert redact_url(f"postgresql://u@h/d?{name}=v1") == f"postgresql://u@h/d?{name}=v1"
+    # a password in user info and in the query; a URL in free text is rewritten without knowing its secrets
+    both = "postgresql+psycopg://u:p%40ss@h/d?password=q1"
+    assert find_secrets({"s": both}) == {"p%40ss", "p@ss", "q1"}
+    line = f"error: tuner.storage: cannot open '{both}': refused, see postgresql://h/d?token=zz (x)"
+    assert redact_text(line, set()) == (f"error: tuner.storage: cannot open 'postgresql+psycopg://u:{MASK}@h/d?"
+                                        f"password={MASK}': refused, see postgresql://h/d?token={MASK} (x)")
+    # the command line, the printed storage (valid URL or not) and OPTUNA_STORAGE
+    assert _argv_secrets([f"tuner.storage='{url}'", f"hydra.sweeper.storage={both}"]) == {
+        PASSWORD, "/h/.pgpass", "p%40ss", "p@ss", "q1"}
+    assert PASSWORD not in describe(url, ".") and f"password={MASK}" in describe(url, ".")
+    assert PASSWORD not in describe_url(f"postgresql://bob@db:notaport/x?password={PASSWORD}")
+    monkeypatch.setenv("OPTUNA_STORAGE", url)
+    monkeypatch.setenv("PGPASSWORD", "pg-env-pw")
+    assert env_secrets() == {PASSWORD, "/h/.pgpass", "pg-env-pw"}
+    assert PASSWORD not in describe(None, "studies/s")
+
+
+def test_masking_replaces_whole_values_never_pieces_of_other_words(monkeypatch) -> None:
+    """A short password is masked where it stands alone, never inside another word."""
+    from tuner.redact import mask_argv_secrets, redact_text
+
+    monkeypatch.delenv("OPTUNA_STORAGE", raising=False)
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    text = "error: tuner.storage: unsupported storage (agent=ppo, ppo_lr=0.1, PPO2, ppo.)"
+    assert redact_text(text, {"ppo"}) == \
+        f"error: tuner.storage: unsupported storage (agent={MASK}, ppo_lr=0.1, PPO2, {MASK}.)"
+    argv = ["tuner.storage=postgresql://bob:ppo@db/x?sslmode=disable"]
+    assert mask_argv_secrets("tuner.storage: unsupported storage 'mysql' in postgresql://bob:ppo@db/x", argv) == \
+        f"tuner.storage: unsupported storage 'mysql' in postgresql://bob:{MASK}@db/x"
+    assert mask_argv_secrets("sslmode=disable, supported: ppo", argv) == f"sslmode=disable, supported: {MASK}"
+    # the value of a secret-named key is replaced whole (whatever its type); a longer secret wins
+    cfg = {"logger": {"api_key": 12345, "token": "ab", "max_tokens": 7, "note": "ab abc 12345 xab"},
+           "pw": ["hunter2", "hunter2-long"]}
+    assert scrub(cfg, find_secrets(cfg) | {"hunter2", "hunter2-long"}) == {
+        "logger": {"api_key": MASK, "token": MASK, "max_tokens": 7, "note": f"{MASK} abc {MASK} xab"},
+        "pw": [MASK, MASK]}
+    assert find_secrets(cfg) == {"12345", "ab"}
 
 
 def test_optuna_storage_is_the_default_storage_and_its_password_is_masked(monkeypatch) -> None:
@@ -146,3 +202,42 @@ def test_the_password_can_come_from_optuna_storage_or_a_pgpass_file(tmp_path) ->
         study = optuna.load_study(study_name="fromenv", storage=_normalise_url(url))
         assert [t.state.name for t in study.trials] == ["COMPLETE", "COMPLETE"]
         assert _files_containing(work, PASSWORD.encode()) == []
+
+
+@pytest.mark.skipif(server_binaries() is None, reason="needs Debian's postgresql package")
+def test_a_query_parameter_password_stays_out_of_every_file_and_line(tmp_path) -> None:
+    """``postgresql://user@host/db?password=...`` (libpq takes the password as a query parameter): a
+    study logging to wandb, its report, ``note-tune report ... wandb=offline`` and a sweeper multirun
+    logging to wandb write the password to no file (run dirs, study dir, wandb runs) and no line."""
+    from tests.tuner.wandb_read import offline_runs, read_run
+
+    with postgres_server(password=PASSWORD) as url:
+        url = url.replace(f":{PASSWORD}@", "@") + f"?application_name=tuner&password={PASSWORD}"
+        masked = url.replace(PASSWORD, MASK)
+        study = run_app(["tuner=optuna", NO_REEVAL, "tuner.study_name=q", f"tuner.storage='{url}'",
+                         "tuner.n_trials=1", "search=none", *TINY, "logger=wandb"], cwd=str(tmp_path))
+        report = run_app(["report", f"storage={url}", "study_name=q", "out=again", "wandb=offline"],
+                         cwd=str(tmp_path))
+        sweep = run_app(["-m", "hydra/sweeper=optuna", f"hydra.sweeper.storage='{url}'", "hydra.sweeper.study_name=s",
+                         "hydra.sweeper.n_trials=2", "seed=choice(0, 1)", f"hydra.sweep.dir={tmp_path / 'sweep'}",
+                         *TINY, "logger=wandb"], cwd=str(tmp_path))
+        printed = "".join(p.stdout + p.stderr for p in (study, report, sweep))
+        assert PASSWORD not in printed and f"password={MASK}" in study.stdout
+        assert "report of study 'q'" in report.stdout and "[study] 2/2 finished" in sweep.stdout
+        # the connections worked: trials finished in the database
+        for name in ("q", "s"):
+            trials = optuna.load_study(study_name=name, storage=_normalise_url(url)).trials
+            assert trials and all(t.state.name == "COMPLETE" for t in trials)
+        # wandb did run everywhere (trials, the study runs, the report's run), and saw the masked URL
+        studied = tmp_path / "studies" / "q"
+        assert list(studied.glob("trials/0000/wandb/offline-run-*"))
+        assert len(list(tmp_path.glob("sweep/*/wandb/offline-run-*"))) == 2
+        (again,) = offline_runs(str(tmp_path / "again"))
+        assert f"optuna?application_name=tuner&password={MASK}" in json.dumps(read_run(again)["config"])
+        (study_run,) = offline_runs(str(studied))
+        assert json.dumps(masked) in json.dumps(read_run(study_run)["config"])
+        assert offline_runs(str(tmp_path / "sweep"))  # the sweeper's study run
+        assert f"password={MASK}" in (studied / "study.json").read_text()
+        assert f"password={MASK}" in (studied / "report" / "report.md").read_text()
+        assert (tmp_path / "sweep" / "best_config.yaml").exists() and (studied / "best_config.yaml").exists()
+        assert _files_containing(tmp_path, PASSWORD.encode()) == []
