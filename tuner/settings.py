@@ -10,6 +10,7 @@ import optuna
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from .identity import RESUME_MODES
 from .reevaluate import ReevalSettings, check_reeval
 from .schema import ConfigError
 from .search import Param
@@ -54,6 +55,9 @@ class TunerSettings:
     max_cost_ratio: float = 100.0
     # held-out re-evaluation of the top configs when the study ends (tuner.reevaluate)
     reevaluate: ReevalSettings = field(default_factory=ReevalSettings)
+    # an existing study whose definition (agent, env, backend, budget, objective, search space: see
+    # tuner/identity.py) differs from the command's: auto refuses it, force continues it with the new one
+    resume: str = "auto"
 
 
 def tuner_settings(node: Any) -> TunerSettings:
@@ -71,6 +75,7 @@ def tuner_settings(node: Any) -> TunerSettings:
         (s.pruner in PRUNERS, f"tuner.pruner: {s.pruner!r} is not one of {', '.join(PRUNERS)}"),
         (s.direction in ("maximize", "minimize"), f"tuner.direction: {s.direction!r} must be maximize or minimize"),
         (s.aggregation in ("mean", "median", "min"), f"tuner.aggregation: {s.aggregation!r} must be mean, median or min"),
+        (s.resume in RESUME_MODES, f"tuner.resume: {s.resume!r} must be {' or '.join(RESUME_MODES)}"),
         (s.n_trials > 0, f"tuner.n_trials: must be > 0, got {s.n_trials}"),
         (s.n_jobs > 0, f"tuner.n_jobs: must be > 0, got {s.n_jobs}"),
         (s.n_seeds > 0, f"tuner.n_seeds: must be > 0, got {s.n_seeds}"),

@@ -27,7 +27,9 @@ import optuna
 from omegaconf import DictConfig, OmegaConf
 
 from .messages import TrialSpec, seed_configs
+from .identity import ATTR, StudyIdentity, default_variant, definition
 from .runner import (
+    FINISHED,
     HEARTBEAT_GRACE_S,
     NO_DRIVER_GRACE_S,
     RunLimits,
@@ -61,6 +63,7 @@ class Driver:
         self.cfg, self.s, self.compose, self.overrides = cfg, settings, compose, list(overrides)
         self.space = parse_space(cfg.search, cfg)
         check_cost(self.space, cfg, settings.max_cost_ratio)  # before anything is created
+        self.identity = self._identity(cfg, settings)  # may give a default-named study its own name
         self.study_dir = os.path.abspath(settings.study_dir)
         journal = journal_path(settings.storage, self.study_dir)
         if journal is not None:  # a file that is not a journal: refused before trials/ or a lock is made
@@ -90,10 +93,28 @@ class Driver:
             self.study = optuna.load_study(study_name=settings.study_name, storage=storage, sampler=sampler,
                                            pruner=pruner)
         except KeyError:
+            self.identity.check(None)  # new in this storage: the study dir may record another definition
             self.study = optuna.create_study(study_name=settings.study_name, storage=storage, sampler=sampler,
                                              pruner=pruner, direction=settings.direction)
         self._check_existing(cfg, settings)  # before this command changes anything in the study
+        self.identity.record(self.study)
         self._enqueue(cfg, settings)
+
+    def _identity(self, cfg: DictConfig, settings: TunerSettings) -> StudyIdentity:
+        """What defines this study (:mod:`tuner.identity`), its dir checked before anything is made.
+        A default-named study (``<agent>_<env>``) whose recorded definition differs becomes this
+        command's own study ``<agent>_<env>-<digest>`` (settings are updated: the app prints them)."""
+        searched = {f"search.{'groups' if p.is_group else 'values'}.{p.name}":
+                    _show(p.distribution) if p.distribution is not None else p.fixed for p in self.space}
+        defn = definition(cfg, settings.n_seeds, settings.aggregation, searched)
+        variant = default_variant(settings.study_name, settings.study_dir, settings.storage,
+                                  f"{cfg.agent.name}_{cfg.env.id}", settings.resume, defn)
+        if variant is not None:
+            settings.study_name, settings.study_dir, why = variant
+            print(f"note: {why}", flush=True)
+        identity = StudyIdentity(settings.study_name, settings.study_dir, settings.storage, defn, settings.resume)
+        identity.check_dir()
+        return identity
 
     def _check_existing(self, cfg: DictConfig, settings: TunerSettings) -> None:
         """An existing study must match the command: its direction, agent and search space
@@ -118,6 +139,7 @@ class Driver:
                 except ValueError:
                     raise ConfigError(f"search.{key}: study {name!r} searched it as {_show(old)}; this command "
                                       f"gives {_show(new[key])} (keep the space or use another tuner.study_name)") from None
+        self.identity.check(study.user_attrs.get(ATTR))  # the rest of the definition: env, budget, ...
 
     def _enqueue(self, cfg: DictConfig, settings: TunerSettings) -> None:
         enqueue_known_good(self.study, self.space, cfg, settings.enqueue, settings.enqueue_defaults,
@@ -126,12 +148,28 @@ class Driver:
     def run(self, on_change: Callable[[], None] | None = None) -> None:
         """Run trials until the study is full, a limit is hit, or Ctrl-C (see :mod:`tuner.runner`)."""
         s = self.s
+        self._say_if_full()
         limits = RunLimits(n_jobs=s.n_jobs, trial_timeout=s.trial_timeout,
                            max_failures=s.max_failures if s.max_failures is not None else s.n_trials,
                            timeout=s.timeout, preload=s.preload,
                            heartbeat_grace_s=HEARTBEAT_GRACE_S, no_driver_grace_s=NO_DRIVER_GRACE_S)
         self.runner = TrialRunner(self.study, self.lock, limits)
         self.runner.run(self._ask, self._prepare, on_change)
+
+    def _say_if_full(self) -> None:
+        """A command that will start no trial says why in one line (a re-run, or a command chained
+        after a finder, on a study already holding ``n_trials`` used to end at once without a word)."""
+        trials = self.study.get_trials(deepcopy=False)
+        done, cap = sum(t.state in FINISHED for t in trials), self.s.max_total_trials
+        if done >= self.s.n_trials:
+            why = f"{done} finished trial{'s' if done != 1 else ''} (tuner.n_trials={self.s.n_trials})"
+            fix = "raise tuner.n_trials to add trials"
+        elif cap is not None and len(trials) >= cap:
+            why, fix = f"{len(trials)} trials (tuner.max_total_trials={cap})", "raise tuner.max_total_trials"
+        else:
+            return
+        print(f"note: study {self.s.study_name!r} already holds {why}: no trial to run; {fix}, or start a new "
+              "study with tuner.study_name=<new>", flush=True)
 
     def _ask(self) -> tuple[str, optuna.Trial | None]:
         return ask_within(self.study, self.s.n_trials, distributions(self.space), self.s.max_total_trials)

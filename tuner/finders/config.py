@@ -15,6 +15,7 @@ import optuna
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from ..identity import ATTR, RESUME_MODES, StudyIdentity
 from ..messages import TrialSpec
 from ..schema import ConfigError, error_line, validate
 from ..storage import StudyLock, check_storage, describe, make_storage
@@ -39,6 +40,8 @@ class FinderSettings:
     trial_timeout: Optional[float] = None
     trial_memory_mb: Optional[int] = None
     n_jobs: Optional[int] = None
+    # another agent, env, backend or finder in an existing finder study: auto refuses, force continues
+    resume: str = "auto"
     # lr_finder
     N: int = 77
     window_size: int = 7
@@ -62,6 +65,7 @@ def _settings(node: Any) -> FinderSettings:
               (0 < s.start_lr < s.end_lr, f"tuner.start_lr/end_lr: need 0 < start_lr < end_lr, got {s.start_lr}, {s.end_lr}"),
               (s.N > 0, f"tuner.N: must be > 0, got {s.N}"),
               (s.per in ("update", "episode"), f"tuner.per: {s.per!r} must be update or episode"),
+              (s.resume in RESUME_MODES, f"tuner.resume: {s.resume!r} must be {' or '.join(RESUME_MODES)}"),
               (s.name != "parallel_finder" or len(s.candidates) > 0, "tuner.candidates: parallel_finder needs at least one candidate")]
     for ok, message in checks:
         if not ok:
@@ -98,6 +102,8 @@ def run_finder(cfg: DictConfig, compose: Composer, overrides: list[str]) -> dict
     then the study report (``report/``, and the wandb study run with ``logger=wandb``)."""
     s = _settings(cfg.tuner)
     folder = os.path.abspath(s.study_dir)
+    identity = StudyIdentity(s.study_name, folder, s.storage, _definition(cfg, s), s.resume)
+    identity.check_dir()  # another study's dir: refused before anything is made in it
     os.makedirs(folder, exist_ok=True)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     direction = "maximize" if s.metrics == "reward" else "minimize"
@@ -107,6 +113,8 @@ def run_finder(cfg: DictConfig, compose: Composer, overrides: list[str]) -> dict
     study = optuna.create_study(study_name=s.study_name, storage=make_storage(s.storage, folder),
                                 load_if_exists=True, direction=direction, sampler=optuna.samplers.RandomSampler(),
                                 pruner=optuna.pruners.NopPruner())
+    identity.check(study.user_attrs.get(ATTR))
+    identity.record(study)
     study.set_user_attr("finder", s.name)
     storage_desc = describe(s.storage, folder)
     print(f"{s.name} study {s.study_name!r} in {folder} (storage {storage_desc})", flush=True)
@@ -124,18 +132,40 @@ def run_finder(cfg: DictConfig, compose: Composer, overrides: list[str]) -> dict
         raise ConfigError(f"tuner.{exc}") from None
     except ConfigError:  # a bad candidate config: nothing ran, nothing to report
         raise
+    except KeyboardInterrupt:  # Ctrl-C / SIGTERM: the runner killed and failed the running trials
+        _report(study, folder, storage_desc, cfg)  # the finished candidates' report (no <name>.json)
+        raise
     except Exception:
         _report(study, folder, storage_desc, cfg)  # e.g. every candidate failed: report.md has the reasons
         raise
-    write_json(os.path.join(folder, f"{s.name}.json"), out)
+    from ..redact import scrub
+
+    write_json(os.path.join(folder, f"{s.name}.json"), scrub(out))  # failure reasons may quote a URL
     _report(study, folder, storage_desc, cfg)
+    from ..interrupts import raise_held
+
+    raise_held()  # a signal held while the report was written ends the command now (130 / 143)
     return out
 
 
+def _definition(cfg: DictConfig, s: FinderSettings) -> dict[str, Any]:
+    """What defines a finder study (see :mod:`tuner.identity`): the finder, env and backend, and the
+    agent (except for ParallelFinder, whose candidates choose theirs).  Its other settings may change
+    between runs: each run compares only its own candidates."""
+    defn = {"tuner.name": s.name, "env.id": cfg.env.id, "backend.name": cfg.backend.name}
+    if s.name != "parallel_finder":
+        defn["agent.name"] = cfg.agent.name
+    return defn
+
+
 def _report(study: Any, folder: str, storage_desc: str, cfg: DictConfig) -> None:
+    from ..interrupts import held, keep
     from ..report import report_study  # matplotlib, and wandb only with logger=wandb
 
-    report_study(study, folder, storage_desc, OmegaConf.to_container(cfg, resolve=True))
+    with held():  # a first Ctrl-C / SIGTERM waits until the report is written
+        report_study(study, folder, storage_desc, OmegaConf.to_container(cfg, resolve=True))
+        n = len(study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,)))
+        keep(f"the report of {n} complete candidates written to {folder}/report")
 
 
 def _lr(s: FinderSettings, study: Any, folder: str, compose: Composer, overrides: list[str]) -> dict[str, Any]:
