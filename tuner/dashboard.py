@@ -69,9 +69,7 @@ def serve(storage: Any, desc: str, port: int = 8080) -> None:
     url = f"http://{HOST}:{server.server_port}/dashboard/"
     print(f"optuna-dashboard: {url}  (storage {desc}; Ctrl-C to stop; from another machine: "
           f"ssh -L {server.server_port}:{HOST}:{server.server_port} <this machine>)", flush=True)
-    try:
+    try:  # Ctrl-C / SIGTERM propagate: note-tune exits 130 / 143 with one line (tuner.interrupts)
         server.serve_forever()
-    except KeyboardInterrupt:
-        pass
     finally:
         server.server_close()

@@ -17,6 +17,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from .feature_check import agent_facts
+from .interrupts import start_shielded
 from .schema import ConfigError, error_line
 from .targets import import_target
 
@@ -36,7 +37,7 @@ def check_env(cfg: DictConfig) -> None:
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(child, OmegaConf.to_container(cfg, resolve=True)), daemon=True)
-    proc.start()
+    start_shielded(proc)  # a Ctrl-C meanwhile is the driver's (tuner.interrupts)
     child.close()
     message: Any = _NO_ANSWER
     try:

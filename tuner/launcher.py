@@ -21,6 +21,7 @@ from note_rl.backends import backend_info
 from note_rl.utils import standard_start_method
 
 from . import trial_worker
+from .interrupts import start_shielded
 from .messages import Decision, TrialSpec
 
 __all__ = ["TrialProcess", "context_for", "exit_reason", "free_cores", "multirun_jobs_at_once", "threads_per_trial"]
@@ -147,7 +148,7 @@ class TrialProcess:
         self.proc = ctx.Process(target=target or trial_worker.main, args=(child, spec), daemon=False,
                                 name=f"trial-{spec.trial}")
         self.started = time.monotonic()
-        self.proc.start()
+        start_shielded(self.proc)  # the terminal's Ctrl-C is the driver's to handle, not the trial's
         child.close()
         self.pruning = False
 

@@ -16,19 +16,17 @@ by whichever runner next asks for a trial, which makes a killed study resumable.
 from __future__ import annotations
 
 import os
-import signal
 import socket
-import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import optuna
 from optuna.trial import TrialState
 
 from note_rl.utils import pid_alive
 
+from .interrupts import Terminated, sigterm_raises
 from .launcher import TrialProcess, context_for
 from .messages import TrialSpec
 from .schema import ConfigError, error_line
@@ -50,32 +48,6 @@ FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 Asker = Callable[[], tuple[str, "optuna.Trial | None"]]
 # trial -> what it trains; raising fails that trial ("config error: ...") and the study goes on
 Preparer = Callable[["optuna.Trial"], TrialSpec]
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM to a driver while it runs trials.  A ``KeyboardInterrupt`` so that it unwinds like
-    Ctrl-C: the running trials are killed with their process groups and failed, and the study's
-    outputs are written (SIGTERM's default action would end the driver with its trials left RUNNING)."""
-
-
-@contextmanager
-def _sigterm_raises() -> Iterator[None]:
-    """Within the block, SIGTERM raises :class:`Terminated` (a handler can only be installed from the
-    main thread: elsewhere, e.g. in a joblib launcher's worker, nothing changes)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.getsignal(signal.SIGTERM)
-
-    def handler(signum: int, frame: Any) -> None:
-        signal.signal(signal.SIGTERM, previous)  # a second SIGTERM while cleaning up acts at once
-        raise Terminated()
-
-    signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 @dataclass
@@ -155,12 +127,25 @@ class TrialRunner:
             return not (limits.timeout and time.monotonic() - started > limits.timeout)
 
         try:
-            with _sigterm_raises():
+            with sigterm_raises():  # SIGTERM unwinds like Ctrl-C (tuner.interrupts)
                 self._loop(ask, prepare, on_change, may_start)
         except KeyboardInterrupt as exc:
-            sup.kill_all("driver terminated (SIGTERM)" if isinstance(exc, Terminated) else
-                         "driver interrupted (Ctrl-C)")
+            reason = "driver terminated (SIGTERM)" if isinstance(exc, Terminated) else "driver interrupted (Ctrl-C)"
+            sup.kill_all(reason)
+            self._fail_unlaunched(reason)
             raise
+
+    def _fail_unlaunched(self, reason: str) -> None:
+        """Fail the trials this runner asked for but had not launched yet when it was interrupted
+        (composing the config, starting the process): left RUNNING, they would wait for the next
+        driver's zombie check."""
+        for t in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+            if t.number in self.started_here and t.user_attrs.get("driver") in (self.me, None):
+                try:
+                    self.study._storage.set_trial_user_attr(t._trial_id, "fail_reason", reason)
+                    self.study._storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
+                except RuntimeError:  # finished meanwhile
+                    continue
 
     def _loop(self, ask: Asker, prepare: Preparer, on_change: Callable[[], None] | None,
               may_start: Callable[[], bool]) -> None:
@@ -191,9 +176,9 @@ class TrialRunner:
             state, trial = ask()
         if trial is None:
             return state
+        self.started_here.append(trial.number)  # before anything can be interrupted: see _fail_unlaunched
         trial.set_user_attr("driver", self.me)
         trial.set_user_attr("heartbeat", time.time())
-        self.started_here.append(trial.number)
         try:
             spec = prepare(trial)
         except Exception as exc:  # noqa: BLE001 - any compose / validation error fails this trial only

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import wait
 from typing import Any
 
+from .interrupts import Terminated
 from .launcher import TrialProcess, context_for, exit_reason
 from .messages import Failure, Report, Result, TrialSpec
 
@@ -45,7 +46,29 @@ def run_jobs(jobs: list[Job], n_jobs: int = 1, deadline: float | None = None, ct
     ``result`` or ``error``.  Past ``deadline`` (a ``time.monotonic()`` value) running jobs are
     killed and jobs not started are left with ``error="not started: time limit"``.  Each job gets
     ``cores // threads_for`` framework threads (default: ``cores // n_jobs``)."""
-    pending, running = list(jobs), {}
+    pending: list[Job] = list(jobs)
+    running: dict[int, tuple[Job, TrialProcess]] = {}
+    try:
+        _run_loop(pending, running, n_jobs, deadline, ctx, job_timeout, memory_mb, threads_for)
+    except BaseException as exc:
+        # Ctrl-C / SIGTERM (tuner.interrupts) or an error of the driver: no job outlives it; each
+        # running job's process group is killed (its pool workers too), none is left orphaned
+        reason = "interrupted (SIGTERM)" if isinstance(exc, Terminated) else \
+            "interrupted (Ctrl-C)" if isinstance(exc, KeyboardInterrupt) else f"driver error: {type(exc).__name__}"
+        for job, proc in running.values():
+            proc.kill()
+            proc.close()
+            if job.result is None and job.error is None:
+                job.error = reason
+        for job in pending:
+            job.error = f"not started: {reason}"
+        raise
+
+
+def _run_loop(pending: list[Job], running: dict[int, tuple[Job, TrialProcess]], n_jobs: int,
+              deadline: float | None, ctx: Any, job_timeout: float | None, memory_mb: int | None,
+              threads_for: int | None) -> None:
+    """:func:`run_jobs`' loop: start jobs, wait for news, collect the ended ones."""
     while pending or running:
         over = deadline is not None and time.monotonic() > deadline
         while pending and len(running) < max(1, n_jobs) and not over:
@@ -59,7 +82,7 @@ def run_jobs(jobs: list[Job], n_jobs: int = 1, deadline: float | None = None, ct
         if over:
             for job in pending:
                 job.error = "not started: time limit"
-            pending = []
+            pending.clear()
         handles = [h for _, p in running.values() for h in (p.conn, p.proc.sentinel)]
         if handles:
             wait(handles, timeout=1.0)

@@ -93,16 +93,33 @@ class _Hooks:
 def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | None = None,
                  report_every: int = 5, callbacks: list[Any] | None = None,
                  meta: dict[str, Any] | None = None,
-                 safe_nan: bool = False, evaluation: bool = True) -> dict[str, Any]:
+                 safe_nan: bool = False, evaluation: bool = True, interruptible: bool = False) -> dict[str, Any]:
     """Train the agent ``cfg`` describes; returns (and writes to ``run_dir/result.json``) the
     final and best mean return over ``objective.last_k`` episodes, env steps and wall time.
     ``safe_nan`` ends training quietly when the loss diverges (the LR range test expects it);
     ``evaluation=False`` plays no evaluation episodes (the LR range test: every episode has another
-    learning rate, so there is no policy to evaluate)."""
+    learning rate, so there is no policy to evaluate).  ``interruptible`` (a plain run in the
+    driver's own process): Ctrl-C or SIGTERM stops training at the next env step, without the final
+    evaluation; the model and ``result.json`` (``"interrupted": true``) are still written and the
+    caller raises the signal afterwards (:func:`tuner.interrupts.raise_held`).  A trial never sets
+    it: its driver kills it, and a partial run must not score as a finished one."""
+    from .interrupts import held
+
+    if not interruptible:
+        return _train(cfg, run_dir, reporter, report_every, callbacks, meta, safe_nan, evaluation)
+    with held():  # a signal before the agent exists is held too: nothing to stop, the run ends at once
+        return _train(cfg, run_dir, reporter, report_every, callbacks, meta, safe_nan, evaluation, True)
+
+
+def _train(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | None, report_every: int,
+           callbacks: list[Any] | None, meta: dict[str, Any] | None, safe_nan: bool, evaluation: bool,
+           interruptible: bool = False) -> dict[str, Any]:
+    """:func:`run_training`'s body."""
     from note_rl import LambdaCallback, NonFiniteLossError
 
     import contextlib
 
+    from .interrupts import held_signal, signal_name
     from .replicas import TF_STRATEGIES, tf_strategy
 
     set_threads(cfg)
@@ -125,18 +142,23 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
     episodes = cfg["budget"]["episodes"]
     digest = weights_digest(agent)
     started = time.perf_counter()
-    try:
-        if cfg["strategy"]["name"] == "ddp":  # this process is rank 0 of strategy.replicas
-            from .replicas import fit_replicated
+    with _stop_on_signal(agent, evaluator) if interruptible else contextlib.nullcontext():
+        interrupted = held_signal() if interruptible else None  # a signal while the agent was built
+        try:
+            if interrupted is not None:
+                pass  # nothing trained: the empty run is saved and reported as interrupted
+            elif cfg["strategy"]["name"] == "ddp":  # this process is rank 0 of strategy.replicas
+                from .replicas import fit_replicated
 
-            fit_replicated(agent, cfg, optimizer, episodes, kwargs)
-        elif strategy is not None:
-            agent.distributed_training(optimizer, strategy, episodes, **kwargs)
-        else:
-            agent.fit(optimizer, episodes, **kwargs)
-    except NonFiniteLossError:
-        if not safe_nan:
-            raise
+                fit_replicated(agent, cfg, optimizer, episodes, kwargs)
+            elif strategy is not None:
+                agent.distributed_training(optimizer, strategy, episodes, **kwargs)
+            else:
+                agent.fit(optimizer, episodes, **kwargs)
+        except NonFiniteLossError:
+            if not safe_nan:
+                raise
+    interrupted = held_signal() if interruptible else None
     wall = time.perf_counter() - started
     model = agent.save_param(os.path.join(run_dir, "model.npz")) if run_dir else None
     returns = [float(r) for r in agent.reward_list]
@@ -146,7 +168,10 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
     # or, with eval.answer=best, the best one's (the weights kept as the answer)
     answer_eval = evaluator.best if (cfg.get("eval") or {}).get("answer") == "best" else final_eval
     result = {
-        "status": "pruned" if hooks.pruned else "complete",
+        "status": "interrupted" if interrupted else "pruned" if hooks.pruned else "complete",
+        # Ctrl-C / SIGTERM stopped training early: every figure below is of the steps trained so far
+        "interrupted": interrupted is not None,
+        **({"interrupted_by": signal_name(interrupted)} if interrupted is not None else {}),
         "objective": answer_eval if source == "eval" else final,
         "objective_source": source,
         "final_eval_mean_return": final_eval,
@@ -170,7 +195,7 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
         "evaluations": evaluator.history,
         "model": model,  # the final weights (note-tune eval model=...)
         "best_eval_model": best_path if best_path and os.path.exists(best_path) else None,
-        **(_test_answer(agent, cfg, best_path, model) if evaluation and not hooks.pruned else {}),
+        **(_test_answer(agent, cfg, best_path, model) if evaluation and not hooks.pruned and not interrupted else {}),
         "losses": [None if v is None else float(v) for v in agent.loss_list],
         "config": cfg,
     }
@@ -179,6 +204,18 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
     if run_dir:
         write_json(os.path.join(run_dir, "result.json"), result)
     return result
+
+
+def _stop_on_signal(agent: Any, evaluator: Any) -> Any:
+    """While training, a first Ctrl-C / SIGTERM stops the agent at its next env step (where the loop
+    checks ``stop_training``: a safe point, no update half-applied) and skips the final evaluation."""
+    from .interrupts import held
+
+    def stop(signum: int) -> None:
+        agent.stop_training = True
+        evaluator.final = False
+
+    return held(stop)
 
 
 def _test_answer(agent: Any, cfg: dict[str, Any], best_path: str | None, model: str | None) -> dict[str, Any]:

@@ -15,6 +15,7 @@ Any exception is sent back as ``("error", traceback)`` so the training process c
 
 from __future__ import annotations
 
+import signal
 import traceback
 from typing import Any
 
@@ -104,6 +105,9 @@ class _Worker:
 
 def worker_main(conn: Any, init: dict[str, Any]) -> None:
     """Process entry point: build the worker, then serve commands until ``close``."""
+    # a terminal's Ctrl-C reaches the whole process group: the parent decides (it stops training and
+    # closes the pool), a worker that died of it mid-episode would only add a traceback
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         worker = _Worker(init)
     except Exception:  # noqa: BLE001 - reported to the parent, which raises
