@@ -43,13 +43,22 @@ def _run_plain(cfg: DictConfig, run_dir: str, isolated: bool) -> dict[str, Any]:
         from .trial_worker import default_threads
 
         default_threads(free_cores())  # backend.threads, when set, wins (tuner.build.set_threads)
-        result = run_training(plain, run_dir)
+        from note_rl.core.learner import NonFiniteLossError
+
+        try:
+            result = run_training(plain, run_dir, interruptible=True)  # Ctrl-C: stop, save, then exit 130
+        except NonFiniteLossError as exc:  # a divergent config (agent.lr=1e5): one line, not Hydra's trace
+            print(f"error: training diverged: {error_line(exc)} (lower agent.lr / optimizer.lr, or set "
+                  f"agent.max_grad_norm)", file=sys.stderr, flush=True)
+            raise SystemExit(1) from None
     else:
         from .launcher import context_for
         from .study_jobs import run_in_fresh_process
 
         result = run_in_fresh_process(plain, run_dir, context_for(plain["backend"]["name"]), _parallel_jobs())
-    print(f"evaluation {_num(result['final_eval_mean_return'])} ({cfg.eval.episodes} greedy episodes); "
+    evaluated = "interrupted before the final evaluation" if result.get("interrupted") and \
+        result["final_eval_mean_return"] is None else _num(result["final_eval_mean_return"])
+    print(f"evaluation {evaluated} ({cfg.eval.episodes} greedy episodes); "
           f"final mean return {_num(result['final_mean_return'])} over the last "
           f"{cfg.objective.last_k} episodes; best {_num(result['best_mean_return'])}; "
           f"{result['env_steps']} env steps in {result['wall_time_s']:.1f} s -> {run_dir}/result.json")
@@ -57,8 +66,19 @@ def _run_plain(cfg: DictConfig, run_dir: str, isolated: bool) -> dict[str, Any]:
         print(f"test {_num(result['test_mean_return'])} ({cfg.eval.test_episodes} greedy episodes of the "
               f"{result['answer']} weights, reset seeds {cfg.eval.test_seed} onwards)")
     _plot_run(result, run_dir)
-    if not isolated:  # a multirun prints one line per job; the guide is for a single run
+    if result.get("interrupted"):
+        from .interrupts import keep
+
+        keep(f"training stopped after {result['env_steps']} env steps; {_short(result['model'] or run_dir)} and "
+             f"{_short(os.path.join(run_dir, 'result.json'))} (\"interrupted\": true) kept")
+    elif not isolated:  # a multirun prints one line per job; the guide is for a single run
         print(_next_steps(result, run_dir))
+    if not isolated:
+        from .interrupts import keep, raise_held
+
+        if not result.get("interrupted"):
+            keep(f"the run had finished: {_short(run_dir)}/result.json and its model kept")
+        raise_held()  # a signal held while the run trained or saved ends the command now (130 / 143)
     return result
 
 
@@ -135,10 +155,11 @@ def _run_study(cfg: DictConfig) -> dict[str, Any]:
     from hydra import compose
 
     from .outputs import summary_table, write_outputs
-    from .reevaluate import format_reevaluation, reevaluate
+    from .reevaluate import Trust, format_reevaluation, reevaluate
     from .report import report_study
     from .settings import tuner_settings
     from .study import Driver
+    from .interrupts import held, keep, raise_held
     from .study_progress import StudyProgress
 
     settings = tuner_settings(cfg.tuner)
@@ -152,12 +173,18 @@ def _run_study(cfg: DictConfig) -> dict[str, Any]:
         driver.run(on_change=progress.update)
         progress.close()
         heldout = reevaluate(driver.study, driver.study_dir, settings.reevaluate, n_jobs=settings.n_jobs,
-                             job_timeout=settings.trial_timeout, memory_mb=settings.trial_memory_mb)
+                             job_timeout=settings.trial_timeout, memory_mb=settings.trial_memory_mb,
+                             trust=Trust.of(OmegaConf.to_container(cfg, resolve=True)))
+    except KeyboardInterrupt as exc:  # Ctrl-C / SIGTERM: the held-out stage hands over what it scored
+        heldout = getattr(exc, "heldout", heldout)
+        raise
     finally:
         progress.close()
-        summary = write_outputs(driver.study, driver.study_dir, driver.storage_desc, heldout)
-        report_study(driver.study, driver.study_dir, driver.storage_desc,
-                     OmegaConf.to_container(cfg, resolve=True))
+        with held():  # a first signal now waits until study.json, best_config.yaml and the report are written
+            summary = write_outputs(driver.study, driver.study_dir, driver.storage_desc, heldout)
+            report_study(driver.study, driver.study_dir, driver.storage_desc,
+                         OmegaConf.to_container(cfg, resolve=True))
+            keep(_study_kept(summary, driver.study_dir, heldout))
         print(summary_table(driver.study))
         print(f"complete {summary['n_complete']}  pruned {summary['n_pruned']}  failed {summary['n_failed']}"
               f"  best {summary['best_value']} {summary['best_params']}")
@@ -167,7 +194,19 @@ def _run_study(cfg: DictConfig) -> dict[str, Any]:
             print(f"re-run the best configuration (trial {summary['best_config_trial']}, "
                   f"{'held-out winner' if summary['best_config_source'] == 'heldout' else 'best tuning score'}): "
                   f"{summary['rerun_command']}")
+    raise_held()  # a signal held while the outputs were written ends the command now (130 / 143)
     return summary
+
+
+def _study_kept(summary: dict[str, Any], study_dir: str, heldout: dict[str, Any] | None) -> str:
+    """What an interrupted study kept, for the one line ``note-tune`` prints on its way out."""
+    files = "study.json, best_config.yaml and the report" if summary.get("best_config_trial") is not None \
+        else "study.json and the report"
+    line = (f"{files} of {summary['n_complete']} complete trials written to {_short(study_dir)} "
+            f"(the same command resumes the study)")
+    if heldout is not None and heldout.get("interrupted"):
+        line += f"; held-out stage cut short, best_config.yaml: {heldout['answer']}"
+    return line
 
 
 def _run_finder(cfg: DictConfig) -> dict[str, Any]:
@@ -319,14 +358,17 @@ def _check_config_dir(folder: str, name: str) -> None:
     ``conf/`` shadows (Hydra would silently use the app's ``config.yaml`` instead)."""
     import yaml
 
+    from .yaml_check import YamlRefused, check_yaml_file
+
     for root, dirs, files in os.walk(folder):
         if root != folder:
             dirs[:] = []  # the dir's own configs and its config groups; not deeper (a study's trials/)
         for file in sorted(f for f in files if f.endswith((".yaml", ".yml"))):
             path = os.path.join(root, file)
             try:
-                with open(path) as f:
-                    yaml.safe_load(f)
+                check_yaml_file(path)  # a FIFO or an alias bomb would hang Hydra: refused before it reads
+            except YamlRefused as exc:
+                _fail(f"--config-dir: {path} {exc}")
             except yaml.YAMLError as exc:
                 mark = getattr(exc, "problem_mark", None)
                 where = f" line {mark.line + 1}" if mark is not None else ""
@@ -364,7 +406,19 @@ def _variants(parsed: list[Any], loader: Any, multirun: bool) -> list[list[str]]
 
 
 def main() -> None:
-    """Console entry point (``note-tune``)."""
+    """Console entry point (``note-tune``).  Ctrl-C and SIGTERM end every command with exit status
+    130 / 143 and one line saying what was kept, never a traceback (:mod:`tuner.interrupts`)."""
+    from .interrupts import exit_line, exit_status, install
+
+    install()
+    try:
+        _main()
+    except KeyboardInterrupt as exc:  # each command has killed its children and written what it had
+        print(exit_line(exc), file=sys.stderr, flush=True)
+        raise SystemExit(exit_status(exc)) from None
+
+
+def _main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] in ("report", "dashboard", "eval", "play", "reevaluate"):
         from .subcommands import main as subcommand
 
@@ -372,14 +426,7 @@ def main() -> None:
     register()
     sys.argv[1:] = [_sweeper_param(arg) for arg in sys.argv[1:]]
     _precheck(sys.argv[1:])
-    try:
-        _app()
-    except KeyboardInterrupt as exc:
-        from .runner import Terminated
-
-        if isinstance(exc, Terminated):  # its trials were failed and the outputs written: no traceback
-            raise SystemExit(128 + 15) from None  # 143: what a shell reports for a process ended by SIGTERM
-        raise
+    _app()
 
 
 def _sweeper_param(arg: str) -> str:

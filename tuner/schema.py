@@ -21,12 +21,13 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from note_rl.backends import backend_names
+from note_rl.core.set_args import SEED_LIMIT  # the training core's seed rule (Keras: < 2**32)
 from note_rl.utils import machine_memory_bytes
 
 from .agent_confs import AGENT_CONTEXT, BUILTIN_AGENTS, AgentCommon, DQNConf, builtin_target
 from .targets import TargetError, check_node, import_target, signature_schema
 
-__all__ = ["ConfigError", "Config", "validate", "register", "error_line"]
+__all__ = ["ConfigError", "Config", "validate", "register", "error_line", "bound_violation"]
 
 
 class ConfigError(ValueError):
@@ -243,9 +244,39 @@ NON_NEGATIVE = ("seed", "eval.seed", "eval.test_episodes", "eval.test_seed", "ag
                 "buffer.beta", "optimizer.weight_decay", "optimizer.eps", "optimizer.momentum",
                 "agent.max_grad_norm", "agent.target_policy_noise", "agent.target_noise_clip",
                 "agent.noise.sigma", "agent.noise.theta")
+#: ``backend.threads`` beyond this is refused: a framework asked for 100,000 threads segfaults while
+#: it starts them.  A fixed cap, not one read off this machine, so that a config (or a study's
+#: space) valid on one machine is valid on every other; 1024 is far above any useful intra-op count
+MAX_THREADS = 1024
+AT_MOST = {"seed": SEED_LIMIT - 1, "eval.seed": SEED_LIMIT - 1, "eval.test_seed": SEED_LIMIT - 1,
+           "backend.threads": MAX_THREADS}
 
 
 _ABSENT = object()
+
+
+def bound_violation(key: str, value: Any) -> str | None:
+    """Why ``value`` breaks ``key``'s bound in the tables above (``"must be > 0, got 0"``), or
+    ``None`` when it keeps it or ``key`` has none.  The one rule for a config value and for each
+    end of a search range over that key (:func:`tuner.search.parse_space`)."""
+    if key in CHOICES:  # checked before the None test: null is not an option either
+        return None if value in CHOICES[key] else f"{value!r} is not one of {', '.join(CHOICES[key])}"
+    numeric = key in POSITIVE or key in UNIT or key in NON_NEGATIVE or key in AT_MOST
+    if value is None or not numeric:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"must be a number, got {value!r}"
+    if key in POSITIVE and value <= 0:
+        return f"must be > 0, got {value}"
+    if key in UNIT:
+        low, high, closed_low = UNIT[key]
+        if not ((low <= value if closed_low else low < value) and value <= high):
+            return f"must be in {'[' if closed_low else '('}{low}, {high}], got {value}"
+    if key in NON_NEGATIVE and value < 0:
+        return f"must be >= 0, got {value}"
+    if key in AT_MOST and value > AT_MOST[key]:
+        return f"must be <= {AT_MOST[key]}, got {value}"
+    return None
 
 
 def _budget_fraction(fraction: float, *, _root_: DictConfig) -> int:
@@ -337,7 +368,16 @@ def check_agent_backend(target: str, backend: str) -> Any:
 
 
 def _check_targets(cfg: DictConfig) -> None:
-    """Nested ``_target_`` nodes (the agent's policy and noise) fit their constructors."""
+    """The buffer class imports; nested ``_target_`` nodes (the agent's policy and noise) fit their
+    constructors."""
+    import inspect
+
+    try:
+        buffer = import_target(str(cfg.buffer._target_))
+    except TargetError as exc:
+        raise ConfigError(f"buffer._target_: {exc}") from None
+    if not inspect.isclass(buffer):
+        raise ConfigError(f"buffer._target_: {cfg.buffer._target_!r} is not a class")
     for key in ("agent.policy", "agent.noise"):
         node = OmegaConf.select(cfg, key)
         if node is None:
@@ -350,8 +390,14 @@ def _check_targets(cfg: DictConfig) -> None:
             raise ConfigError(str(exc) if str(exc).startswith(key) else f"{key}._target_: {exc}") from None
 
 
+#: no setting is larger: a budget or a count of 2**53 is already beyond any run, and numbers past it
+#: overflow numpy's int64 counters or lose integer precision as floats (``budget.steps=1e30``)
+MAX_MAGNITUDE = 2**53
+
+
 def _check_finite(node: Any, path: str = "") -> None:
-    """Every number in the config is finite (``optimizer.lr=nan`` would train on NaN weights)."""
+    """Every number in the config is finite (``optimizer.lr=nan`` would train on NaN weights) and
+    at most :data:`MAX_MAGNITUDE` in size."""
     if isinstance(node, dict):
         for key, value in node.items():
             _check_finite(value, f"{path}.{key}" if path else str(key))
@@ -360,6 +406,8 @@ def _check_finite(node: Any, path: str = "") -> None:
             _check_finite(value, f"{path}[{i}]")
     elif isinstance(node, float) and not math.isfinite(node):
         raise ConfigError(f"{path}: must be a finite number, got {node}")
+    elif isinstance(node, (int, float)) and not isinstance(node, bool) and abs(node) > MAX_MAGNITUDE:
+        raise ConfigError(f"{path}: {node:.4g} is beyond any setting's range (at most 2**53 in size)")
 
 
 def _check_memory(cfg: DictConfig) -> None:
@@ -384,23 +432,11 @@ def _check_memory(cfg: DictConfig) -> None:
 def _check_ranges(cfg: DictConfig) -> None:
     _check_finite(OmegaConf.to_container(cfg, resolve=True))
     _check_memory(cfg)
-    for key, options in CHOICES.items():
+    for key in dict.fromkeys([*CHOICES, *POSITIVE, *UNIT, *NON_NEGATIVE, *AT_MOST]):
         value = OmegaConf.select(cfg, key, default=_ABSENT)
-        if value is not _ABSENT and value not in options:
-            raise ConfigError(f"{key}: {value!r} is not one of {', '.join(options)}")
-    for key in POSITIVE:
-        value = OmegaConf.select(cfg, key)
-        if value is not None and value <= 0:
-            raise ConfigError(f"{key}: must be > 0, got {value}")
-    for key, (low, high, closed_low) in UNIT.items():
-        value = OmegaConf.select(cfg, key)
-        if value is not None and not ((low <= value if closed_low else low < value) and value <= high):
-            bracket = "[" if closed_low else "("
-            raise ConfigError(f"{key}: must be in {bracket}{low}, {high}], got {value}")
-    for key in NON_NEGATIVE:
-        value = OmegaConf.select(cfg, key)
-        if value is not None and value < 0:
-            raise ConfigError(f"{key}: must be >= 0, got {value}")
+        problem = None if value is _ABSENT else bound_violation(key, value)
+        if problem:
+            raise ConfigError(f"{key}: {problem}")
     hidden = OmegaConf.select(cfg, "agent.hidden_size")
     if OmegaConf.is_list(hidden) and (not hidden or any(h <= 0 for h in hidden)):
         raise ConfigError(f"agent.hidden_size: needs positive layer sizes, got {list(hidden)}")
@@ -413,7 +449,22 @@ def _check_ranges(cfg: DictConfig) -> None:
         raise ConfigError("buffer: prioritized replay needs agent.n_steps=null (Note_rl-style PPO)")
     if cfg.budget.steps is None and cfg.budget.episodes is None:
         raise ConfigError("budget: set budget.steps or budget.episodes")
+    _check_rollout_budget(cfg)
     _check_adjuster(cfg)
+
+
+def _check_rollout_budget(cfg: DictConfig) -> None:
+    """An on-policy agent's first rollout (``n_steps`` from each of ``n_envs`` envs) fits in
+    ``budget.steps``: the loop checks the budget only between rollouts, so a longer one ran past it
+    and the run trained on more steps than it was given."""
+    n_steps, steps = OmegaConf.select(cfg, "agent.n_steps"), cfg.budget.steps
+    if not n_steps or steps is None:
+        return
+    n_envs = OmegaConf.select(cfg, "agent.n_envs") or 1
+    if n_steps * n_envs > steps:
+        raise ConfigError(f"agent.n_steps: one rollout (agent.n_steps={n_steps} x agent.n_envs={n_envs} = "
+                          f"{n_steps * n_envs} env steps) is longer than budget.steps={steps}; lower "
+                          f"agent.n_steps or agent.n_envs, or raise budget.steps")
 
 
 def _check_adjuster(cfg: DictConfig) -> None:

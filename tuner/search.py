@@ -28,7 +28,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.core.override_parser.types import ChoiceSweep, IntervalSweep, RangeSweep
 from omegaconf import DictConfig, OmegaConf
 
-from .schema import ConfigError
+from .schema import ConfigError, bound_violation
 
 __all__ = ["Param", "parse_space", "group_options", "suggest", "to_overrides", "format_value", "distributions"]
 
@@ -137,8 +137,27 @@ def parse_space(search: DictConfig | Mapping[str, Any], cfg: DictConfig | None =
         if cfg is not None and OmegaConf.select(cfg, path, default="__missing__") == "__missing__":
             raise ConfigError(f"search.values.{path}: no such config key")
         dist, fixed = _parse(path, expr)
+        if cfg is not None:
+            _check_bounds(path, expr, dist, fixed)
         params.append(Param(path, dist, fixed))
     return params
+
+
+def _check_bounds(path: str, expr: Any, dist: Distribution | None, fixed: Any) -> None:
+    """Every value the search can give ``path`` keeps the schema's bound on that key (the rule that
+    refuses ``agent.gamma=1.5`` on the command line): a range reaching outside it would fail each
+    trial that samples there, and one entirely outside would fail every trial of the study.  An
+    interval is checked at its ends (each bound is an interval too), a choice at every option."""
+    if dist is None:
+        values = [fixed]
+    elif isinstance(dist, optuna.distributions.CategoricalDistribution):
+        values = list(dist.choices)
+    else:
+        values = [dist.low, dist.high]
+    bad = [problem for problem in (bound_violation(path, v) for v in values) if problem]
+    if bad:
+        how = "is outside" if len(bad) == len(values) else "goes outside"
+        raise ConfigError(f"search.values.{path}: {expr} {how} {path}'s bound: {bad[0]}")
 
 
 def default_params(space: list[Param], cfg: DictConfig) -> dict[str, Any]:

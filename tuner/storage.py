@@ -27,8 +27,9 @@ from typing import Any
 
 import optuna
 
-__all__ = ["make_storage", "StudyLock", "describe", "check_storage", "check_journal", "existing_ancestor",
-           "journal_path", "repair_journal", "root_cause", "resolve", "storage_key", "ENV_VAR"]
+__all__ = ["make_storage", "StudyLock", "describe", "check_storage", "check_journal", "check_regular",
+           "existing_ancestor", "in_memory", "journal_path", "repair_journal", "root_cause", "resolve",
+           "storage_key", "ENV_VAR"]
 
 SUPPORTED = "a journal file path, sqlite:///path.db or postgresql://user:pw@host/db"
 ENV_VAR = "OPTUNA_STORAGE"  # Optuna's own CLI reads the same variable
@@ -82,7 +83,10 @@ def check_storage(storage: str | None) -> None:
     from .schema import ConfigError
 
     key, storage = storage_key(storage), resolve(storage)
-    if storage in (None, "", "journal") or "://" not in storage:
+    if storage in (None, "", "journal"):
+        return
+    if "://" not in storage:
+        check_regular(os.path.abspath(storage), key)
         return
     from sqlalchemy.engine import make_url
 
@@ -93,8 +97,11 @@ def check_storage(storage: str | None) -> None:
     backend = url.get_backend_name()
     if backend not in ("sqlite", "postgresql"):
         raise ConfigError(f"{key}: unsupported storage {backend!r} in {describe_url(storage)} (use {SUPPORTED})")
-    if backend == "sqlite" and not url.database:
-        raise ConfigError(f"{key}: {storage!r} has no database file (use sqlite:///path.db)")
+    if backend == "sqlite" and in_memory(url):  # a study there would be lost when the driver exits
+        from urllib.parse import unquote  # sqlite:///:memory: as typed, not as sqlite:///%3Amemory%3A
+
+        raise ConfigError(f"{key}: {unquote(describe_url(storage))!r} keeps the study in memory, lost when this "
+                          "process exits; use a file (sqlite:///path.db or a journal path) or postgresql://...")
     if backend == "sqlite":
         folder = os.path.dirname(os.path.abspath(url.database))
         parent = existing_ancestor(folder)
@@ -107,6 +114,14 @@ def check_storage(storage: str | None) -> None:
         raise ConfigError(f"{key}: no database driver for {backend} ({type(exc).__name__}: {exc})") from None
 
 
+def in_memory(url: Any) -> bool:
+    """Whether a SQLite URL (a SQLAlchemy ``URL``) names an in-memory database: ``sqlite://``,
+    ``sqlite:///:memory:`` or an SQLite URI with ``:memory:`` / ``mode=memory``."""
+    database = url.database or ""
+    return database in ("", ":memory:") or database.startswith("file::memory:") or \
+        url.query.get("mode") == "memory"
+
+
 def existing_ancestor(path: str) -> str:
     """``path`` itself when it exists, else its nearest existing ancestor: where creating ``path``
     (``os.makedirs``) would start, so whether that can work is decided there."""
@@ -117,13 +132,16 @@ def existing_ancestor(path: str) -> str:
 
 
 def describe_url(storage: str) -> str:
-    """``storage`` with any password hidden (it may not be a valid SQLAlchemy URL)."""
+    """``storage`` with its password hidden, in user info or a query parameter (it may not be a valid
+    SQLAlchemy URL: then the text itself is redacted, see :func:`tuner.redact.redact_text`)."""
     from sqlalchemy.engine import make_url
 
+    from .redact import redact_text
+
     try:
-        return make_url(storage).render_as_string(hide_password=True)
+        return redact_text(make_url(storage).render_as_string(hide_password=True))
     except Exception:  # noqa: BLE001
-        return storage.split("@")[-1]
+        return redact_text(storage)
 
 
 def repair_journal(path: str, key: str = "tuner.storage") -> str | None:
@@ -166,9 +184,31 @@ def repair_journal(path: str, key: str = "tuner.storage") -> str | None:
     return f"journal {path}: {what}; the original is kept as {backup}"
 
 
+def check_regular(path: str, key: str) -> None:
+    """A journal path that exists is a regular file: opening a FIFO (named pipe) blocks until some
+    other process writes to it, so a driver, report or dashboard given one hung for ever; a folder
+    or a device is no journal either.  Checked with ``stat``, which never opens the file."""
+    import stat
+
+    from .schema import ConfigError
+
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return  # a new journal is created there, or the folder cannot be made (reported where it is made)
+    except OSError as exc:
+        raise ConfigError(f"{key}: cannot use {path} ({exc.strerror})") from None
+    if not stat.S_ISREG(mode):
+        kind = "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode) else \
+            "a special file (not a regular file)"
+        raise ConfigError(f"{key}: {path} is {kind}, not an Optuna journal file")
+
+
 def check_journal(path: str, key: str = "tuner.storage") -> None:
     """Read-only :func:`repair_journal` check, for a driver to run before it creates anything beside
-    the file: a file that is not an Optuna journal, or one damaged in the middle, is one line."""
+    the file: a path that is not a regular file (:func:`check_regular`), a file that is not an Optuna
+    journal, or one damaged in the middle, is one line."""
+    check_regular(path, key)
     if os.path.isfile(path) and os.path.getsize(path) > 0:
         with open(path, "rb") as f:
             _check_records(f.read(), path, key)
@@ -230,23 +270,22 @@ def _engine_kwargs(url: str) -> dict[str, Any]:
 def root_cause(exc: BaseException) -> str:
     """The first line of the innermost error (Optuna and SQLAlchemy wrap the driver's error), with
     any password of a URL in it masked."""
-    from .redact import find_secrets, scrub
+    from .redact import find_secrets, known_secrets, redact_text
 
     while exc.__cause__ is not None or exc.__context__ is not None:
         exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
     text = str(getattr(exc, "orig", None) or exc).strip()
     line = text.splitlines()[0] if text else type(exc).__name__
-    return scrub(line, find_secrets(line.split()))
+    return redact_text(line, find_secrets(line.split()) | known_secrets())
 
 
 def describe(storage: str | None, study_dir: str) -> str:
-    """The storage as a URL-like string with any password hidden (for outputs and logs)."""
+    """The storage as a URL-like string with any password hidden, in user info or a query parameter
+    (for outputs and logs)."""
     path = _journal_path(storage, study_dir)
     if path is not None:
         return path
-    from sqlalchemy.engine import make_url
-
-    return make_url(_normalise_url(resolve(storage))).render_as_string(hide_password=True)
+    return describe_url(_normalise_url(resolve(storage)))
 
 
 class StudyLock:

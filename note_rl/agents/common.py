@@ -8,19 +8,28 @@ from typing import Any, Sequence
 import gymnasium as gym
 import numpy as np
 
-from ..core.envs import flat_observations
+from ..core.envs import flat_observations, space_dims
 from ..utils import log_softmax
 
-__all__ = ["hidden_sizes", "make_env", "init_mlp", "MLPActor", "LiveActor", "SeededInit", "check_args", "decay_lrs"]
+__all__ = ["hidden_sizes", "make_env", "init_mlp", "MLPActor", "LiveActor", "SeededInit", "check_args",
+           "check_env_dims", "decay_lrs"]
 
 
 ACTIVATIONS = ("relu", "tanh")
 
 
 def check_args(name: str, gamma: float | None = None, tau: float | None = None,
-               activation: str | None = None, **dims: Any) -> None:
+               activation: str | None = None, numbers: dict[str, Any] | None = None, **dims: Any) -> None:
     """The constructor arguments every built-in agent shares, checked with one-line errors that
-    name the agent and the argument; ``dims`` (``state_dim=...``) must be positive integers."""
+    name the agent and the argument; ``dims`` (``state_dim=...``) must be positive integers and
+    ``numbers`` (``{"clip": clip}``) finite numbers where given (NaN passes every range test after
+    it, then trains on NaN weights)."""
+    for arg, value in {"gamma": gamma, "tau": tau, **(numbers or {})}.items():
+        if value is None or isinstance(value, str):  # None: unused; a str ("auto") is checked by its agent
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+                or not np.isfinite(value):
+            raise ValueError(f"{name}({arg}={value!r}): must be a finite number")
     for arg, value in dims.items():
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0):
             raise ValueError(f"{name}({arg}={value!r}): must be a positive integer")
@@ -122,6 +131,14 @@ def make_env(env: Any) -> Any:
     if isinstance(env, str) and env.startswith("note_rl/"):
         from .. import goal_envs  # noqa: F401 - registers note_rl's own envs
     return flat_observations(gym.make(env) if isinstance(env, str) else env)
+
+
+def check_env_dims(name: str, env: Any, state_dim: Any, action_dim: Any) -> None:
+    """``state_dim`` and ``action_dim`` match ``env`` where its spaces have such sizes: a mismatch
+    built networks of the wrong shape and failed at the first forward pass inside ``train()``."""
+    for arg, given, found in zip(("state_dim", "action_dim"), (state_dim, action_dim), space_dims(env)):
+        if given is not None and found is not None and int(given) != found:
+            raise ValueError(f"{name}({arg}={given}): the env has {found}")
 
 
 def discrete_env(name: str, env: Any) -> Any:

@@ -113,7 +113,8 @@ class TD3Mixin(BoxActions, SeededInit):
                    target_noise_clip: float, n_critics: int, env: Any, seed: int | None,
                    activation: str) -> tuple[list[np.ndarray], ...]:
         name = type(self).__name__
-        check_args(name, gamma=gamma, tau=tau, activation=activation)
+        check_args(name, gamma=gamma, tau=tau, activation=activation,
+                   numbers={"target_policy_noise": target_policy_noise, "target_noise_clip": target_noise_clip})
         if int(policy_delay) < 1 or int(n_critics) < 1:
             raise ValueError(f"{name}(policy_delay={policy_delay!r}, n_critics={n_critics!r}): must be >= 1")
         if target_policy_noise < 0 or target_noise_clip < 0:
@@ -165,7 +166,8 @@ class SACMixin(BoxActions, SeededInit):
                    n_critics: int, target_update_interval: int, env: Any, seed: int | None,
                    activation: str) -> tuple[list[np.ndarray], ...]:
         name = type(self).__name__
-        check_args(name, gamma=gamma, tau=tau, activation=activation)
+        check_args(name, gamma=gamma, tau=tau, activation=activation,
+                   numbers={"ent_coef": ent_coef, "target_entropy": target_entropy})
         self.state_dim, self.action_dim = self._setup_box(env, state_dim, action_dim)
         auto = isinstance(ent_coef, str)
         if auto and not ent_coef.startswith("auto"):

@@ -8,7 +8,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..update import LossTerm, ParamGroup, TargetUpdate, UpdateSpec
-from .common import LiveActor, MLPActor, SeededInit, check_args, decay_lrs, discrete_env, hidden_sizes, init_mlp
+from .common import (LiveActor, MLPActor, SeededInit, check_args, check_env_dims, decay_lrs, discrete_env,
+                     hidden_sizes, init_mlp)
 
 __all__ = ["DQNMixin"]
 
@@ -40,7 +41,8 @@ class DQNMixin(SeededInit):
                    linear_decay: bool = False) -> list[np.ndarray]:
         if loss not in ("mse", "huber"):
             raise ValueError(f"DQN(loss={loss!r}): use 'mse' or 'huber'")
-        check_args("DQN", gamma=gamma, tau=tau, activation=activation, state_dim=state_dim, action_dim=action_dim)
+        check_args("DQN", gamma=gamma, tau=tau, activation=activation, numbers={"max_grad_norm": max_grad_norm},
+                   state_dim=state_dim, action_dim=action_dim)
         self.activation = activation
         self.state_dim, self.action_dim = int(state_dim), int(action_dim)
         self.hidden = hidden_sizes(hidden_size)
@@ -51,6 +53,7 @@ class DQNMixin(SeededInit):
             raise ValueError(f"DQN(max_grad_norm={max_grad_norm!r}): must be > 0 or None")
         self.max_grad_norm = max_grad_norm
         self.env = discrete_env("DQN", env)
+        check_env_dims("DQN", self.env, state_dim, action_dim)
         self.ortho_init = bool(ortho_init)
         if not isinstance(linear_decay, (bool, np.bool_)):
             raise ValueError(f"DQN(linear_decay={linear_decay!r}): must be True or False")

@@ -35,7 +35,8 @@ from ..core.runners import sample_rollout_actions
 from ..policy import SoftmaxPolicy
 from ..utils import log_softmax
 from ..update import LossTerm, ParamGroup, TargetUpdate, UpdateSpec
-from .common import LiveActor, MLPActor, SeededInit, check_args, decay_lrs, hidden_sizes, init_mlp, make_env
+from .common import (LiveActor, MLPActor, SeededInit, check_args, check_env_dims, decay_lrs, hidden_sizes,
+                     init_mlp, make_env)
 
 __all__ = ["PPOMixin", "A2CMixin"]
 
@@ -55,7 +56,9 @@ class PPOMixin(SeededInit):
                    ortho_init: bool = False,
                    log_std_init: float = 0.0) -> tuple[list[np.ndarray], list[np.ndarray]]:
         name = type(self).__name__
-        check_args(name, gamma=gamma, activation=activation, state_dim=state_dim)
+        check_args(name, gamma=gamma, activation=activation, state_dim=state_dim,
+                   numbers={"clip": clip, "entropy_coef": entropy_coef, "lam": lam, "vf_coef": vf_coef,
+                            "max_grad_norm": max_grad_norm, "log_std_init": log_std_init})
         if not 0.0 <= lam <= 1.0:
             raise ValueError(f"{name}(lam={lam!r}): must be in [0, 1]")
         if clip <= 0:
@@ -66,6 +69,7 @@ class PPOMixin(SeededInit):
                 raise ValueError(f"{name}({arg}={value!r}): must be a positive integer")
         self.env = make_env(env)
         action_dim = self._setup_actions(action_dim, n_steps, log_std_init)
+        check_env_dims(name, self.env, state_dim, action_dim)
         self.activation = activation
         self.state_dim, self.action_dim = int(state_dim), int(action_dim)
         self.hidden = hidden_sizes(hidden_size)

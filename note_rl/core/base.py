@@ -165,6 +165,9 @@ class RLBase(AdjusterMixin):
         given = set_args.aliases({k: v for k, v in locals().items() if k != "self" and v is not _UNSET})
         for name, value in given.items():
             set_args.check_value(name, value)
+        if given.get("pool_size") is not None:
+            set_args.check_pool_memory(given["pool_size"], getattr(self, "state_dim", None),
+                                       getattr(self, "action_dim", None))
         if "buffer" in given:
             given = set_args.apply_buffer_class(self, given)
         merged = {k: given.get(k, getattr(self, k, None))
@@ -377,6 +380,10 @@ class RLBase(AdjusterMixin):
     def _train(self, optimizer: Any, episodes: int | None, settings: TrainSettings) -> Any:
         from .loop import Trainer
 
+        _check_optimizer(optimizer)
+        if settings.train_loss is not None and not callable(settings.train_loss):
+            raise ValueError(f"train(train_loss={settings.train_loss!r}): not a loss metric (e.g. "
+                             "keras.metrics.Mean()); the optimizer is train()'s second argument in Keras")
         if optimizer is not None:
             self.optimizer = optimizer
         if self.optimizer is None:
@@ -521,6 +528,26 @@ def check_her_env(env: Any) -> None:
     if not isinstance(space, gym.spaces.Dict) or not set(GOAL_KEYS) <= set(space.spaces):
         raise ValueError(f"HER=True needs a goal env whose observation space is a gymnasium Dict "
                          f"with keys {GOAL_KEYS}, got {space!r}")
+
+
+def _check_optimizer(optimizer: Any) -> None:
+    """``train(optimizer=...)`` holds optimizers (one, a list or a dict of them): a framework optimizer
+    (``step`` in PyTorch, ``apply_gradients`` in Keras), a :class:`note_rl.optim.OptimizerSpec` or a
+    factory.  A name such as ``'adam'`` used to fail deep inside the first gradient step."""
+    from collections.abc import Mapping
+
+    from ..optim import OptimizerSpec
+
+    items = list(optimizer.values()) if isinstance(optimizer, Mapping) else \
+        list(optimizer) if isinstance(optimizer, (list, tuple)) else [optimizer]
+    for item in items:
+        if item is None and optimizer is None:
+            continue
+        if not (isinstance(item, OptimizerSpec) or callable(item)
+                or any(callable(getattr(item, m, None)) for m in ("step", "apply_gradients", "apply"))):
+            raise ValueError(f"train(optimizer={item!r}): not an optimizer; pass the framework's optimizer over "
+                             "the agent's parameters (e.g. torch.optim.Adam(agent.param) or keras.optimizers.Adam()), "
+                             "a list or a dict of them")
 
 
 def _as_list(obj: Any) -> list[Any]:

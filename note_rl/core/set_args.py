@@ -3,13 +3,19 @@ and the rules that keep ``TRL`` apart from what it cannot run with."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from ..buffers import ReplayBuffer
 
-__all__ = ["POSITIVE_INTS", "aliases", "apply_buffer_class", "check_value", "trl_conflict"]
+__all__ = ["POSITIVE_INTS", "SEED_LIMIT", "aliases", "apply_buffer_class", "check_value", "check_pool_memory",
+           "trl_conflict"]
+
+#: seeds are below this: Keras seeds numpy's legacy generator (``keras.utils.set_random_seed``),
+#: which takes only ``0 <= seed < 2**32``; a larger one was a traceback from deep inside ``set()``
+SEED_LIMIT = 2**32
 
 FLAGS = ("PPO", "HER", "TRL", "MARL", "PR", "IRL", "MA")
 POSITIVE_INTS = ("pool_size", "batch", "num_updates", "num_steps", "update_batches",
@@ -87,14 +93,17 @@ def check_value(name: str, value: Any) -> None:
         if not (isinstance(value, (bool, np.bool_)) or (isinstance(value, (int, np.integer)) and value in (0, 1))):
             raise ValueError(f"set({name}={value!r}): must be True or False")
         return
-    if name == "seed" and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0):
-        raise ValueError(f"set(seed={value!r}): must be a non-negative integer (or None)")
+    if name == "seed" and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0
+                           or value >= SEED_LIMIT):
+        raise ValueError(f"set(seed={value!r}): must be a non-negative integer below 2**32 (or None)")
     if name in POSITIVE_INTS:
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
             raise ValueError(f"set({name}={value!r}): must be a positive integer")
     elif name in ("alpha", "lambda_", "initial_TD", "initial_ratio", "beta", "criterion"):
         if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
             raise ValueError(f"set({name}={value!r}): must be a number")
+        if not math.isfinite(value):  # NaN passes every comparison below and then poisons the priorities
+            raise ValueError(f"set({name}={value!r}): must be a finite number")
         if name == "lambda_" and not 0.0 <= value <= 1.0:
             raise ValueError(f"set(lambda_={value!r}): must be within [0, 1]")
         if name in ("alpha", "beta") and value < 0:
@@ -104,3 +113,17 @@ def check_value(name: str, value: Any) -> None:
         raise ValueError(f"set(her_k={value!r}): must be a non-negative integer")
     elif name == "learning_starts" and (not isinstance(value, (int, np.integer)) or value < 0):
         raise ValueError(f"set(learning_starts={value!r}): must be a non-negative integer")
+
+
+def check_pool_memory(pool_size: int, state_dim: Any = None, action_dim: Any = None) -> None:
+    """Refuse, before any buffer is allocated, a ``pool_size`` whose transitions cannot fit in this
+    machine's memory.  A lower bound (float32 state and next state, action, reward and done; one
+    value each when the agent has no ``state_dim``), so a pool that fits is never refused."""
+    from ..utils import machine_memory_bytes
+
+    dims = [int(d) if isinstance(d, (int, np.integer)) and d > 0 else 1 for d in (state_dim, action_dim)]
+    need = int(pool_size) * (2 * dims[0] + dims[1] + 2) * 4
+    limit = machine_memory_bytes()
+    if need > limit:
+        raise ValueError(f"set(pool_size={pool_size!r}): {pool_size} transitions need at least "
+                         f"{need / 2**30:,.0f} GiB; this machine has {limit / 2**30:,.0f} GiB")

@@ -54,6 +54,17 @@ SET = [
     ({"seed": "a"}, "set(seed='a'): must be a non-negative integer"),
     ({"seed": 1.5}, "set(seed=1.5): must be a non-negative integer"),
     ({"PR": True, "TRL": True}, "set(): TRL=True cannot be combined with PR=True"),
+    # refused before anything is allocated, with what it would need (a lower bound: 20 bytes a transition)
+    ({"pool_size": 10**12}, "set(pool_size=1000000000000): 1000000000000 transitions need at least"),
+    # non-finite numbers passed every range test and then trained on NaN priorities
+    ({"alpha": float("nan")}, "set(alpha=nan): must be a finite number"),
+    ({"beta": float("inf")}, "set(beta=inf): must be a finite number"),
+    ({"lambda_": float("nan")}, "set(lambda_=nan): must be a finite number"),
+    ({"initial_TD": float("-inf")}, "set(initial_TD=-inf): must be a finite number"),
+    ({"criterion": float("nan")}, "set(criterion=nan): must be a finite number"),
+    # Keras seeds numpy's legacy generator, which takes seeds below 2**32 (2**64 was a traceback)
+    ({"seed": 2**32}, "set(seed=4294967296): must be a non-negative integer below 2**32"),
+    ({"seed": 2**64}, "set(seed=18446744073709551616): must be a non-negative integer below 2**32"),
     ({"HER": True, "TRL": True}, "set(): TRL=True cannot be combined with HER=True"),
 ]
 
@@ -100,6 +111,19 @@ CTOR = [
     ("SAC", (3, 16, 1), {"env": "CartPole-v1"}, "SAC needs a Box (continuous) action space; the env has Discrete(2)"),
     ("TD3", (3, 16, 1), {"policy_delay": 0}, "TD3(policy_delay=0, n_critics=2): must be >= 1"),
     ("DDPG", (3, 16, 1), {"tau": -1}, "DDPG(tau=-1): must be in (0, 1]"),
+    # dimensions that do not match the env (CartPole: 4 observations, 2 actions) failed inside train()
+    ("DQN", (5, 16, 2), {}, "DQN(state_dim=5): the env has 4"),
+    ("DQN", (4, 16, 3), {}, "DQN(action_dim=3): the env has 2"),
+    ("PPO", (3, 16, 2), {}, "PPO(state_dim=3): the env has 4"),
+    ("A2C", (4, 16, 5), {}, "A2C(action_dim=5): the env has 2"),
+    ("TD3", (4, 16, 1), {}, "TD3(state_dim=4): the env has 3"),
+    # non-finite numbers pass "clip <= 0"-style tests and trained on NaN
+    ("DQN", (4, 16, 2), {"gamma": float("nan")}, "DQN(gamma=nan): must be a finite number"),
+    ("DQN", (4, 16, 2), {"max_grad_norm": float("inf")}, "DQN(max_grad_norm=inf): must be a finite number"),
+    ("PPO", (4, 16, 2), {"clip": float("nan")}, "PPO(clip=nan): must be a finite number"),
+    ("A2C", (4, 16, 2), {"vf_coef": float("inf")}, "A2C(vf_coef=inf): must be a finite number"),
+    ("TD3", (3, 16, 1), {"target_policy_noise": float("nan")}, "TD3(target_policy_noise=nan): must be a finite"),
+    ("SAC", (3, 16, 1), {"ent_coef": float("inf")}, "SAC(ent_coef=inf): must be a finite number"),
 ]
 
 
@@ -110,6 +134,23 @@ def test_constructor_misuse_is_one_line_naming_the_argument(backend, name, args,
         getattr(agents_module(backend), name)(*args, **kwargs)
     text = str(info.value)
     assert text.startswith(message) and "\n" not in text, text
+
+
+@pytest.mark.parametrize("backend", ["torch", "tf"])
+def test_a_name_where_an_optimizer_goes_is_refused_before_training(backend) -> None:
+    """``train('adam')`` failed deep inside the first gradient step (PyTorch) or was taken as the
+    loss metric (Keras, whose ``train`` takes ``train_loss`` first): one line naming the argument."""
+    agent = agents_module(backend).DQN(4, 16, 2)
+    agent.set(pool_size=100, batch=8)
+    first = "optimizer" if backend == "torch" else "train_loss"
+    for args, kwargs, message in ((("adam",), {}, f"train({first}='adam'): not a"),
+                                  ((), {"optimizer": ["adam"]}, "train(optimizer='adam'): not an optimizer"),
+                                  ((), {"optimizer": {"q": 3}}, "train(optimizer=3): not an optimizer")):
+        with pytest.raises(ValueError) as info:
+            agent.train(*args, **kwargs)
+        text = str(info.value)
+        assert text.startswith(message) and "\n" not in text, text
+    assert agent.step_counter == 0 and agent.buffer is None  # nothing ran
 
 
 def test_corpus_size() -> None:

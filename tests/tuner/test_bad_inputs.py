@@ -19,13 +19,13 @@ import pytest
 from omegaconf import OmegaConf
 
 from tests.tuner.conftest import NO_REEVAL, REPO, TINY, compose_cfg, run_app
-from tuner.schema import CHOICES, NON_NEGATIVE, POSITIVE, UNIT
+from tuner.schema import AT_MOST, CHOICES, NON_NEGATIVE, POSITIVE, UNIT
 
 AGENTS = {"dqn": [], "ppo": [], "td3": ["env=pendulum"], "ddpg": ["env=pendulum"], "sac": ["env=pendulum"]}
 _NOWHERE = object()
 # every corpus command runs against the existing study "keep"; should a case ever pass validation,
 # these keep its study short (a case's own override comes last and wins)
-STUDY = ["tuner=optuna", "tuner.study_name=keep", "tuner.n_trials=1", NO_REEVAL, "budget.steps=64"]
+STUDY = ["tuner=optuna", "tuner.study_name=keep", "tuner.n_trials=1", NO_REEVAL, "budget.steps=256"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -46,6 +46,8 @@ def _cases() -> list[tuple[str, str]]:
     cases += [(k, "-1") for k in NON_NEGATIVE]
     cases += [(k, v) for k, (low, high, _) in UNIT.items() for v in (str(low - 0.5), str(high + 0.5))]
     cases += [(k, "bogus") for k in CHOICES]
+    cases += [(k, str(v + 1)) for k, v in AT_MOST.items()]  # seeds of 2**32 and more, backend.threads > 1024
+    cases += [("seed", str(2**64)), ("backend.threads", "100000")]  # a traceback / a segfault before
     cases += [(k, v) for k in ("optimizer.lr", "agent.gamma", "agent.max_grad_norm", "agent.lr", "eval.every",
                                "agent.tau", "agent.lam", "agent.clip", "agent.entropy_coef", "agent.vf_coef",
                                "optimizer.weight_decay", "optimizer.eps", "agent.target_policy_noise")
@@ -59,14 +61,14 @@ def _cases() -> list[tuple[str, str]]:
 CASES = [(k, v) for k, v in _cases() if _base(k) is not None]
 
 
-def run_batch(cases: list[dict[str, Any]], folder: Path) -> list[dict[str, Any]]:
+def run_batch(cases: list[dict[str, Any]], folder: Path, timeout: float = 1200) -> list[dict[str, Any]]:
     """Run ``cases`` (see :mod:`tests.tuner.cli_batch`) through ``tuner.app.main`` in one child
-    interpreter; one result per case."""
+    interpreter; one result per case.  ``timeout`` fails a batch that hangs instead of hanging."""
     src, dst = folder / "cases.json", folder / "results.json"
     src.write_text(json.dumps(cases))
     env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
     out = subprocess.run([sys.executable, "-m", "tests.tuner.cli_batch", str(src), str(dst)], cwd=REPO, env=env,
-                         capture_output=True, text=True, timeout=1200)
+                         capture_output=True, text=True, timeout=timeout)
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(dst.read_text())
 
@@ -131,7 +133,8 @@ TUNER = [("percentile", "150"), ("percentile", "-1"), ("n_warmup_steps", "-1"), 
          ("pruner", "bogus"), ("direction", "sideways"), ("aggregation", "max"), ("study_name", "../x"),
          ("study_name", "''"), ("max_cost_ratio", "0.5"), ("reevaluate.top_k", "-1"), ("reevaluate.episodes", "0"),
          ("reevaluate.seeds", "0"), ("reevaluate.timeout", "-1"), ("reevaluate.n_jobs", "0"),
-         ("storage", "mysql://u@h/db"), ("storage", "sqlite://"), ("n_trials", "many")]
+         ("storage", "mysql://u@h/db"), ("storage", "sqlite://"), ("storage", "'sqlite:///:memory:'"),
+         ("n_trials", "many"), ("resume", "always")]
 
 
 @pytest.mark.parametrize("key,value", TUNER, ids=[f"{k}={v}" for k, v in TUNER])
@@ -144,6 +147,28 @@ OTHER = [(["+env.kwargs.foo=1"], "env.kwargs.foo"),
          (["+env.kwargs.foo=1", "env=pendulum", "agent=sac"], "env.kwargs.foo"),
          (["tuner.direction=minimize"], "tuner.direction: study 'keep' was created to maximize"),
          (["agent=ppo"], "agent: study 'keep' tunes agent 'dqn'"),
+         # a first rollout longer than budget.steps (STUDY's 256) ran past the budget
+         (["agent=ppo", "agent.n_steps=512", "agent.n_envs=1"], "agent.n_steps: one rollout (agent.n_steps=512 x "
+          "agent.n_envs=1 = 512 env steps) is longer than budget.steps=256"),
+         (["agent=ppo", "agent.n_envs=16"], "agent.n_steps: one rollout (agent.n_steps=32 x agent.n_envs=16 = 512"),
+         (["agent=a2c", "agent.n_steps=64"], "agent.n_steps: one rollout (agent.n_steps=64 x agent.n_envs=8"),
+         # search ranges reaching outside a key's schema bound: every trial sampling there would FAIL
+         (["search.values.agent.gamma='interval(1.2, 1.5)'"],
+          "search.values.agent.gamma: interval(1.2, 1.5) is outside agent.gamma's bound: must be in (0.0, 1.0]"),
+         (["search.values.agent.gamma='interval(0.9, 1.5)'"],
+          "search.values.agent.gamma: interval(0.9, 1.5) goes outside agent.gamma's bound: must be in (0.0, 1.0], "
+          "got 1.5"),
+         (["search.values.agent.gamma='choice(0.9, 1.1)'"], "search.values.agent.gamma: choice(0.9, 1.1) goes outside"),
+         (["++search.values.agent.batch='int(interval(0, 64))'"], "search.values.agent.batch: int(interval(0, 64)) "
+          "goes outside agent.batch's bound: must be > 0, got 0"),
+         (["++search.values.agent.batch='range(-8, 64, 8)'"], "search.values.agent.batch: range(-8, 64, 8) goes"),
+         (["agent=dqn", "++search.values.agent.tau='tag(log, interval(0.001, 2.0))'"],
+          "search.values.agent.tau: tag(log, interval(0.001, 2.0)) goes outside agent.tau's bound: must be in "
+          "(0.0, 1.0], got 2.0"),
+         (["++search.values.agent.activation='choice(relu, gelu)'"], "search.values.agent.activation: choice(relu, "
+          "gelu) goes outside agent.activation's bound: 'gelu' is not one of relu, tanh"),
+         (["++search.values.backend.threads='choice(1, 100000)'"], "search.values.backend.threads: "),
+         (["++search.values.seed='int(interval(0, 5000000000))'"], "search.values.seed: "),
          (["agent=dqn", "search=none", "+search.values.agent.gamma='interval(0.9, 0.99)'"],
           "search.agent.gamma: study 'keep' searched it as choice(0.9, 0.99)")]
 
@@ -241,6 +266,52 @@ def test_bad_config_dirs_storages_and_study_dirs_are_one_line(tmp_path) -> None:
     run_app(["tuner=optuna", NO_REEVAL, f"tuner.storage='sqlite:///{tmp_path}/new/dir/t.db'", "tuner.n_trials=1",
              "search=none", *TINY], cwd=str(tmp_path))
     assert (tmp_path / "new" / "dir" / "t.db").exists()
+
+
+def _billion_laughs(path: Path) -> None:
+    """The classic alias bomb: nine levels of nine aliases, ~10**9 values once expanded, < 500 bytes."""
+    lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for prev, name in zip("abcdefgh", "bcdefghi"):
+        lines.append(f"{name}: &{name} [" + ",".join([f"*{prev}"] * 9) + "]")
+    path.write_text("\n".join(lines) + "\n")
+    assert path.stat().st_size < 500
+
+
+def test_fifos_and_alias_bombs_are_one_line_not_a_hang(_study_home, tmp_path) -> None:
+    """A FIFO as a config file or a journal blocked the first open for ever, and a YAML alias bomb in a
+    ``--config-dir`` made Hydra expand 10**9 values: each is refused before it is read.  The batch runs
+    under a timeout, so a regression fails here instead of hanging the suite."""
+    configs = {}
+    for name, write in (("bomb", _billion_laughs),
+                        ("deep", lambda path: path.write_text("x: " + "[" * 3000 + "]" * 3000 + "\n")),
+                        ("recursive", lambda path: path.write_text("x: &a [1, *a]\n")),
+                        ("pipe", lambda path: os.mkfifo(path))):
+        folder = tmp_path / name / "agent"
+        folder.mkdir(parents=True)
+        write(folder / "mine.yaml")
+        configs[name] = folder.parent
+    fifo, fifo_study = tmp_path / "journal.fifo", tmp_path / "fifo_study"
+    os.mkfifo(fifo)
+    fifo_study.mkdir()
+    os.mkfifo(fifo_study / "journal.log")
+    run_dir = ["hydra.run.dir=" + str(_study_home / "run")]
+    expected = [(["--config-dir", str(configs["bomb"]), *run_dir],
+                 f"--config-dir: {configs['bomb']}/agent/mine.yaml expands to more than 100000 values", False),
+                (["--config-dir", str(configs["deep"]), *run_dir],
+                 f"--config-dir: {configs['deep']}/agent/mine.yaml is nested more than 100 levels deep", False),
+                (["--config-dir", str(configs["recursive"]), *run_dir],
+                 f"--config-dir: {configs['recursive']}/agent/mine.yaml has an alias inside its own anchor", False),
+                (["--config-dir", str(configs["pipe"]), *run_dir],
+                 f"--config-dir: {configs['pipe']}/agent/mine.yaml is a FIFO (named pipe)", False),
+                ([f"tuner.storage={fifo}"], f"tuner.storage: {fifo} is a FIFO (named pipe), not an Optuna journal",
+                 True),
+                ([f"tuner.study_dir={fifo_study}"],
+                 f"tuner.study_dir: {fifo_study}/journal.log is a FIFO (named pipe)", True),
+                (["report", "study_name=keep", f"storage={fifo}"], f"storage: no Optuna journal file {fifo}", False)]
+    results = run_batch([_case(_study_home, args, study) for args, _, study in expected], tmp_path, timeout=300)
+    for (args, key, _), result in zip(expected, results):
+        assert_refused(result, key, args)
+    assert sorted(p.name for p in fifo_study.iterdir()) == ["journal.log"]  # no trials/ or lock beside it
 
 
 # components that training refuses together (the core's set() / train() rules), refused before a run
