@@ -12,6 +12,7 @@ deviation over seeds and each seed's mean.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from typing import Any
 
@@ -49,10 +50,10 @@ def _flag(args: dict[str, str], key: str) -> bool:
 def _ints(text: str, key: str, low: int = 0, high: int = SEED_LIMIT) -> list[int]:
     """Comma-separated integers in ``[low, high]`` (``high`` keeps ``seed * SEED_STRIDE`` a valid
     numpy seed)."""
-    try:
-        values = [int(v) for v in text.strip("[]").split(",") if v.strip()]
-    except ValueError:
-        raise _Bad(f"{key}: expected integers separated by commas, got {text!r}") from None
+    parts = [v.strip() for v in text.strip("[]").split(",") if v.strip()]
+    if not all(re.fullmatch(r"-?[0-9]+", v) for v in parts):  # ASCII digits: int() also reads '𝟙' and '١'
+        raise _Bad(f"{key}: expected integers separated by commas, got {text!r}")
+    values = [int(v) for v in parts]
     if not values or min(values) < low or max(values) > high:
         kind = "non-negative" if low == 0 else "positive" if low == 1 else f">= {low}"
         raise _Bad(f"{key}: expected {kind} integers (at most {high}), got {text!r}")

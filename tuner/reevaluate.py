@@ -58,51 +58,96 @@ class ReevalSettings:
     tie_seeds: int = 1
 
 
+MAX_COUNT = 1000  # configs, seeds, jobs or race seeds of one held-out stage
+MAX_EPISODES = 100_000
+MAX_TIMEOUT_S = 10 * 365 * 86400.0
+
+
 def check_reeval(r: ReevalSettings) -> None:
     """One-line :class:`ConfigError` for a bad ``tuner.reevaluate`` value."""
     seeds = list(r.seeds) if isinstance(r.seeds, (list, tuple)) or OmegaConf.is_list(r.seeds) else r.seeds
     def whole(v: Any) -> bool:
         return isinstance(v, int) and not isinstance(v, bool)
 
+    from .schema import SEED_LIMIT
+
+    # upper bounds keep a typo (top_k=10**20) from planning more runs than any study holds
     checks = [
-        (whole(r.top_k) and r.top_k >= 0, f"tuner.reevaluate.top_k: must be an integer >= 0, got {r.top_k!r}"),
-        (whole(r.episodes) and r.episodes > 0, f"tuner.reevaluate.episodes: must be an integer > 0, got {r.episodes!r}"),
+        (whole(r.top_k) and 0 <= r.top_k <= MAX_COUNT,
+         f"tuner.reevaluate.top_k: must be an integer from 0 to {MAX_COUNT}, got {r.top_k!r}"),
+        (whole(r.episodes) and 0 < r.episodes <= MAX_EPISODES,
+         f"tuner.reevaluate.episodes: must be an integer from 1 to {MAX_EPISODES}, got {r.episodes!r}"),
         (r.timeout is None or (isinstance(r.timeout, (int, float)) and not isinstance(r.timeout, bool)
-                               and math.isfinite(r.timeout) and r.timeout > 0),
-         f"tuner.reevaluate.timeout: must be > 0 seconds, got {r.timeout!r}"),
-        (r.n_jobs is None or (whole(r.n_jobs) and r.n_jobs > 0),
-         f"tuner.reevaluate.n_jobs: must be an integer > 0, got {r.n_jobs!r}"),
+                               and math.isfinite(r.timeout) and 0 < r.timeout <= MAX_TIMEOUT_S),
+         f"tuner.reevaluate.timeout: must be > 0 and at most {MAX_TIMEOUT_S:.0f} seconds, got {r.timeout!r}"),
+        (r.n_jobs is None or (whole(r.n_jobs) and 0 < r.n_jobs <= MAX_COUNT),
+         f"tuner.reevaluate.n_jobs: must be an integer from 1 to {MAX_COUNT}, got {r.n_jobs!r}"),
         (r.model in ("final", "best"), f"tuner.reevaluate.model: final or best, got {r.model!r}"),
-        (whole(r.tie_seeds) and r.tie_seeds >= 0,
-         f"tuner.reevaluate.tie_seeds: must be an integer >= 0, got {r.tie_seeds!r}"),
+        (whole(r.tie_seeds) and 0 <= r.tie_seeds <= MAX_COUNT,
+         f"tuner.reevaluate.tie_seeds: must be an integer from 0 to {MAX_COUNT}, got {r.tie_seeds!r}"),
     ]
     if isinstance(seeds, list):
-        checks += [(bool(seeds) and all(whole(s) and s >= 0 for s in seeds)
+        checks += [(bool(seeds) and len(seeds) <= MAX_COUNT and all(whole(s) and 0 <= s < SEED_LIMIT for s in seeds)
                     and len(set(seeds)) == len(seeds),
-                    f"tuner.reevaluate.seeds: must be distinct seeds >= 0, got {seeds}")]
+                    f"tuner.reevaluate.seeds: must be at most {MAX_COUNT} distinct seeds from 0 to "
+                    f"{SEED_LIMIT - 1}, got {seeds}")]
     else:
-        checks += [(whole(seeds) and seeds > 0,
-                    f"tuner.reevaluate.seeds: must be a count > 0 or a list of seeds, got {seeds!r}")]
+        checks += [(whole(seeds) and 0 < seeds <= MAX_COUNT,
+                    f"tuner.reevaluate.seeds: must be a count from 1 to {MAX_COUNT} or a list of seeds, "
+                    f"got {seeds!r}")]
     for ok, message in checks:
         if not ok:
             raise ConfigError(message)
 
 
-def _config(trial: FrozenTrial) -> dict[str, Any] | None:
-    path = os.path.join(trial.user_attrs.get("run_dir", ""), "config.yaml")
-    if not os.path.isfile(path):
+@dataclass(frozen=True)
+class Trust:
+    """What the configs read back from the trials' run dirs may name (:mod:`tuner.untrusted`): the
+    project's own classes, the ``names`` of the command's own (trusted) config, or anything with
+    ``code``."""
+
+    names: frozenset[str] = frozenset()
+    code: bool = False
+
+    @classmethod
+    def of(cls, trusted_cfg: Any) -> "Trust":
+        """Every dotted name in a trusted config (its ``_target_``s, its search space's choices)."""
+        import re
+
+        found: set[str] = set()
+        stack = [trusted_cfg]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, dict):
+                stack.extend(node.values())
+            elif isinstance(node, list):
+                stack.extend(node)
+            elif isinstance(node, str):
+                found.update(re.findall(r"[\w.:/-]+", node))
+        return cls(frozenset(found))
+
+
+def _config(trial: FrozenTrial, trust: Trust = Trust()) -> dict[str, Any] | None:
+    from .untrusted import UntrustedFileError, load_run_config
+
+    folder = trial.user_attrs.get("run_dir", "")
+    if not os.path.isfile(os.path.join(folder, "config.yaml")):
         return None
-    return OmegaConf.to_container(OmegaConf.load(path), resolve=True)  # type: ignore[return-value]
+    try:
+        cfg, _ = load_run_config(folder, trust_code=trust.code, trusted=trust.names, name="config.yaml")
+    except UntrustedFileError as exc:
+        raise ConfigError(f"trial {trial.number}: {exc}") from None
+    return cfg
 
 
-def tuning_seeds(study: optuna.Study) -> set[int]:
+def tuning_seeds(study: optuna.Study, trust: Trust = Trust()) -> set[int]:
     """Every seed a trial of the study trained on (its ``tuning_seeds`` attribute, else its config's)."""
     used: set[int] = set()
     for t in study.get_trials(deepcopy=False):
         if "tuning_seeds" in t.user_attrs:
             used.update(int(s) for s in t.user_attrs["tuning_seeds"])
         else:
-            cfg = _config(t)
+            cfg = _config(t, trust)
             if cfg is not None:
                 used.add(int(cfg["seed"]))
     return used
@@ -125,7 +170,7 @@ def heldout_seeds(setting: Any, used: set[int]) -> list[int]:
     return seeds
 
 
-def top_configs(study: optuna.Study, k: int) -> list[tuple[FrozenTrial, dict[str, Any]]]:
+def top_configs(study: optuna.Study, k: int, trust: Trust = Trust()) -> list[tuple[FrozenTrial, dict[str, Any]]]:
     """The ``k`` best COMPLETE trials with distinct parameters and a saved config, best first, each
     with that config."""
     done = [t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if t.value is not None]
@@ -133,7 +178,7 @@ def top_configs(study: optuna.Study, k: int) -> list[tuple[FrozenTrial, dict[str
     out, seen = [], set()
     for t in sorted(done, key=lambda t: (sign * t.value, t.number)):
         key = repr(sorted(t.params.items()))
-        cfg = None if key in seen else _config(t)
+        cfg = None if key in seen else _config(t, trust)
         if cfg is None:
             continue
         seen.add(key)
@@ -170,33 +215,55 @@ class _Entry:
 
 def reevaluate(study: optuna.Study, study_dir: str, settings: ReevalSettings, n_jobs: int = 1,
                job_timeout: float | None = None, memory_mb: int | None = None,
-               log: Any = print) -> dict[str, Any] | None:
+               log: Any = print, trust: Trust = Trust()) -> dict[str, Any] | None:
     """Retrain the study's top configs on held-out seeds (reusing scores already stored), let the
     configs tied for the best mean race on extra seeds, and store the results in the study; returns
-    the summary that ``study.json`` holds (``None``: nothing to do)."""
+    the summary that ``study.json`` holds (``None``: nothing to do).  The configs read back from
+    the trials' run dirs may name only what ``trust`` allows."""
     check_reeval(settings)
     if settings.top_k == 0:
         return None
-    top = top_configs(study, settings.top_k)
+    top = top_configs(study, settings.top_k, trust)
     if not top:
         return None
-    used = tuning_seeds(study)
+    used = tuning_seeds(study, trust)
     seeds = heldout_seeds(settings.seeds, used)
     entries = [_Entry(t, cfg) for t, cfg in top]
     started = time.monotonic()
     deadline = started + settings.timeout if settings.timeout else None
     run = _Runner(study, study_dir, settings, n_jobs, deadline, job_timeout, memory_mb, log)
-    run(entries, seeds, f"held-out re-evaluation: {len(entries)} configs x {len(seeds)} seeds")
-    extra = [s for s in heldout_seeds(len(seeds) + settings.tie_seeds, used) if s not in seeds]
     raced: list[int] = []
-    for seed in extra[:settings.tie_seeds]:
-        leaders = _leaders(study, entries, seeds, raced)
-        if len(leaders) < 2 or (deadline is not None and time.monotonic() >= deadline):
-            break
-        raced.append(seed)
-        run(leaders, [seed], f"held-out tie: trials {', '.join(str(e.trial.number) for e in leaders)} "
-                             f"race on seed {seed}")
+    try:
+        run(entries, seeds, f"held-out re-evaluation: {len(entries)} configs x {len(seeds)} seeds")
+        extra = [s for s in heldout_seeds(len(seeds) + settings.tie_seeds, used) if s not in seeds]
+        for seed in extra[:settings.tie_seeds]:
+            leaders = _leaders(study, entries, seeds, raced)
+            if len(leaders) < 2 or (deadline is not None and time.monotonic() >= deadline):
+                break
+            raced.append(seed)
+            run(leaders, [seed], f"held-out tie: trials {', '.join(str(e.trial.number) for e in leaders)} "
+                                 f"race on seed {seed}")
+    except KeyboardInterrupt as exc:  # Ctrl-C / SIGTERM (tuner.interrupts): keep what was scored
+        exc.heldout = _interrupted(study, entries, seeds, settings, time.monotonic() - started, raced, exc)
+        raise
     summary = _summary(study, entries, seeds, settings, time.monotonic() - started, raced)
+    _store(study, summary)
+    return summary
+
+
+def _interrupted(study: optuna.Study, entries: list[_Entry], seeds: list[int], settings: ReevalSettings,
+                 wall: float, raced: list[int], exc: KeyboardInterrupt) -> dict[str, Any]:
+    """The summary of a stage cut short by ``exc``, stored in the study like a finished one (a later
+    ``reevaluate`` reuses its scores): the winner among the configs scored on every seed, else none
+    (``best_config.yaml`` is then the best tuning trial's); ``interrupted`` and ``answer`` say so."""
+    from .interrupts import Terminated
+
+    name = "SIGTERM" if isinstance(exc, Terminated) else "SIGINT"
+    summary = _summary(study, entries, seeds, settings, wall, raced)
+    summary["interrupted"] = name
+    summary["answer"] = (f"held-out winner among the configs scored on every seed before {name}"
+                         if summary["winner"] is not None else
+                         f"best tuning trial: {name} came before any config was scored on every held-out seed")
     _store(study, summary)
     return summary
 
@@ -231,14 +298,16 @@ class _Runner:
         if not jobs:
             return
         self.log(f"{title} ({len(jobs)} runs to train, {s.episodes} deterministic episodes each)", flush=True)
-        run_jobs([j for _, _, j in jobs], n_jobs=s.n_jobs or self.n_jobs, deadline=self.deadline,
-                 job_timeout=self.job_timeout, memory_mb=self.memory_mb)
-        for entry, seed, job in jobs:
-            score = (job.result or {}).get(_SCORE[s.model])
-            if score is not None and math.isfinite(score):
-                entry.scores[seed] = float(score)
-            else:
-                entry.errors[seed] = job.error or "no evaluation"
+        try:
+            run_jobs([j for _, _, j in jobs], n_jobs=s.n_jobs or self.n_jobs, deadline=self.deadline,
+                     job_timeout=self.job_timeout, memory_mb=self.memory_mb)
+        finally:  # interrupted too: the runs that finished count (run_jobs killed the others)
+            for entry, seed, job in jobs:
+                score = (job.result or {}).get(_SCORE[s.model])
+                if score is not None and math.isfinite(score):
+                    entry.scores[seed] = float(score)
+                else:
+                    entry.errors[seed] = job.error or "no evaluation"
 
 
 def _leaders(study: optuna.Study, entries: list[_Entry], seeds: list[int], raced: list[int]) -> list[_Entry]:
@@ -318,7 +387,8 @@ def format_reevaluation(summary: dict[str, Any]) -> str:
     head = (f"held-out re-evaluation: seeds {summary['seeds']}, {summary['episodes']} deterministic episodes "
             f"per run ({summary.get('model', 'final')} weights), {summary['wall_time_s']:.1f} s"
             + (f"; configs tied for the best raced on seeds {summary['tie_seeds']}" if summary.get("tie_seeds") else "")
-            + ("" if summary["complete"] else " (time limit: incomplete)"))
+            + ("" if summary["complete"] else f" (interrupted by {summary['interrupted']}: incomplete)"
+               if summary.get("interrupted") else " (time limit: incomplete)"))
     tail = (f"held-out winner: trial {summary['winner']}" if summary["winner"] is not None
             else "no config finished every held-out seed")
     return "\n".join([head, *lines, tail])

@@ -18,6 +18,7 @@ Bad input prints one line naming the argument or file and exits with status 2.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from typing import Any
 
@@ -26,9 +27,10 @@ __all__ = ["main", "ArgError", "parse_args", "open_storage"]
 ALLOWED = {
     "report": ("study_name", "storage", "study_dir", "out", "wandb", "project", "entity"),
     "dashboard": ("storage", "study_dir", "study_name", "port"),
-    "eval": ("model", "episodes", "seeds"),
-    "play": ("model", "out", "seed", "max_steps", "fps"),
-    "reevaluate": ("study_name", "storage", "study_dir", "top_k", "seeds", "episodes", "timeout", "n_jobs", "model", "tie_seeds"),
+    "eval": ("model", "episodes", "seeds", "trust_code"),
+    "play": ("model", "out", "seed", "max_steps", "fps", "trust_code"),
+    "reevaluate": ("study_name", "storage", "study_dir", "top_k", "seeds", "episodes", "timeout", "n_jobs", "model",
+                   "tie_seeds", "trust_code"),
 }
 
 
@@ -40,13 +42,18 @@ USAGE = {
                "out/ (default <study_dir>/report) and, with wandb=, log it to the study's wandb run."),
     "dashboard": ("note-tune dashboard [storage=URL|FILE] [study_dir=DIR] [study_name=NAME] [port=8080]",
                   "Serve optuna-dashboard for a study storage on 127.0.0.1 (ssh -L for a remote machine)."),
-    "eval": ("note-tune eval model=FILE [episodes=20] [seeds=0,1,2]",
-             "Evaluate a saved model (a run's model file and its config.yaml) with greedy episodes."),
-    "play": ("note-tune play model=FILE [out=episode.gif|episode.mp4] [seed=0] [max_steps=N] [fps=N]",
-             "Record one greedy episode of a saved model as a GIF or an MP4 (ffmpeg)."),
+    "eval": ("note-tune eval model=FILE [episodes=20] [seeds=0,1,2] [trust_code=false]",
+             "Evaluate a saved model (a run's model file and its result.json) with greedy episodes. The run's "
+             "config may name only note_rl's own classes unless trust_code=true."),
+    "play": ("note-tune play model=FILE [out=episode.gif|episode.mp4] [seed=0] [max_steps=N] [fps=N] "
+             "[trust_code=false]",
+             "Record one greedy episode of a saved model as a GIF or an MP4 (ffmpeg). The run's config may name "
+             "only note_rl's own classes unless trust_code=true."),
     "reevaluate": ("note-tune reevaluate study_name=NAME [storage=URL|FILE] [study_dir=DIR] [top_k=5] "
-                   "[seeds=3|[100,101]] [episodes=20] [timeout=SECONDS] [n_jobs=N] [model=final|best] [tie_seeds=1]",
-                   "Retrain a study's top configs on held-out seeds and pick best_config.yaml by their scores."),
+                   "[seeds=3|[100,101]] [episodes=20] [timeout=SECONDS] [n_jobs=N] [model=final|best] [tie_seeds=1] "
+                   "[trust_code=false]",
+                   "Retrain a study's top configs on held-out seeds and pick best_config.yaml by their scores. "
+                   "The trials' configs may name only note_rl's own classes unless trust_code=true."),
 }
 
 
@@ -168,7 +175,17 @@ def report(args: dict[str, str]) -> int:
     mode = args.get("wandb", "offline")
     if mode not in ("offline", "online", "disabled", "none"):
         raise ArgError(f"wandb: {mode!r} is not one of offline, online, disabled, none")
-    out = write_report(study, study_dir, desc, args.get("out"))
+    from .interrupts import keep
+
+    # Ctrl-C here stops the report (the command's only work); the study itself is only read
+    keep(f"the study is unchanged; the report under {args.get('out') or os.path.join(study_dir, 'report')} "
+         f"may be incomplete (run note-tune report again)")
+    _check_out_dir(args.get("out"))
+    try:
+        out = write_report(study, study_dir, desc, args.get("out"))
+    except OSError as exc:  # a read-only or full disk, a name the file system refuses
+        where = "out" if args.get("out") else "study_dir"
+        raise ArgError(f"{where}: cannot write the report ({exc.strerror or exc}: {exc.filename})") from None
     print(f"report of study {study.study_name!r}: {out['markdown']} ({len(out['images'])} plots)")
     if mode != "none":
         opts = {"mode": mode, "project": args.get("project") or "note-rl-tuner", "entity": args.get("entity")}
@@ -176,6 +193,26 @@ def report(args: dict[str, str]) -> int:
         if path:
             print(f"wandb study run: {path}" + (f" (upload later: wandb sync {path})" if mode == "offline" else ""))
     return 0
+
+
+def _check_out_dir(out: str | None) -> None:
+    """``out=`` names a directory the report can be written to (or one that can be made)."""
+    if not out:
+        return
+    from .storage import existing_ancestor
+
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise ArgError(f"out: {out} is a file; give a directory for the report")
+    base = existing_ancestor(os.path.abspath(out))
+    if not os.path.isdir(base) or not os.access(base, os.W_OK):
+        raise ArgError(f"out: cannot make {out} ({base} is not a writable directory)")
+    try:
+        longest = max(len(os.fsencode(part)) for part in os.path.abspath(out).split(os.sep) if part)
+        too_long = longest > os.pathconf(base, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        too_long = False
+    if too_long:
+        raise ArgError(f"out: a folder name in {out[:60]}... is longer than the file system allows")
 
 
 def _default_dir(args: dict[str, str], desc: str, name: str) -> str:
@@ -188,13 +225,23 @@ def dashboard(args: dict[str, str]) -> int:
     from .dashboard import serve
 
     port_text = args.get("port", "8080")
-    if not port_text.isdigit() or int(port_text) > 65535:
+    if not re.fullmatch(r"[0-9]{1,5}", port_text) or int(port_text) > 65535:  # ASCII: '²'.isdigit() is True
         raise ArgError(f"port: {port_text!r} is not a port number (0-65535; 0 picks a free one)")
     storage, desc = open_storage(args)
     if args.get("study_name"):
         _load_study(storage, desc, args["study_name"])  # fail early on a name that is not there
+    from .interrupts import keep
+
+    keep("the dashboard stopped; it changes no file")
     serve(storage, desc, int(port_text))
     return 0
+
+
+def _trust_code(args: dict[str, str]) -> bool:
+    value = args.get("trust_code", "false").strip().lower()
+    if value not in ("true", "false"):
+        raise ArgError(f"trust_code: expected true or false, got {args['trust_code']!r}")
+    return value == "true"
 
 
 def reevaluate_study(args: dict[str, str]) -> int:
@@ -205,6 +252,7 @@ def reevaluate_study(args: dict[str, str]) -> int:
     from .outputs import write_outputs
     from .reevaluate import (
         ReevalSettings,
+        Trust,
         check_reeval,
         format_reevaluation,
         reevaluate,
@@ -219,6 +267,7 @@ def reevaluate_study(args: dict[str, str]) -> int:
             except yaml.YAMLError:
                 raise ArgError(f"{key}: cannot parse {args[key]!r}") from None
     settings = ReevalSettings(**values)  # type: ignore[arg-type]
+    trust = Trust(code=_trust_code(args))
     try:
         check_reeval(settings)
     except ConfigError as exc:
@@ -227,15 +276,33 @@ def reevaluate_study(args: dict[str, str]) -> int:
     study = _load_study(storage, desc, args.get("study_name"))
     study_dir = os.path.abspath(args.get("study_dir") or _default_dir(args, desc, study.study_name))
     try:
-        summary = reevaluate(study, study_dir, settings, n_jobs=settings.n_jobs or 1)
+        summary = reevaluate(study, study_dir, settings, n_jobs=settings.n_jobs or 1, trust=trust)
     except ConfigError as exc:
         raise ArgError(str(exc).replace("tuner.reevaluate.", "")) from None
+    except KeyboardInterrupt as exc:  # Ctrl-C / SIGTERM: the runs were killed; keep what was scored
+        _keep_heldout(study, study_dir, desc, getattr(exc, "heldout", None))
+        raise
     if summary is None:
         raise ArgError(f"study_name: study {study.study_name!r} has no completed trial with a saved config")
     write_outputs(study, study_dir, desc, summary)
     print(format_reevaluation(summary))
     print(f"best_config.yaml: {os.path.join(study_dir, 'best_config.yaml')}")
     return 0
+
+
+def _keep_heldout(study: Any, study_dir: str, desc: str, summary: dict[str, Any] | None) -> None:
+    """An interrupted ``reevaluate``: ``study.json`` and ``best_config.yaml`` from the scores it has
+    (a second signal meanwhile ends the command at once, :mod:`tuner.interrupts`)."""
+    from .interrupts import held, keep
+    from .outputs import write_outputs
+
+    if summary is None:
+        keep("no held-out run had finished; the study is unchanged")
+        return
+    with held():
+        write_outputs(study, study_dir, desc, summary)
+        keep(f"the held-out scores so far are stored in the study (a re-run trains only what is missing); "
+             f"study.json and best_config.yaml ({summary['answer']}) written to {study_dir}")
 
 
 def main(command: str, argv: list[str]) -> int:
@@ -245,6 +312,11 @@ def main(command: str, argv: list[str]) -> int:
     if any(a in ("-h", "--help") for a in argv):
         print(usage(command), end="")
         return 0
+    from .redact import protect
+
+    # wandb records sys.argv in the report's run: mask a storage password (user info or query parameter)
+    # there first, and remember it for every file and line written below
+    protect({})
     try:
         args = parse_args(command, argv)
         if command == "eval":

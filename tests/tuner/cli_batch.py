@@ -2,6 +2,7 @@
 ONE interpreter, and report each one's exit status, output and what it changed on disk.
 
     python -m tests.tuner.cli_batch cases.json results.json
+    python -m tests.tuner.cli_batch --serve FD      (one case at a time, see :func:`serve`)
 
 ``cases.json`` is a list of ``{"args": [...], "cwd": dir, "watch": dir, "run_dir": dir, "env": {name:
 value or null}}``.  Why a child process and not the test process itself: running the app ~200 times
@@ -82,7 +83,20 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
                 os.environ[name] = value
 
 
+def serve(fd: int) -> None:
+    """Answer cases one at a time: a JSON case per line on stdin, its JSON result per line on file
+    descriptor ``fd`` (not stdout, which the app and its child processes write to).  A property-based
+    test (tests/tuner/test_fuzz.py) draws each case after seeing the last result, so it cannot
+    hand over a batch."""
+    with os.fdopen(fd, "w", buffering=1) as answers:
+        for line in sys.stdin:
+            answers.write(json.dumps(run_case(json.loads(line))) + "\n")
+
+
 def main() -> None:
+    if sys.argv[1] == "--serve":
+        serve(int(sys.argv[2]))
+        return
     with open(sys.argv[1]) as f:
         cases = json.load(f)
     results = [run_case(case) for case in cases]
