@@ -41,6 +41,7 @@ __all__ = ["IDENTITY_FILE", "ATTR", "RESUME_MODES", "StudyIdentity", "definition
            "default_variant", "read_record"]
 
 IDENTITY_FILE = "study_identity.json"
+IDENTITY_LIMIT = 16 * 2**20  # an identity (or a study.json) is a few KB; a study.json holding many trials less than this
 ATTR = "identity"  # the study's user attribute (optuna-dashboard shows it on the study page)
 RESUME_MODES = ("auto", "force")
 HOW = "start a new study with tuner.study_name=<new> or continue deliberately with tuner.resume=force"
@@ -80,10 +81,11 @@ def read_record(study_dir: str) -> dict[str, Any] | None:
     path = os.path.join(study_dir, IDENTITY_FILE)
     if not os.path.exists(path):
         return None
+    from .untrusted import UntrustedFileError, read_json
+
     try:
-        with open(path) as f:
-            record = json.load(f)
-    except (OSError, ValueError) as exc:
+        record = read_json(path, limit=IDENTITY_LIMIT)
+    except UntrustedFileError as exc:
         raise ConfigError(f"tuner.study_dir: cannot read {path} ({exc}); restore it or remove it to "
                           "let this command record the study again") from None
     if not isinstance(record, dict) or not isinstance(record.get("definition"), dict):
@@ -96,10 +98,15 @@ def _owner(study_dir: str, record: dict[str, Any] | None) -> tuple[str | None, s
     were recorded are known by their ``study.json``."""
     if record is not None:
         return record.get("study_name"), IDENTITY_FILE
+    from .untrusted import UntrustedFileError, read_json
+
+    path = os.path.join(study_dir, "study.json")
     try:
-        with open(os.path.join(study_dir, "study.json")) as f:
-            name = json.load(f).get("study_name")
-    except (OSError, ValueError, AttributeError):
+        found = read_json(path, limit=IDENTITY_LIMIT) if os.path.lexists(path) else None
+    except UntrustedFileError:
+        found = None
+    name = found.get("study_name") if isinstance(found, dict) else None
+    if name is None:
         return None, ""
     return (name if isinstance(name, str) else None), "study.json"
 

@@ -65,8 +65,8 @@ def write_outputs(study: optuna.Study, study_dir: str, storage: str,
     summary["best_config_source"] = source if best is not None else None
     summary["best_config_trial"] = best.number if best is not None else None
     config = os.path.join(best.user_attrs.get("run_dir", ""), "config.yaml") if best is not None else ""
-    if os.path.exists(config):
-        cfg = OmegaConf.load(config)
+    cfg = _trial_config(config)
+    if cfg is not None:
         cfg.tuner = {"name": "none"}
         cfg.logger.p = 10
         if source == "heldout":
@@ -81,6 +81,25 @@ def write_outputs(study: optuna.Study, study_dir: str, storage: str,
     summary = scrub(summary)  # the storage and the reevaluation's failure reasons may quote a URL
     write_json(os.path.join(study_dir, "study.json"), summary)
     return summary
+
+
+def _trial_config(path: str) -> Any:
+    """The trial's saved config (bounded YAML, no aliases: :mod:`tuner.untrusted`), or ``None`` with
+    a warning when it is missing or not a config (``best_config.yaml`` is then not written)."""
+    import sys
+
+    from .untrusted import UntrustedFileError, read_yaml
+
+    if not path or not os.path.lexists(path):
+        return None
+    try:
+        data = read_yaml(path)
+        if not isinstance(data, dict) or not isinstance(data.get("logger"), dict):
+            raise UntrustedFileError(f"{path}: not a run config")
+        return OmegaConf.create(data)
+    except (UntrustedFileError, ValueError) as exc:
+        print(f"warning: best_config.yaml not written: {exc}", file=sys.stderr)
+        return None
 
 
 def summary_table(study: optuna.Study, limit: int = 30) -> str:

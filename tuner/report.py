@@ -16,7 +16,6 @@ complete trials) is skipped and the reason written into ``report.md``.
 
 from __future__ import annotations
 
-import json
 import os
 import warnings
 from typing import Any, Callable
@@ -60,13 +59,16 @@ def _results(trial: FrozenTrial) -> dict[str, Any] | None:
     if os.path.isdir(run_dir):
         candidates += sorted(os.path.join(run_dir, d, "result.json") for d in os.listdir(run_dir)
                              if d.startswith("seed_"))
+    from .untrusted import UntrustedFileError, read_json
+
     for path in candidates:
-        try:
-            with open(path) as f:
-                data = json.load(f)
-        except (OSError, ValueError):
+        if not os.path.lexists(path):
             continue
-        if "returns" in data:
+        try:
+            data = read_json(path)  # a study folder someone sent: bounded, and only data
+        except UntrustedFileError:
+            continue
+        if isinstance(data, dict) and isinstance(data.get("returns"), list):
             return data
     return None
 
@@ -85,8 +87,14 @@ def _finder_arrays(study: optuna.Study) -> list[tuple[int, dict[str, np.ndarray]
     for t in _complete(study):
         path = os.path.join(t.user_attrs.get("run_dir") or "", "finder.npz")
         if os.path.exists(path):
-            with np.load(path, allow_pickle=False) as data:
-                arrays = {k: np.asarray(data[k]) for k in data.files}
+            from note_rl.core.checkpoint import CheckpointError, check_npz_sizes
+
+            try:  # bounded before anything is decompressed, as a checkpoint is
+                check_npz_sizes(path)
+                with np.load(path, allow_pickle=False) as data:
+                    arrays = {k: np.asarray(data[k]) for k in data.files}
+            except (CheckpointError, OSError, ValueError, EOFError):
+                continue
             if "lrs" in arrays:
                 out.append((t.number, arrays))
     return out

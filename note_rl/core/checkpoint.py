@@ -21,7 +21,7 @@ from ..update import optimizer_list
 from ..utils import machine_memory_bytes, pid_alive
 from .updater import optimizer_variables
 
-__all__ = ["CheckpointError", "save_agent", "snapshot", "restore_agent", "restore_params", "periodic_save",
+__all__ = ["CheckpointError", "check_npz_sizes", "save_agent", "snapshot", "restore_agent", "restore_params", "periodic_save",
            "write_npz", "read_npz", "read_param"]
 
 FORMAT = "note_rl-checkpoint"
@@ -72,7 +72,7 @@ def _remove_stale_temps(folder: str, name: str) -> None:
 _NPY_HEADERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
 
 
-def _check_sizes(path: str) -> None:
+def check_npz_sizes(path: str) -> None:
     """Bound what reading ``path`` allocates before anything is decompressed: every member's array
     (its ``.npy`` header's shape x item size) must fit in the member's stated size, and all members
     together in this machine's memory."""
@@ -103,7 +103,7 @@ def read_npz(path: str, expect: str = FORMAT) -> tuple[dict[str, Any], dict[str,
     """Read a file written by :func:`write_npz`; any defect raises :class:`CheckpointError`."""
     if not os.path.exists(path):
         raise FileNotFoundError(f"checkpoint not found: {path}")
-    _check_sizes(path)
+    check_npz_sizes(path)
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {k: data[k] for k in data.files}
