@@ -328,6 +328,11 @@ def _target_of(cfg: DictConfig, group: str) -> str:
 
 
 def _typed(cfg: DictConfig) -> DictConfig:
+    # the agent's class path interpolates backend.name (note_rl.agents.${backend.name}.DQN): a bad
+    # name is named as itself, not as the agent._target_ it breaks
+    name = OmegaConf.select(cfg, "backend.name", throw_on_resolution_failure=False)
+    if name not in CHOICES["backend.name"]:
+        raise ConfigError(f"backend.name: {bound_violation('backend.name', name)}")
     schemas = {}
     for group, make in (("agent", agent_schema), ("optimizer", optimizer_schema)):
         try:
@@ -340,11 +345,29 @@ def _typed(cfg: DictConfig) -> DictConfig:
         key = getattr(exc, "full_key", None) or "config"
         msg = str(getattr(exc, "msg", exc)).splitlines()[0]
         raise ConfigError(f"{key}: {msg}") from None
+    _check_booleans(cfg, typed)
     missing = sorted(OmegaConf.missing_keys(typed))
     if missing:
         group = missing[0].split(".")[0]
         raise ConfigError(f"{missing[0]}: missing (a required argument of {_target_of(typed, group)})")
     return typed
+
+
+def _check_booleans(raw: DictConfig, typed: DictConfig) -> None:
+    """A boolean setting given as a number must be 0 or 1: OmegaConf turns any integer into a bool
+    (``agent.double=9223372036854775808`` became ``True``)."""
+    stack = [("", typed)]
+    while stack:
+        prefix, node = stack.pop()
+        for key in node.keys():
+            path = f"{prefix}{key}"
+            value = OmegaConf.select(typed, path, throw_on_resolution_failure=False)
+            if OmegaConf.is_dict(value):
+                stack.append((path + ".", value))
+            elif isinstance(value, bool):
+                given = OmegaConf.select(raw, path, default=None, throw_on_resolution_failure=False)
+                if isinstance(given, (int, float)) and not isinstance(given, bool) and given not in (0, 1):
+                    raise ConfigError(f"{path}: must be true or false, got {given}")
 
 
 def check_agent_backend(target: str, backend: str) -> Any:

@@ -64,7 +64,17 @@ class NoteOptunaSweeper(Sweeper):
             fixed.insert(0, f"logger={self.conf.logger}")
         for key, expr in self.conf.params.items():
             values.setdefault(key, expr)
-        return parse_space({"values": _nest(values)}), fixed
+        # held to the job config's keys and the schema's bounds, as tuner=optuna's search is
+        return parse_space({"values": _nest(values)}, self._job_config(fixed)), fixed
+
+    def _job_config(self, overrides: list[str]) -> DictConfig:
+        """The job config of the sweep's fixed overrides, validated (no env check: no trial yet)."""
+        from tuner.schema import validate
+
+        job = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
+        with open_dict(job):
+            del job["hydra"]
+        return validate(job, check_env=False)
 
     # -- the sweep ---------------------------------------------------------------------------
     def sweep(self, arguments: list[str]) -> dict[str, Any]:
@@ -78,13 +88,20 @@ class NoteOptunaSweeper(Sweeper):
         from tuner.redact import protect
 
         sweep_dir = os.path.abspath(self.config.hydra.sweep.dir)
-        os.makedirs(sweep_dir, exist_ok=True)
         # the task function never runs in this process (trials are fresh processes): mask the storage's
         # password (and the config's credentials) in sys.argv, which wandb records and trial processes
         # inherit, before any trial starts, and remember them for every file and line written below
         protect({"storage": self.conf.storage, "config": OmegaConf.to_container(self.config, resolve=False)},
                 [sweep_dir])
-        space, fixed = self._space(arguments)
+        from tuner.schema import ConfigError
+
+        try:
+            self._check_storage()
+            space, fixed = self._space(arguments)
+        except ConfigError as exc:  # one line and exit 2, as the app's own checks (not Hydra's trace)
+            _refuse(exc)
+        made = not os.path.exists(sweep_dir)
+        os.makedirs(sweep_dir, exist_ok=True)  # after the checks: a refused sweep leaves no folder
         name = self.conf.study_name or self._default_name(sweep_dir)
         sampler, sampler_seed, startup = sampler_choice(self.conf)
         settings = TunerSettings(sampler=sampler, sampler_seed=sampler_seed,
@@ -93,11 +110,19 @@ class NoteOptunaSweeper(Sweeper):
                                  threshold_lower=self.conf.threshold_lower)
         lock = StudyLock(self.conf.storage, sweep_dir, name)
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        with lock:
-            study = optuna.create_study(study_name=name, storage=make_storage(self.conf.storage, sweep_dir),
-                                        sampler=make_sampler(settings, space), pruner=make_pruner(settings),
-                                        direction=self.conf.direction, load_if_exists=True)
-            self._enqueue(study, space, fixed, sampler)
+        try:
+            with lock:
+                study = optuna.create_study(study_name=name, storage=make_storage(self.conf.storage, sweep_dir),
+                                            sampler=make_sampler(settings, space), pruner=make_pruner(settings),
+                                            direction=self.conf.direction, load_if_exists=True)
+                self._enqueue(study, space, fixed, sampler)
+        except Exception as exc:  # noqa: BLE001 - no server, wrong password, missing database...
+            from tuner.storage import describe, root_cause
+
+            if made and not os.listdir(sweep_dir):
+                os.rmdir(sweep_dir)
+            _refuse(exc if isinstance(exc, ConfigError) else
+                    f"hydra.sweeper.storage: cannot open {describe(self.conf.storage, sweep_dir)}: {root_cause(exc)}")
         c = self.conf
         limits = RunLimits(n_jobs=c.n_jobs, trial_timeout=c.trial_timeout, preload=c.preload, blocking=c.blocking,
                            max_failures=c.max_failures if c.max_failures is not None else c.n_trials)
@@ -117,6 +142,20 @@ class NoteOptunaSweeper(Sweeper):
 
         report_study(study, sweep_dir, describe(self.conf.storage, sweep_dir), self._trial_config)
         return results
+
+    def _check_storage(self) -> None:
+        """``hydra.sweeper.storage`` by the rules of ``tuner.storage`` (in-memory SQLite, a FIFO or a
+        folder as a journal, an unsupported URL: refused), named as the sweeper's key."""
+        from tuner.schema import ConfigError
+        from tuner.storage import check_storage
+
+        if not self.conf.storage:
+            return
+        try:
+            check_storage(self.conf.storage)
+        except ConfigError as exc:
+            text = str(exc)
+            raise ConfigError("hydra.sweeper.storage" + text[text.index(":"):] if ":" in text else text) from None
 
     def _enqueue(self, study: "optuna.Study", space: list["Param"], fixed: list[str], sampler: str) -> None:
         """``hydra.sweeper.enqueue`` and the sweep's own values first (:func:`tuner.study.enqueue_known_good`)."""
@@ -220,6 +259,16 @@ def sampler_choice(conf: NoteOptunaSweeperConf) -> tuple[str, int | None, int]:
         raise ConfigError(f"hydra.sweeper.sampler.seed={seed} and hydra.sweeper.sampler_seed={conf.sampler_seed}: give one")
     startup = sampler.get("n_startup_trials")
     return name, seed if seed is not None else conf.sampler_seed, startup if startup is not None else conf.n_startup_trials
+
+
+def _refuse(exc: Exception | str) -> None:
+    """One line on stderr (secrets masked) and exit status 2."""
+    import sys
+
+    from tuner.redact import redact_text
+
+    print(f"error: {redact_text(str(exc))}", file=sys.stderr, flush=True)
+    raise SystemExit(2)
 
 
 def _nest(flat: dict[str, Any]) -> dict[str, Any]:

@@ -21,6 +21,7 @@ import functools
 import json
 import os
 import select
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -182,7 +183,9 @@ def bad_override(draw) -> tuple[str, str, str, list[str]]:
                (isinstance(meaning, float) and meaning != meaning) or
                (isinstance(meaning, (int, float)) and abs(meaning) > 2**53))
     elif kind == "bool":
-        assume(not isinstance(meaning, bool) and str(meaning).lower() not in ("true", "false", "yes", "no", "on", "off"))
+        # OmegaConf's own spellings of a bool, and 0 / 1, are valid
+        assume(not isinstance(meaning, bool) and str(meaning).strip().lower() not in
+               ("true", "false", "yes", "no", "on", "off", "y", "n", "1", "0", "1.0", "0.0"))
     elif kind == "choice":
         assume(meaning not in CHOICES[key] and str(meaning) not in CHOICES[key])
     else:  # a class path, a gymnasium id, a device
@@ -211,7 +214,10 @@ def _refused(result: dict[str, Any], names: str, args: list[str]) -> None:
 def test_fuzzed_overrides_are_one_line_naming_the_key(server, home, case) -> None:
     agent, key, value, base = case
     args = [*STUDY, *base, "budget.steps=256", f"hydra.run.dir={home / 'made'}", f"{key}={value}"]
-    _refused(server.run(_case(home, args)), key.split(".")[-1], args)
+    try:
+        _refused(server.run(_case(home, args)), key.split(".")[-1], args)
+    finally:  # a case accepted after all must not make the next ones look as if they left it
+        shutil.rmtree(home / "made", ignore_errors=True)
 
 
 INT_ARGS = ("episodes", "seed", "max_steps", "fps", "port", "top_k", "n_jobs", "tie_seeds", "timeout")
@@ -250,7 +256,10 @@ def test_fuzzed_subcommand_arguments_are_one_line(server, home, case) -> None:
             "dashboard": ["study_dir=studies/keep", "port=99999"]}[command]
     kept = [a for a in base if a.split("=")[0] != key]
     args = [command, *kept, *extra]
-    result = server.run(_case(home, args, watch=home))
+    try:
+        result = server.run(_case(home, args, watch=home))
+    finally:
+        shutil.rmtree(home / "made", ignore_errors=True)
     # the dashboard keeps a bad port (so that no case starts serving), refused before the rest
     named = "port" if command == "dashboard" and key != "bogus" else key
     _refused(result, named, args)

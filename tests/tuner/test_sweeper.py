@@ -173,3 +173,22 @@ def test_sweeper_enqueues_known_good_trials_then_the_defaults(tmp_path) -> None:
                   cwd=str(tmp_path), check=False)
     assert bad.returncode != 0 and "hydra.sweeper.enqueue: agent.tau is not a searched parameter" in bad.stderr
 
+
+
+def test_sweeper_refuses_bad_storages_and_ranges_in_one_line(tmp_path) -> None:
+    """An in-memory SQLite storage (the study would be lost at exit), a server that is not there
+    (was a 115-line traceback) and a range outside its key's bound are one line, exit 2, before the
+    sweep dir is made; the password of the URL is masked in the line."""
+    base = ["-m", "hydra/sweeper=optuna", "hydra.sweeper.n_trials=1", f"hydra.sweep.dir={tmp_path / 'sweep'}", *TINY]
+    cases = [(["hydra.sweeper.storage=sqlite:///:memory:", "agent.gamma=choice(0.9,0.99)"],
+              "error: hydra.sweeper.storage: 'sqlite:///:memory:' keeps the study in memory"),
+             (["hydra.sweeper.storage=postgresql://bob:s3cr3t-pw@127.0.0.1:1/db", "agent.gamma=choice(0.9,0.99)"],
+              "error: hydra.sweeper.storage: cannot open postgresql+psycopg://bob:***@127.0.0.1:1/db: "),
+             (["agent.gamma=interval(0.9,1.5)"],
+              "error: search.values.agent.gamma: interval(0.9,1.5) goes outside agent.gamma's bound")]
+    for extra, message in cases:
+        out = run_app([*base, *extra], cwd=str(tmp_path), check=False)
+        lines = out.stderr.strip().splitlines()
+        assert out.returncode == 2 and len(lines) == 1 and lines[0].startswith(message), (extra, out.stderr)
+        assert "s3cr3t-pw" not in out.stdout + out.stderr
+        assert not (tmp_path / "sweep").exists()
