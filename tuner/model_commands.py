@@ -60,6 +60,14 @@ def _ints(text: str, key: str, low: int = 0, high: int = SEED_LIMIT) -> list[int
     return values
 
 
+def _int(text: str, key: str, low: int = 0, high: int = SEED_LIMIT) -> int:
+    """One integer in ``[low, high]`` (``episodes=1,2`` is refused, not read as 1)."""
+    values = _ints(text, key, low, high)
+    if len(values) != 1 or "," in text or "[" in text:
+        raise _Bad(f"{key}: expected one integer, got {text!r}")
+    return values[0]
+
+
 def _model_path(args: dict[str, str]) -> str:
     model = args.get("model")
     if not model:
@@ -125,7 +133,7 @@ def eval_model(args: dict[str, str]) -> dict[str, Any]:
     from note_rl.evaluation import evaluate
 
     model = _model_path(args)
-    episodes = _ints(args.get("episodes", "20"), "episodes", low=1, high=MAX_EPISODES)[0]
+    episodes = _int(args.get("episodes", "20"), "episodes", low=1, high=MAX_EPISODES)
     seeds = _ints(args.get("seeds", "0,1,2"), "seeds")
     agent, cfg = _load_agent(model, _flag(args, "trust_code"))
     per_seed = {s: evaluate(agent, episodes, seed=s * SEED_STRIDE) for s in seeds}
@@ -172,9 +180,9 @@ def play_model(args: dict[str, str]) -> str:
     if ext == ".mp4" and shutil.which("ffmpeg") is None:
         raise _Bad(f"out: writing {out} needs ffmpeg on PATH (not found); install it or give out=<file>.gif")
     _check_out(out)
-    seed = _ints(args.get("seed", "0"), "seed", high=2**32 - 1)[0]
-    fps = _ints(args["fps"], "fps", low=1, high=1000)[0] if "fps" in args else None
-    limit = _ints(args["max_steps"], "max_steps", low=1, high=10**7)[0] if "max_steps" in args else None
+    seed = _int(args.get("seed", "0"), "seed", high=2**32 - 1)
+    fps = _int(args["fps"], "fps", low=1, high=1000) if "fps" in args else None
+    limit = _int(args["max_steps"], "max_steps", low=1, high=10**7) if "max_steps" in args else None
     agent, cfg = _load_agent(model, _flag(args, "trust_code"))
     if getattr(agent, "MARL", False):
         raise _Bad(f"model: {cfg['agent']['name']} is a multi-agent agent; play records single-agent envs only")

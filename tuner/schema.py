@@ -308,7 +308,12 @@ def register() -> None:
 def _hidden_size(cfg: DictConfig) -> DictConfig:
     """``agent.hidden_size=256`` means one hidden layer of 256 units (``[256]``), as in ``DQN(4, 128, 2)``."""
     value = OmegaConf.select(cfg, "agent.hidden_size", default=None)
-    if OmegaConf.is_list(value) or value is None:
+    if value is None:
+        return cfg
+    if OmegaConf.is_list(value):
+        if not all(isinstance(h, int) and not isinstance(h, bool) for h in value):
+            raise ConfigError(f"agent.hidden_size: expected a list of layer sizes (ints), got "
+                              f"{OmegaConf.to_container(value)!r}")
         return cfg
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(f"agent.hidden_size: expected an int (one layer) or a list of ints, got {value!r}")

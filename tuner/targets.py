@@ -30,6 +30,9 @@ def import_target(path: str) -> Any:
     """The class (or function) a ``_target_`` string names."""
     import logging
 
+    if not isinstance(path, str) or not path:
+        raise TargetError(f"expected a dotted class path, got {path!r}")
+
     getter = get_method if _names_function(path) else get_class  # the other one logs an ERROR line
     # Hydra's getters also log their failure (3 lines on stderr where logging is not set up, as in
     # the subcommands); the TargetError below says it in one

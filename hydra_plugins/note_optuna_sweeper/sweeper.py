@@ -130,17 +130,21 @@ class NoteOptunaSweeper(Sweeper):
 
         # one line per finished trial off a terminal (a log file, CI), a bar on one
         progress = StudyProgress(study, c.n_trials)
+        from tuner.interrupts import held, keep, raise_held
+        from tuner.report import report_study
+        from tuner.storage import describe
+
         try:
             TrialRunner(study, lock, limits).run(lambda: ask_within(study, c.n_trials, distributions(space)),
                                                  lambda trial: self._prepare(trial, space, fixed, sweep_dir),
                                                  on_change=progress.update)
-        finally:
+        finally:  # also on Ctrl-C / SIGTERM (the runner has killed and failed the running trials)
             progress.close()
-        results = self._write_results(study, sweep_dir)
-        from tuner.report import report_study
-        from tuner.storage import describe
-
-        report_study(study, sweep_dir, describe(self.conf.storage, sweep_dir), self._trial_config)
+            with held():  # a signal now waits until the results and the report are written
+                results = self._write_results(study, sweep_dir)
+                report_study(study, sweep_dir, describe(self.conf.storage, sweep_dir), self._trial_config)
+                keep(f"{sweep_dir}/optimization_results.yaml and the report of the finished trials written")
+        raise_held()
         return results
 
     def _check_storage(self) -> None:

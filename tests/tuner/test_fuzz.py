@@ -229,7 +229,9 @@ def bad_subcommand(draw) -> tuple[str, list[str], str]:
     # project= and entity= name a wandb project: any text is valid there
     key = draw(st.sampled_from([k for k in ALLOWED[command] if k not in ("project", "entity")] + ["bogus"]))
     if key in INT_ARGS or key == "seeds":
-        value = draw(st.one_of(KINDS["non-finite"], KINDS["huge"], KINDS["unicode"], KINDS["wrong type"],
+        # a list of seeds is valid for seeds=: its wrong types are the others
+        wrong = st.sampled_from(["{a: 1}", "abc", "x1", "[]"]) if key == "seeds" else KINDS["wrong type"]
+        value = draw(st.one_of(KINDS["non-finite"], KINDS["huge"], KINDS["unicode"], wrong,
                                st.integers(max_value=-1).map(str)))
     elif key in ("trust_code", "wandb", "model"):
         value = draw(st.one_of(KINDS["unicode"], KINDS["junk"]))

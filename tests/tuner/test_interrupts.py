@@ -18,6 +18,7 @@ from pathlib import Path
 
 import optuna
 import pytest
+from omegaconf import OmegaConf
 
 from tests.tuner.conftest import REPO, TINY
 from tests.tuner.test_runner import _gone
@@ -205,3 +206,21 @@ def test_a_second_signal_while_saving_ends_at_once_without_traceback() -> None:
                          env=dict(os.environ, PYTHONPATH=REPO))
     assert out.returncode == 130 and out.stdout == "held True\n", (out.stdout, out.stderr)
     assert out.stderr.startswith("interrupted again (SIGINT)") and len(out.stderr.splitlines()) == 1
+
+
+def test_sigterm_of_a_sweeper_multirun_writes_its_results_and_report(tmp_path) -> None:
+    """The Optuna sweeper (``-m hydra/sweeper=optuna``) interrupted while a trial trains: the trial
+    is failed, optimization_results.yaml and the report of what finished are written, exit 143."""
+    sweep = tmp_path / "sweep"
+    proc, out, err = _start(["-m", "hydra/sweeper=optuna", "hydra.sweeper.n_trials=3", f"hydra.sweep.dir={sweep}",
+                             *SLOW, "budget.steps=20000", "agent.gamma=choice(0.9,0.99)"], tmp_path)
+    deadline = time.monotonic() + 120  # until the first trial process writes its run dir
+    while not list(sweep.glob("*/config.yaml")) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    time.sleep(1)
+    proc.send_signal(signal.SIGTERM)
+    line = _ended(proc, err, 143, "SIGTERM")
+    assert "optimization_results.yaml and the report" in line
+    results = OmegaConf.load(sweep / "optimization_results.yaml")
+    assert results.counts.get("fail", 0) >= 1 and "running" not in results.counts
+    assert (sweep / "report" / "report.md").exists()
