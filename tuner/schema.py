@@ -479,6 +479,10 @@ def _check_ranges(cfg: DictConfig) -> None:
         raise ConfigError("budget: set budget.steps or budget.episodes")
     _check_rollout_budget(cfg)
     _check_adjuster(cfg)
+    n_seeds = OmegaConf.select(cfg, "tuner.n_seeds", default=1)
+    if isinstance(n_seeds, int) and isinstance(cfg.seed, int) and cfg.seed + n_seeds > SEED_LIMIT:
+        # a trial trains seeds seed .. seed + n_seeds - 1 (tuner.messages.seed_configs)
+        raise ConfigError(f"seed: {cfg.seed} + tuner.n_seeds={n_seeds} trains seeds past {SEED_LIMIT - 1}")
 
 
 def _check_rollout_budget(cfg: DictConfig) -> None:

@@ -78,7 +78,7 @@ def tuner_settings(node: Any) -> TunerSettings:
         (s.resume in RESUME_MODES, f"tuner.resume: {s.resume!r} must be {' or '.join(RESUME_MODES)}"),
         (s.n_trials > 0, f"tuner.n_trials: must be > 0, got {s.n_trials}"),
         (s.n_jobs > 0, f"tuner.n_jobs: must be > 0, got {s.n_jobs}"),
-        (s.n_seeds > 0, f"tuner.n_seeds: must be > 0, got {s.n_seeds}"),
+        (0 < s.n_seeds <= 1000, f"tuner.n_seeds: must be from 1 to 1000, got {s.n_seeds}"),
         (s.report_every > 0, f"tuner.report_every: must be > 0, got {s.report_every}"),
         (s.max_total_trials is None or s.max_total_trials > 0, "tuner.max_total_trials: must be > 0"),
         (s.trial_timeout is None or s.trial_timeout > 0, "tuner.trial_timeout: must be > 0"),

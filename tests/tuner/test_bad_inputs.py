@@ -170,7 +170,16 @@ OTHER = [(["+env.kwargs.foo=1"], "env.kwargs.foo"),
          (["++search.values.backend.threads='choice(1, 100000)'"], "search.values.backend.threads: "),
          (["++search.values.seed='int(interval(0, 5000000000))'"], "search.values.seed: "),
          (["agent=dqn", "search=none", "+search.values.agent.gamma='interval(0.9, 0.99)'"],
-          "search.agent.gamma: study 'keep' searched it as choice(0.9, 0.99)")]
+          "search.agent.gamma: study 'keep' searched it as choice(0.9, 0.99)"),
+         # found by tests/tuner/test_fuzz.py: accepted values that trained forever or were tracebacks
+         (["budget.steps=1000000000000000000000000000000"], "budget.steps: "),
+         (["eval.episodes=100000000000000000000"], "eval.episodes: 1e+20 is beyond any setting's range"),
+         (["agent=dqn", "agent.double=9223372036854775808"], "agent.double: must be true or false"),
+         (["buffer._target_=nan"], "buffer._target_: cannot import 'nan'"),
+         (["backend.name=''"], "backend.name: '' is not one of"),
+         (["agent=dqn", "agent.policy._target_=[1,2]"], "agent.policy._target_: expected a dotted class path"),
+         (["agent.hidden_size=[[]]"], "agent.hidden_size: expected a list of layer sizes"),
+         (["seed=4294967295", "tuner.n_seeds=2"], "seed: 4294967295 + tuner.n_seeds=2 trains seeds past")]
 
 
 @pytest.mark.parametrize("args,key", OTHER, ids=[" ".join(a) for a, _ in OTHER])
