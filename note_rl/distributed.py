@@ -20,6 +20,8 @@ import socket
 import tempfile
 from typing import Any, Callable
 
+from .replica_errors import ReplicaLost
+
 __all__ = ["ReplicaFailed", "ReplicaLost", "launch", "free_port"]
 
 #: seconds the other replicas get to exit by themselves once one has failed, before SIGTERM
@@ -28,11 +30,6 @@ GRACE_S = 5.0
 
 class ReplicaFailed(RuntimeError):
     """A replica of :func:`launch` exited with an error or was killed."""
-
-
-class ReplicaLost(RuntimeError):
-    """Another replica (a torch.distributed process, a ``tf.distribute`` worker) stopped answering
-    during a collective: it was killed, crashed or disconnected.  The message is one line naming it."""
 
 
 def free_port() -> int:

@@ -1,5 +1,7 @@
-"""Built-in agents on the Keras/TensorFlow backend: ``DQN``, ``PPO`` and ``A2C`` (same maths as
-:mod:`note_rl.agents.torch`; the conformance tests hold them to 1e-5)."""
+"""Built-in agents on the Keras/TensorFlow backend: ``DQN``, ``PPO`` and ``A2C`` here, ``DDPG``, ``TD3``,
+``SAC`` and ``MADDPG`` from :mod:`note_rl.agents.keras_ac`, the ``mlp`` both build on from
+:mod:`note_rl.agents.keras_nets` (same maths as :mod:`note_rl.agents.torch`; the conformance tests hold
+them to 1e-5)."""
 
 from __future__ import annotations
 
@@ -14,24 +16,13 @@ import tensorflow as tf
 from ..keras import RL
 from .common import pool_form, seed_hidden
 from .dqn import DQNMixin
+from .keras_ac import DDPG, MADDPG, SAC, TD3
+from .keras_nets import mlp
 from .ppo import A2CMixin, PPOMixin
 
 __all__ = ["DQN", "PPO", "A2C", "mlp", "DDPG", "TD3", "SAC", "MADDPG"]
 
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
-
-
-def mlp(weights: Sequence[np.ndarray], activation: str = "relu", output: str = "linear") -> keras.Sequential:
-    """MLP of ``Dense`` layers (``relu`` or ``tanh``) initialised from ``[W0, b0, W1, b1, ...]``;
-    ``output="tanh"`` squashes the last layer (actions in ``[-1, 1]``)."""
-    n = len(weights) // 2
-    layers: list[Any] = [keras.Input((weights[0].shape[0],))]
-    last = "tanh" if output == "tanh" else None
-    for i in range(n):
-        layers.append(keras.layers.Dense(weights[2 * i].shape[1], activation=activation if i < n - 1 else last))
-    model = keras.Sequential(layers)
-    model.set_weights([np.asarray(w, dtype=np.float32) for w in weights])
-    return model
 
 
 def _numpy_weights(model: keras.Model) -> list[np.ndarray]:
@@ -200,6 +191,3 @@ class A2C(A2CMixin, PPO):
 
     def policy_loss(self, logp: tf.Tensor, logp_old: tf.Tensor, adv: tf.Tensor) -> tf.Tensor:
         return -tf.reduce_mean(logp * adv)
-
-
-from .keras_ac import DDPG, MADDPG, SAC, TD3  # noqa: E402 - they build on mlp above

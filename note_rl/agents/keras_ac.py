@@ -13,7 +13,7 @@ import tensorflow as tf
 from ..keras import RL
 from .common import ddpg_seed_order, maddpg_seed_order, pool_form
 from .continuous import LOG_STD_MAX, LOG_STD_MIN, SACMixin, TD3Mixin
-from .keras import mlp
+from .keras_nets import mlp
 from .maddpg import MADDPGMixin
 
 __all__ = ["DDPG", "TD3", "SAC", "MADDPG"]

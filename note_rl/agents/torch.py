@@ -1,5 +1,5 @@
-"""Built-in agents on the PyTorch backend: ``DQN``, ``PPO`` and ``A2C`` here, ``DDPG``, ``TD3`` and ``SAC`` from
-:mod:`note_rl.agents.torch_ac`."""
+"""Built-in agents on the PyTorch backend: ``DQN``, ``PPO`` and ``A2C`` here, ``DDPG``, ``TD3``, ``SAC`` and
+``MADDPG`` from :mod:`note_rl.agents.torch_ac`, the ``MLP`` both build on from :mod:`note_rl.agents.torch_nets`."""
 
 from __future__ import annotations
 
@@ -16,51 +16,12 @@ from ..torch import RL_pytorch
 from .common import pool_form, seed_hidden
 from .dqn import DQNMixin
 from .ppo import A2CMixin, PPOMixin
+from .torch_ac import DDPG, MADDPG, SAC, TD3
+from .torch_nets import MLP
 
 __all__ = ["DQN", "PPO", "A2C", "MLP", "DDPG", "TD3", "SAC", "MADDPG"]
 
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
-
-
-class MLP(torch.nn.Module):
-    """ReLU MLP with weights stored as ``(in, out)`` matrices (the Keras ``Dense`` layout), so the
-    two backends exchange weights without transposes.
-
-    :param weights: initial ``[W0, b0, W1, b1, ...]``
-    :param activation: ``"relu"`` or ``"tanh"``
-    :param output: ``"linear"`` or ``"tanh"`` (actions in ``[-1, 1]``)
-    """
-
-    def __init__(self, weights: Sequence[np.ndarray], activation: str = "relu", output: str = "linear") -> None:
-        super().__init__()
-        # in place on the fresh output of the layer's addmm (neither op's backward needs the
-        # pre-activation): a CPU step writes one hidden-sized buffer less per layer, and writing
-        # freshly allocated memory is what costs (TD3 [400, 300]: 3 % of a training step)
-        self.act = torch.tanh_ if activation == "tanh" else torch.relu_
-        self.squash = output == "tanh"
-        self.layers = torch.nn.ParameterList(
-            [torch.nn.Parameter(torch.as_tensor(np.array(w, dtype=np.float32))) for w in weights])
-        self._params = tuple(self.layers)
-
-    def _apply(self, fn: Any, *args: Any, **kwargs: Any) -> "MLP":
-        out = super()._apply(fn, *args, **kwargs)
-        self._params = tuple(self.layers)  # .to() / .double() may have made new Parameters
-        return out
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # the parameters read once per forward from a cached tuple: ``self.layers.parameters()``
-        # costs ~10 us of Python per call, 2-3 % of a DQN run of 20,000 steps
-        layers = self._params
-        n = len(layers) // 2
-        for i in range(n):
-            x = torch.addmm(layers[2 * i + 1], x, layers[2 * i])  # one fused op per layer
-            if i < n - 1:
-                x = self.act(x)
-        return torch.tanh(x) if self.squash else x
-
-    def numpy_weights(self) -> list[np.ndarray]:
-        # on the CPU zero-copy views (the optimizer updates the parameters in place); copies from a GPU
-        return [p.detach().cpu().numpy() for p in self.layers]
 
 
 def _td_loss(q: torch.Tensor, target: torch.Tensor, kind: str, weights: torch.Tensor | None) -> torch.Tensor:
@@ -267,6 +228,3 @@ class A2C(A2CMixin, PPO):
 
     def policy_loss(self, logp: torch.Tensor, logp_old: torch.Tensor, adv: torch.Tensor) -> torch.Tensor:
         return -(logp * adv).mean()
-
-
-from .torch_ac import DDPG, MADDPG, SAC, TD3  # noqa: E402 - they build on MLP above

@@ -16,7 +16,7 @@ from ..torch import RL_pytorch
 from .common import ddpg_seed_order, maddpg_seed_order, pool_form
 from .continuous import LOG_STD_MAX, LOG_STD_MIN, SACMixin, TD3Mixin
 from .maddpg import MADDPGMixin
-from .torch import MLP
+from .torch_nets import MLP
 
 __all__ = ["DDPG", "TD3", "SAC", "MADDPG"]
 

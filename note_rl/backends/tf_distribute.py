@@ -36,7 +36,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import tensorflow as tf
 
-from ..distributed import ReplicaLost
+from ..replica_errors import ReplicaLost
 
 __all__ = ["ReplicaStep", "ScheduledStep", "WorkerSession", "is_parameter_server", "all_reduce_for_clipping", "broadcast_from_first",
            "local_replicas", "lost_workers", "replica_count", "scaled_loss"]

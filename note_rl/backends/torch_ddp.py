@@ -33,7 +33,7 @@ from typing import Any, Sequence
 import torch
 import torch.distributed as dist
 
-from ..distributed import ReplicaLost
+from ..replica_errors import ReplicaLost
 
 __all__ = ["ReplicaGroup", "ReplicaLost", "active", "join_process_group", "replica_group"]
 

@@ -18,10 +18,10 @@ from ..adjusters import AdjusterMixin
 from ..backends import Backend, get_backend
 from ..buffers import (HerReplayBuffer, PrioritizedReplayBuffer, PriorityRecorder, ReplayBuffer,
                        TrajectoryReplayBuffer)
-from ..buffers.her import GOAL_KEYS
-from . import checkpoint, envs, marl, plots, set_args
+from . import checkpoint, envs, marl_rules, plots, set_args
 from ..update import UpdateSpec, default_spec
-from .settings import TrainSettings, offpolicy_only_conflict
+from .her_rules import check_her_env, her_conflict
+from .settings import TrainSettings
 from .updater import sync_targets
 
 __all__ = ["RLBase", "her_conflict", "check_her_env"]
@@ -133,7 +133,7 @@ class RLBase(AdjusterMixin):
         :param HER: Hindsight Experience Replay for goal envs (dict observations with
             ``observation``, ``achieved_goal``, ``desired_goal``; the agent sees
             ``concat(observation, desired_goal)``); off-policy, single-process collection only,
-            and not with ``PR``, ``PPO`` or ``num_steps`` (see :func:`her_conflict`)
+            and not with ``PR``, ``PPO`` or ``num_steps`` (see :func:`~note_rl.core.her_rules.her_conflict`)
         :param her_k: HER relabelled goals per real goal (SB3's ``n_sampled_goal``, default 4):
             ``her_k / (her_k + 1)`` of each batch gets a "future" achieved goal; 0 relabels none
         :param TRL: trajectory-triplet sampling (Note_rl HEAD): each mini-batch item is a pair of
@@ -144,7 +144,7 @@ class RLBase(AdjusterMixin):
             :mod:`note_rl.core.marl`): agent ``i`` acts with ``action(s_i, i)`` and ``policy[i]`` /
             ``noise[i]`` when a list; joint transitions ``(n_agents, ...)`` are stored with the
             scalar ``reward_done_func_ma(rewards, dones)``; off-policy, single-process only, not
-            with ``HER``, ``PR``, ``PPO`` or ``num_steps`` (see :func:`~note_rl.core.marl.marl_conflict`)
+            with ``HER``, ``PR``, ``PPO`` or ``num_steps`` (see :func:`~note_rl.core.marl_rules.marl_conflict`)
         :param IRL: Note_rl's IRL action plumbing (no inverse-RL algorithm; its reward learning is the
             user's): ``action(s)`` returns a pair ``[aux, policy_output]``, the policy / noise
             act on ``policy_output``, ``select_action`` returns ``[aux, action]`` and the env's
@@ -173,7 +173,7 @@ class RLBase(AdjusterMixin):
         merged = {k: given.get(k, getattr(self, k, None))
                   for k in ("HER", "TRL", "MARL", "PR", "PPO", "num_steps")}
         rollout = bool(getattr(self, "n_steps", None))
-        conflict = (marl.marl_conflict(merged, rollout=rollout) or her_conflict(merged, rollout=rollout)
+        conflict = (marl_rules.marl_conflict(merged, rollout=rollout) or her_conflict(merged, rollout=rollout)
                     or set_args.trl_conflict(merged, rollout=rollout))
         if conflict:
             raise ValueError(f"set(): {conflict}")
@@ -251,7 +251,7 @@ class RLBase(AdjusterMixin):
         if callable(func):
             r, done = func(rewards, dones)
             return float(np.asarray(r)), bool(np.asarray(done))
-        return marl.default_reward_done(rewards, dones)
+        return marl_rules.default_reward_done(rewards, dones)
 
     # -- acting ------------------------------------------------------------------------------
     def numpy_actor(self) -> Callable[[np.ndarray], np.ndarray] | None:
@@ -309,7 +309,7 @@ class RLBase(AdjusterMixin):
         if noise is not None:
             return output + noise.sample()
         if i is not None:
-            return int(np.argmax(output)) if marl.is_discrete_agent(self.env, i) else output
+            return int(np.argmax(output)) if marl_rules.is_discrete_agent(self.env, i) else output
         if envs.is_discrete(self.env):
             return int(np.argmax(output))
         return output
@@ -503,31 +503,6 @@ def _resolve_refs(refs: Any, param: Any, modules: dict[str, Any], backend: Any) 
     if isinstance(refs, dict):
         return {k: _resolve_refs(refs[k], param[k], modules, backend) for k in refs}
     return [_resolve_refs(r, p, modules, backend) for r, p in zip(refs, param)]
-
-
-def her_conflict(values: dict[str, Any], pool_network: bool = False,
-                 rollout: bool = False) -> str | None:
-    """Why ``HER=True`` cannot run with these settings (``None`` when it can).
-
-    HER relabels whole episodes stored in one process: priorities (PR) would belong to the stored
-    goal, not the relabelled one; on-policy PPO must not learn from relabelled (off-policy) goals;
-    n-step sums mix rewards of the original goal; pool workers would need per-worker episode
-    staging, which is not built."""
-    if not values.get("HER"):
-        return None
-    return offpolicy_only_conflict("HER", values, pool_network, rollout)
-
-
-def check_her_env(env: Any) -> None:
-    """Raise ``ValueError`` unless ``env`` is a goal env with a gymnasium ``Dict`` observation
-    space holding ``observation``, ``achieved_goal`` and ``desired_goal``."""
-    import gymnasium as gym
-
-    env = env[0] if isinstance(env, (list, tuple)) else env
-    space = getattr(env, "observation_space", None)
-    if not isinstance(space, gym.spaces.Dict) or not set(GOAL_KEYS) <= set(space.spaces):
-        raise ValueError(f"HER=True needs a goal env whose observation space is a gymnasium Dict "
-                         f"with keys {GOAL_KEYS}, got {space!r}")
 
 
 def _check_optimizer(optimizer: Any) -> None:

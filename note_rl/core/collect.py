@@ -21,6 +21,7 @@ import numpy as np
 from ..buffers import NStepAccumulator, compute_gae, flatten_goal_obs, rollout_minibatches
 from ..buffers.nstep import stack_transitions
 from .envs import EnvFactory, make_vec_env, step_env
+from .her_rules import check_her_env, her_conflict
 from ..utils import scalar
 from .runners import RolloutRunner, next_values
 
@@ -186,8 +187,6 @@ class HerEpisodeCollector(EpisodeCollector):
     @classmethod
     def check(cls, agent: Any, settings: Any) -> None:
         """HER runs off-policy agents in one process on a goal env, without trimming options."""
-        from .base import check_her_env, her_conflict
-
         values = {k: getattr(agent, k) for k in ("HER", "PR", "PPO", "num_steps")}
         conflict = her_conflict(values, settings.pool_network, bool(getattr(agent, "n_steps", None)))
         if conflict is None and (settings.window_size is not None or settings.clearing_freq):

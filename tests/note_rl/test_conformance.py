@@ -10,6 +10,16 @@ pytest.importorskip("torch")
 pytest.importorskip("tensorflow")
 
 
+def _three_actions():
+    """An env with 4-dim observations and 3 actions: the agents check their sizes against their env
+    (CartPole, the default, has 2 actions)."""
+    import gymnasium as gym
+
+    env = gym.make("CartPole-v1")
+    env.action_space = gym.spaces.Discrete(3)
+    return env
+
+
 def _batch(rng, n=32, obs=4, actions=2):
     return [rng.normal(size=(n, obs)).astype(np.float32), rng.integers(0, actions, n).astype(np.int64),
             rng.normal(size=(n, obs)).astype(np.float32), rng.normal(size=n).astype(np.float32),
@@ -60,7 +70,7 @@ def test_dqn_sgd_step_updates_identically() -> None:
     import torch
 
     rng = np.random.default_rng(2)
-    agents = _pair("DQN", state_dim=4, hidden_size=16, action_dim=3, seed=3)
+    agents = _pair("DQN", state_dim=4, hidden_size=16, action_dim=3, seed=3, env=_three_actions())
     batch = _batch(rng, actions=3)
     opts = [torch.optim.SGD(agents[0].param, lr=0.1), keras.optimizers.SGD(learning_rate=0.1)]
     for a, opt in zip(agents, opts):
@@ -74,7 +84,7 @@ def test_dqn_sgd_step_updates_identically() -> None:
 @pytest.mark.parametrize("entropy_coef", [0.0, 0.05])
 def test_ppo_losses_match(entropy_coef: float) -> None:
     rng = np.random.default_rng(4)
-    agents = _pair("PPO", state_dim=4, hidden_size=[16], action_dim=3, clip=0.2,
+    agents = _pair("PPO", state_dim=4, hidden_size=[16], action_dim=3, clip=0.2, env=_three_actions(),
                    entropy_coef=entropy_coef, gamma=0.95, seed=5)
     old = [w + 0.05 * rng.normal(size=w.shape).astype(np.float32) for w in agents[0].actor_weights()]
     for a in agents:

@@ -234,7 +234,9 @@ def test_train_rejects_pool_network_and_non_goal_env() -> None:
         agent.train(opt, 1, pool_network=True, processes=2, p=0)
     with pytest.raises(ValueError, match="HER.*window_size"):
         agent.train(opt, 1, window_size=2, p=0)
-    plain = _dqn(env=gym.make("CartPole-v1"))
+    import note_rl.agents.torch as mod
+
+    plain = mod.DQN(4, 16, 2, env=gym.make("CartPole-v1"))  # sizes of CartPole: the constructor checks them
     plain.set(HER=True, batch=8)
     with pytest.raises(ValueError, match="HER.*Dict") as info:
         plain.train(torch.optim.Adam(plain.param), 1, p=0)
