@@ -1,6 +1,6 @@
-"""``python -m tuner`` runs the Hydra app (see tuner.app)."""
+"""``python -m tuner`` runs the Hydra app (see tuner.cli.app)."""
 
-from tuner.app import main
+from tuner.cli.app import main
 
 if __name__ == "__main__":
     main()

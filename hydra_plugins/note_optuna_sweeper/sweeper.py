@@ -1,15 +1,15 @@
 """The sweeper: ask Optuna, compose each trial's job config, run it in a fresh process.
 
 Command-line sweep overrides (``key=interval(...)``, ``choice(...)``, ``range(...)``,
-``tag(log, ...)``) and ``hydra.sweeper.params`` form the search space (see :mod:`tuner.search`);
+``tag(log, ...)``) and ``hydra.sweeper.params`` form the search space (see :mod:`tuner.config.search`);
 plain overrides are fixed for every trial.  Trials run through the same trial runner as
-``tuner=optuna`` (:class:`tuner.runner.TrialRunner`: zombie trials of dead sweepers, ``n_seeds``,
+``tuner=optuna`` (:class:`tuner.study.runner.TrialRunner`: zombie trials of dead sweepers, ``n_seeds``,
 memory caps, timeouts, process groups): non-blocking - up to ``n_jobs`` run at once and each
 finished trial frees its slot immediately - and prunable.  The objective is the
 job's ``result.json`` value (mean return of the last ``objective.last_k`` episodes).  Trials log
 to wandb (offline) unless the command line selects a logger (``hydra.sweeper.logger``).  At the end
 ``optimization_results.yaml`` (best params and value) is written in the sweep dir, and the study
-report (:func:`tuner.report.report_study`) in ``<sweep dir>/report/`` (plus a wandb run of
+report (:func:`tuner.report.report.report_study`) in ``<sweep dir>/report/`` (plus a wandb run of
 ``job_type=study`` when the trials logged to wandb).
 """
 
@@ -28,8 +28,8 @@ from .config import NoteOptunaSweeperConf
 if TYPE_CHECKING:  # Hydra imports every plugin module at start-up: keep this one light
     import optuna
 
-    from tuner.messages import TrialSpec
-    from tuner.search import Param
+    from tuner.common.messages import TrialSpec
+    from tuner.config.search import Param
 
 __all__ = ["NoteOptunaSweeper"]
 
@@ -50,7 +50,7 @@ class NoteOptunaSweeper(Sweeper):
 
     # -- search space ------------------------------------------------------------------------
     def _space(self, arguments: list[str]) -> tuple[list["Param"], list[str]]:
-        from tuner.search import parse_space
+        from tuner.config.search import parse_space
 
         parser = OverridesParser.create(config_loader=self.hydra_context.config_loader)
         values: dict[str, Any] = {}
@@ -69,7 +69,7 @@ class NoteOptunaSweeper(Sweeper):
 
     def _job_config(self, overrides: list[str]) -> DictConfig:
         """The job config of the sweep's fixed overrides, validated (no env check: no trial yet)."""
-        from tuner.schema import validate
+        from tuner.config.schema import validate
 
         job = self.hydra_context.config_loader.load_sweep_config(self.config, list(overrides))
         with open_dict(job):
@@ -80,12 +80,12 @@ class NoteOptunaSweeper(Sweeper):
     def sweep(self, arguments: list[str]) -> dict[str, Any]:
         import optuna
 
-        from tuner.runner import RunLimits, TrialRunner, ask_within
-        from tuner.search import distributions
-        from tuner.settings import TunerSettings, make_pruner, make_sampler
-        from tuner.storage import StudyLock, make_storage
+        from tuner.config.search import distributions
+        from tuner.study.runner import RunLimits, TrialRunner, ask_within
+        from tuner.study.settings import TunerSettings, make_pruner, make_sampler
+        from tuner.study.storage import StudyLock, make_storage
 
-        from tuner.redact import protect
+        from tuner.common.redact import protect
 
         sweep_dir = os.path.abspath(self.config.hydra.sweep.dir)
         # the task function never runs in this process (trials are fresh processes): mask the storage's
@@ -93,7 +93,7 @@ class NoteOptunaSweeper(Sweeper):
         # inherit, before any trial starts, and remember them for every file and line written below
         protect({"storage": self.conf.storage, "config": OmegaConf.to_container(self.config, resolve=False)},
                 [sweep_dir])
-        from tuner.schema import ConfigError
+        from tuner.common.errors import ConfigError
 
         try:
             self._check_storage()
@@ -117,7 +117,7 @@ class NoteOptunaSweeper(Sweeper):
                                             direction=self.conf.direction, load_if_exists=True)
                 self._enqueue(study, space, fixed, sampler)
         except Exception as exc:  # noqa: BLE001 - no server, wrong password, missing database...
-            from tuner.storage import describe, root_cause
+            from tuner.study.storage import describe, root_cause
 
             if made and not os.listdir(sweep_dir):
                 os.rmdir(sweep_dir)
@@ -126,13 +126,13 @@ class NoteOptunaSweeper(Sweeper):
         c = self.conf
         limits = RunLimits(n_jobs=c.n_jobs, trial_timeout=c.trial_timeout, preload=c.preload, blocking=c.blocking,
                            max_failures=c.max_failures if c.max_failures is not None else c.n_trials)
-        from tuner.study_progress import StudyProgress
+        from tuner.study.progress import StudyProgress
 
         # one line per finished trial off a terminal (a log file, CI), a bar on one
         progress = StudyProgress(study, c.n_trials)
-        from tuner.interrupts import held, keep, raise_held
-        from tuner.report import report_study
-        from tuner.storage import describe
+        from tuner.common.interrupts import held, keep, raise_held
+        from tuner.report.report import report_study
+        from tuner.study.storage import describe
 
         try:
             TrialRunner(study, lock, limits).run(lambda: ask_within(study, c.n_trials, distributions(space)),
@@ -150,8 +150,8 @@ class NoteOptunaSweeper(Sweeper):
     def _check_storage(self) -> None:
         """``hydra.sweeper.storage`` by the rules of ``tuner.storage`` (in-memory SQLite, a FIFO or a
         folder as a journal, an unsupported URL: refused), named as the sweeper's key."""
-        from tuner.schema import ConfigError
-        from tuner.storage import check_storage
+        from tuner.common.errors import ConfigError
+        from tuner.study.storage import check_storage
 
         if not self.conf.storage:
             return
@@ -162,8 +162,8 @@ class NoteOptunaSweeper(Sweeper):
             raise ConfigError("hydra.sweeper.storage" + text[text.index(":"):] if ":" in text else text) from None
 
     def _enqueue(self, study: "optuna.Study", space: list["Param"], fixed: list[str], sampler: str) -> None:
-        """``hydra.sweeper.enqueue`` and the sweep's own values first (:func:`tuner.study.enqueue_known_good`)."""
-        from tuner.study import enqueue_known_good
+        """``hydra.sweeper.enqueue`` and the sweep's own values first (:func:`tuner.study.driver.enqueue_known_good`)."""
+        from tuner.study.driver import enqueue_known_good
 
         base = self.hydra_context.config_loader.load_sweep_config(self.config, list(fixed))
         with open_dict(base):
@@ -174,10 +174,10 @@ class NoteOptunaSweeper(Sweeper):
 
     def _prepare(self, trial: "optuna.Trial", space: list["Param"], fixed: list[str], sweep_dir: str) -> "TrialSpec":
         """The job config of a trial (Hydra's sweep config plus the sampled overrides), validated."""
-        from tuner.messages import TrialSpec, seed_configs
-        from tuner.schema import validate
-        from tuner.search import to_overrides
-        from tuner.wandb_logger import trial_meta  # wandb itself is imported only by logging runs
+        from tuner.common.messages import TrialSpec, seed_configs
+        from tuner.config.schema import validate
+        from tuner.config.search import to_overrides
+        from tuner.logs.wandb_logger import trial_meta  # wandb itself is imported only by logging runs
 
         overrides = fixed + to_overrides(trial.params, space)
         run_dir = os.path.join(sweep_dir, str(trial.number))
@@ -214,11 +214,11 @@ class NoteOptunaSweeper(Sweeper):
         print(f"best {results['best_value']} {results['best_params']} -> {sweep_dir}/optimization_results.yaml")
         best_config = os.path.join(sweep_dir, str(results.get("best_trial")), "config.yaml")
         if results["best_value"] is not None and os.path.exists(best_config):
-            from tuner.outputs import rerun_command
+            from tuner.study.outputs import rerun_command
 
             # best_config.yaml beside optimization_results.yaml, as a tuner=optuna study writes it
             # (a folder's config.yaml cannot be a --config-name: the app's own one shadows it)
-            from tuner.redact import redact_text
+            from tuner.common.redact import redact_text
 
             with open(best_config) as src, open(os.path.join(sweep_dir, "best_config.yaml"), "w") as dst:
                 header = f"# best trial {results['best_trial']} of study {study.study_name}\n"
@@ -243,7 +243,7 @@ _OPTUNA_SAMPLERS = {"TPESampler": "tpe", "RandomSampler": "random", "CmaEsSample
 def sampler_choice(conf: NoteOptunaSweeperConf) -> tuple[str, int | None, int]:
     """``(sampler name, seed, n_startup_trials)`` from ``hydra.sweeper``: a name, or the published
     plugin's ``sampler: {_target_: optuna.samplers.X, seed: ..., n_startup_trials: ...}``."""
-    from tuner.schema import ConfigError
+    from tuner.common.errors import ConfigError
 
     sampler = conf.sampler
     if isinstance(sampler, str):
@@ -269,7 +269,7 @@ def _refuse(exc: Exception | str) -> None:
     """One line on stderr (secrets masked) and exit status 2."""
     import sys
 
-    from tuner.redact import redact_text
+    from tuner.common.redact import redact_text
 
     print(f"error: {redact_text(str(exc))}", file=sys.stderr, flush=True)
     raise SystemExit(2)

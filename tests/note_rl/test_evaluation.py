@@ -67,7 +67,7 @@ def test_eval_callback_schedule_and_final_evaluation() -> None:
 
 def _cfg(overrides):
     from tests.tuner.conftest import compose_cfg
-    from tuner.schema import validate
+    from tuner.config.schema import validate
 
     return OmegaConf.to_container(validate(compose_cfg(["agent=ppo", "agent.n_envs=2", "agent.n_steps=64",
                                                          "agent.batch=64", "agent.n_epochs=1", "budget.steps=1280",
@@ -76,7 +76,7 @@ def _cfg(overrides):
 
 
 def test_tuner_objective_and_reports_come_from_evaluations(tmp_path) -> None:
-    from tuner.train import run_training
+    from tuner.run.train import run_training
 
     reports = []
     result = run_training(_cfg([]), str(tmp_path), reporter=lambda i, v: reports.append((i, v)) and False)
@@ -89,7 +89,7 @@ def test_tuner_objective_and_reports_come_from_evaluations(tmp_path) -> None:
 
 
 def test_a_pruned_run_skips_the_final_evaluation(tmp_path) -> None:
-    from tuner.train import run_training
+    from tuner.run.train import run_training
 
     result = run_training(_cfg(["eval.every=512"]), None, reporter=lambda i, v: True)
     assert result["status"] == "pruned" and len(result["evaluations"]) == 1

@@ -1,4 +1,4 @@
-"""Run many ``note-tune`` commands through the real console entry point (:func:`tuner.app.main`) in
+"""Run many ``note-tune`` commands through the real console entry point (:func:`tuner.cli.app.main`) in
 ONE interpreter, and report each one's exit status, output and what it changed on disk.
 
     python -m tests.tuner.cli_batch cases.json results.json
@@ -41,7 +41,7 @@ def run_cli(args: list[str]) -> tuple[Any, str, str]:
     escape the console script is ``"raised"`` with its traceback on stderr."""
     from hydra.core.global_hydra import GlobalHydra
 
-    from tuner.app import main
+    from tuner.cli.app import main
 
     GlobalHydra.instance().clear()  # as in a fresh process: Hydra initialises it once per run
     out, err = io.StringIO(), io.StringIO()

@@ -11,7 +11,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 
-from tuner.app import CONF_DIR
+from tuner.cli.app import CONF_DIR
 
 REPO = os.path.dirname(CONF_DIR)
 

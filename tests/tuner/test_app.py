@@ -60,7 +60,7 @@ def test_quick_start_run_solves_cartpole(tmp_path) -> None:
                         ["note-tune", "dashboard", "study_dir=studies/ppo_CartPole-v1"]]
 
 def test_dqn_loss_panel_joins_the_episodes_that_trained() -> None:
-    from tuner.curves import training_figure
+    from tuner.logs.curves import training_figure
 
     data = {"returns": [10.0, 12.0, 9.0, 20.0, 25.0], "losses": [None, 0.5, None, None, 0.25],
             "config": {"objective": {"last_k": 2}}, "evaluations": [{"mean": 30.0}]}

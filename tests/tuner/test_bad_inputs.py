@@ -1,6 +1,6 @@
 """A corpus of bad command-line values: each is exit status 2 and exactly one line naming its key, with
 no traceback, and leaves an existing study byte-for-byte unchanged.  The bulk runs the real console
-entry point (:func:`tuner.app.main`, what ``note-tune`` calls) with ``sys.argv`` set, all cases in
+entry point (:func:`tuner.cli.app.main`, what ``note-tune`` calls) with ``sys.argv`` set, all cases in
 one child interpreter (:mod:`tests.tuner.cli_batch`), so that ~200 cases take one start-up, not one
 each; a few run as separate real subprocesses."""
 
@@ -19,7 +19,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from tests.tuner.conftest import NO_REEVAL, REPO, TINY, compose_cfg, run_app
-from tuner.schema import AT_MOST, CHOICES, NON_NEGATIVE, POSITIVE, UNIT
+from tuner.config.bounds import AT_MOST, CHOICES, NON_NEGATIVE, POSITIVE, UNIT
 
 AGENTS = {"dqn": [], "ppo": [], "td3": ["env=pendulum"], "ddpg": ["env=pendulum"], "sac": ["env=pendulum"]}
 _NOWHERE = object()
@@ -62,7 +62,7 @@ CASES = [(k, v) for k, v in _cases() if _base(k) is not None]
 
 
 def run_batch(cases: list[dict[str, Any]], folder: Path, timeout: float = 1200) -> list[dict[str, Any]]:
-    """Run ``cases`` (see :mod:`tests.tuner.cli_batch`) through ``tuner.app.main`` in one child
+    """Run ``cases`` (see :mod:`tests.tuner.cli_batch`) through ``tuner.cli.app.main`` in one child
     interpreter; one result per case.  ``timeout`` fails a batch that hangs instead of hanging."""
     src, dst = folder / "cases.json", folder / "results.json"
     src.write_text(json.dumps(cases))

@@ -7,8 +7,8 @@ import os
 import pytest
 
 from tests.tuner.conftest import run_app
-from tuner.outputs import rerun_command
-from tuner.subcommands import USAGE, main
+from tuner.cli.subcommands import USAGE, main
+from tuner.study.outputs import rerun_command
 
 
 def test_app_help_lists_subcommands_and_groups(tmp_path) -> None:
@@ -44,7 +44,7 @@ def test_rerun_command_is_relative_below_the_current_directory(tmp_path, monkeyp
 
 
 def test_free_cores_leaves_out_busy_ones(monkeypatch) -> None:
-    from tuner import launcher
+    from tuner.run import launcher
 
     monkeypatch.setattr(launcher.os, "cpu_count", lambda: 4)
     monkeypatch.setattr(launcher.os, "getloadavg", lambda: (1.4, 0.0, 0.0))
@@ -96,7 +96,7 @@ def test_multirun_jobs_at_once_per_launcher(tmp_path, monkeypatch, launcher, swe
     a sweep batch starts at once, each tasks_per_node times), 1 for the sequential basic launcher."""
     from omegaconf import OmegaConf
 
-    from tuner import launcher as launcher_mod
+    from tuner.run import launcher as launcher_mod
 
     monkeypatch.setattr(launcher_mod.os, "cpu_count", lambda: 8)
     sweeper = {"_target_": "hydra._internal.core_plugins.basic_sweeper.BasicSweeper", "max_batch_size": None,

@@ -16,9 +16,10 @@ def compose_cfg(overrides: list[str]):
     if not any(o.split("=", 1)[0].lstrip("+~") == "agent" for o in overrides):
         overrides = ["agent=dqn", *overrides]
     return _compose(overrides)
-from tuner.build import build_agent, build_optimizer, logger_callbacks, train_kwargs
-from tuner.schema import ConfigError, validate
-from tuner.search import parse_space
+from tuner.common.errors import ConfigError
+from tuner.config.schema import validate
+from tuner.config.search import parse_space
+from tuner.run.build import build_agent, build_optimizer, logger_callbacks, train_kwargs
 
 GROUPS = sorted(d for d in os.listdir(CONF_DIR) if os.path.isdir(os.path.join(CONF_DIR, d)))
 
@@ -222,7 +223,7 @@ def test_bad_storage_is_one_line_and_creates_nothing(tmp_path, storage) -> None:
 
 
 def test_supported_storages_pass_the_check(tmp_path) -> None:
-    from tuner.storage import check_storage
+    from tuner.study.storage import check_storage
 
     for storage in (None, str(tmp_path / "j.log"), f"sqlite:///{tmp_path}/t.db", "postgresql://u:pw@h/db"):
         check_storage(storage)
@@ -362,7 +363,7 @@ def test_discrete_observation_env_builds_with_one_hot_states() -> None:
 def test_seed_train_options_and_trajectory_buffer_from_config(tmp_path) -> None:
     """Note_rl's train() options are strategy settings, TRL is buffer=trajectory for a user's agent."""
     from tests.tuner import trl_agent
-    from tuner.train import run_training
+    from tuner.run.train import run_training
 
     cfg = OmegaConf.to_container(validate(compose_cfg([
         "agent=dqn", "buffer=trajectory", "agent._target_=tests.tuner.trl_agent.PairAgent", "agent.batch=8",

@@ -141,7 +141,7 @@ def test_requests_naming_another_host_are_refused(tmp_path) -> None:
 
     import optuna
 
-    from tuner.dashboard import make_dashboard_server
+    from tuner.report.dashboard import make_dashboard_server
 
     storage = optuna.storages.InMemoryStorage()
     optuna.create_study(study_name="guarded", storage=storage)

@@ -10,7 +10,8 @@ import pytest
 from optuna.trial import TrialState
 
 from note_rl.backends import missing_framework
-from tuner.schema import ConfigError, validate
+from tuner.common.errors import ConfigError
+from tuner.config.schema import validate
 
 from .conftest import NO_REEVAL, TINY, compose_cfg, run_app
 

@@ -134,7 +134,7 @@ def test_two_drivers_share_a_journal_study(tmp_path) -> None:
 def test_two_drivers_share_a_postgresql_study(tmp_path) -> None:
     with postgres_server() as url:
         _two_drivers(tmp_path, [f"tuner.storage='{url}'"], "pg", machines=True)
-        from tuner.storage import make_storage
+        from tuner.study.storage import make_storage
 
         study = optuna.load_study(study_name="pg", storage=make_storage(url, str(tmp_path)))
         _check_exact(study, tmp_path / "studies" / "pg")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tests.tuner.conftest import run_app
-from tuner.model_commands import SEED_STRIDE
+from tuner.cli.model_commands import SEED_STRIDE
 
 RUN = ["agent=ppo", "agent.n_envs=2", "agent.n_steps=64", "agent.batch=64", "agent.n_epochs=1",
        "budget.steps=1024", "eval.episodes=2", "backend.threads=1", "logger=none"]
@@ -28,7 +28,7 @@ def test_run_saves_models_and_eval_reads_them_back(tmp_path) -> None:
 
     # the same numbers in-process: the final weights, seeds s * SEED_STRIDE + k, greedy episodes
     from note_rl.evaluation import evaluate
-    from tuner.build import build_agent
+    from tuner.run.build import build_agent
 
     agent = build_agent(result["config"])
     agent.restore_param(str(run_dir / "model.npz"))
@@ -46,9 +46,9 @@ def test_test_episodes_score_the_runs_answer(tmp_path, answer) -> None:
 
     from note_rl.evaluation import evaluate
     from tests.tuner.conftest import compose_cfg
-    from tuner.build import build_agent
-    from tuner.schema import validate
-    from tuner.train import run_training
+    from tuner.config.schema import validate
+    from tuner.run.build import build_agent
+    from tuner.run.train import run_training
 
     overrides = [*RUN, f"eval.answer={answer}", "eval.test_episodes=3", "eval.test_seed=777"]
     cfg = OmegaConf.to_container(validate(compose_cfg(overrides)), resolve=True)
@@ -78,7 +78,7 @@ def test_eval_refuses_missing_and_corrupt_models_in_one_line(tmp_path) -> None:
     from omegaconf import OmegaConf
 
     from tests.tuner.conftest import compose_cfg
-    from tuner.schema import validate
+    from tuner.config.schema import validate
 
     cfg = OmegaConf.to_container(validate(compose_cfg(["logger=none"])), resolve=True)
     (tmp_path / "result.json").write_text(json.dumps({"config": cfg}))
@@ -109,7 +109,7 @@ def test_play_records_a_greedy_episode_as_gif_and_mp4(tmp_path) -> None:
     assert out.stdout.strip().splitlines()[-1].endswith(f"(reset seed 3) -> {gif}")
     # the same greedy episode in-process: its length + 1 frames (the last state is drawn too)
     from note_rl.evaluation import evaluate
-    from tuner.build import build_agent
+    from tuner.run.build import build_agent
 
     agent = build_agent(json.loads((run_dir / "result.json").read_text())["config"])
     agent.restore_param(str(model))

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from tests.tuner.test_study_settings import _driver
-from tuner.schema import ConfigError
-from tuner.settings import tuner_settings
+from tuner.common.errors import ConfigError
+from tuner.study.settings import tuner_settings
 
 SPACE = '+search.values.optimizer.lr="tag(log, interval(1e-4, 1e-2))"'
 

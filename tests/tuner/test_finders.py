@@ -362,7 +362,8 @@ def test_per_episode_lr_grows_only_after_episodes_that_trained() -> None:
 
 
 def test_reward_curve_and_collapse_by_hand() -> None:
-    from tuner.finders.lr import before_collapse, reward_curve
+    from tuner.finders.lr import before_collapse
+    from tuner.logs.curves import reward_curve
 
     levels, curve = reward_curve([1, 1, 2, 3, 3, 4], [10, 20, 30, 40, 60, 80], smooth=3)
     assert levels.tolist() == [1, 2, 3, 4]
@@ -434,7 +435,7 @@ def test_readme_lr_finder_example_suggests_a_range(tmp_path) -> None:
     """README's LR finder example as written (PPO on CartPole, N=77 from 1e-4 to 1; 13-17 s here): the
     reward curve rises and collapses, and the suggestion is an interval on its rise near the value
     README states (8.6e-4 on seed 0)."""
-    from tuner.finders.lr import reward_curve
+    from tuner.logs.curves import reward_curve
 
     run_app(readme_finder_command("lr_finder"), cwd=str(tmp_path))
     folder = tmp_path / "studies" / "lr_finder_ppo_CartPole-v1"

@@ -1,4 +1,4 @@
-"""Ctrl-C and SIGTERM end every command cleanly (tuner.interrupts): real processes, real signals.
+"""Ctrl-C and SIGTERM end every command cleanly (tuner.common.interrupts): real processes, real signals.
 
 Each test starts ``python -m tuner`` in its own session (as a terminal's foreground job: Ctrl-C is
 SIGINT to the whole process group, ``kill <pid>`` is SIGTERM to the driver alone), waits for a line
@@ -153,7 +153,7 @@ def test_sigterm_during_the_heldout_stage_keeps_the_study_answer(tmp_path) -> No
 SLOW_REPORT = '''
 import time
 
-import tuner.report as report
+import tuner.report.report as report
 
 _write = report.write_report
 

@@ -10,8 +10,8 @@ import pytest
 from optuna.storages.journal import JournalFileBackend, JournalStorage
 
 from tests.tuner.conftest import NO_REEVAL, TINY, run_app
-from tuner.schema import ConfigError
-from tuner.storage import repair_journal
+from tuner.common.errors import ConfigError
+from tuner.study.storage import repair_journal
 
 RECORDS = [{"op_code": 0, "worker_id": "a", "study_name": "s", "directions": [1]},
            {"op_code": 4, "worker_id": "a", "study_id": 0, "datetime_start": "2026-11-23T00:00:00"}]

@@ -12,7 +12,7 @@ import termios
 import optuna
 
 from tests.tuner.conftest import REPO, TINY
-from tuner.study_progress import StudyProgress
+from tuner.study.progress import StudyProgress
 
 
 def test_training_in_a_terminal_draws_a_live_bar(tmp_path) -> None:

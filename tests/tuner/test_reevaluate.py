@@ -9,13 +9,13 @@ import pytest
 import yaml
 
 from tests.tuner.conftest import TINY, run_app
-from tuner.reevaluate import (
+from tuner.study.reevaluate import (
     HELDOUT_SEED_BASE,
     ReevalSettings,
     check_reeval,
     heldout_seeds,
 )
-from tuner.schema import ConfigError
+from tuner.common.errors import ConfigError
 
 LUCKY = ["env.module=tests.tuner.lucky_envs", "search=none", "+search.values.env.id='choice(Lucky-v0, Steady-v0)'",
          "tuner.sampler=grid", "tuner.n_trials=2", "tuner.pruner=none", "eval.episodes=2", *TINY,

@@ -95,7 +95,7 @@ def test_report_bad_input_is_one_line_and_exit_2(study, args, message) -> None:
 
 
 def test_lr_finder_curves_are_drawn_when_trials_saved_them(tmp_path) -> None:
-    from tuner.report import write_report
+    from tuner.report.report import write_report
 
     study = optuna.create_study(direction="maximize")
     lrs = np.geomspace(1e-5, 1e-1, 40)
@@ -121,7 +121,7 @@ def test_lr_finder_curves_are_drawn_when_trials_saved_them(tmp_path) -> None:
 def test_report_and_dashboard_find_the_only_study_here(tmp_path, monkeypatch) -> None:
     """No storage / study_dir / study_name: the one study under ./studies (what the run's printed
     ``note-tune dashboard`` relies on); none or several: one line, listing those there are."""
-    from tuner.subcommands import ArgError, _journal_file
+    from tuner.cli.subcommands import ArgError, _journal_file
 
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ArgError, match=r"or study_dir=<dir>$"):
@@ -140,7 +140,7 @@ def test_report_without_arguments_reports_the_only_study_here(tmp_path, monkeypa
     """README's ``note-tune report`` with nothing else: the study dir and the study in it are found."""
     from optuna.storages.journal import JournalFileBackend, JournalStorage
 
-    from tuner.subcommands import main
+    from tuner.cli.subcommands import main
 
     (tmp_path / "studies" / "s").mkdir(parents=True)
     storage = JournalStorage(JournalFileBackend(str(tmp_path / "studies" / "s" / "journal.log")))

@@ -13,7 +13,7 @@ import optuna
 import pytest
 
 from tests.tuner.conftest import NO_REEVAL, REPO
-from tuner.messages import Decision, Failure, Report, Result, TrialSpec, seed_configs
+from tuner.common.messages import Decision, Failure, Report, Result, TrialSpec, seed_configs
 
 HANG = ["env.module=tests.tuner.faulty_envs", "env.id=PidHang-v0", "strategy=pool_network",
         "strategy.processes=2", "logger=none", "agent.hidden_size=[16]", "buffer.pool_size=1000"]

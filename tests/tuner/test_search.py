@@ -4,8 +4,9 @@ import optuna
 import pytest
 
 from tests.tuner.conftest import compose_cfg
-from tuner.schema import ConfigError, validate
-from tuner.search import distributions, parse_space, suggest, to_overrides
+from tuner.common.errors import ConfigError
+from tuner.config.schema import validate
+from tuner.config.search import distributions, parse_space, suggest, to_overrides
 
 SPACE = {
     "groups": {"optimizer": "choice(adam, adamw, sgd)"},

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from tests.tuner.conftest import compose_cfg, run_app
-from tuner.schema import ConfigError
-from tuner.search import parse_space
-from tuner.search_cost import check_cost, trial_cost
+from tuner.common.errors import ConfigError
+from tuner.config.search import parse_space
+from tuner.config.search_cost import check_cost, trial_cost
 
 DQN = {"budget.steps": 1000, "agent.learning_starts": 200, "agent.train_freq": 4, "agent.num_updates": 2,
        "agent.batch": 32, "agent.hidden_size": [16, 8]}

@@ -12,8 +12,8 @@ import pytest
 
 from tests.tuner.conftest import NO_REEVAL, TINY, run_app
 from tests.tuner.postgres import postgres_server, server_binaries
-from tuner.redact import MASK, _argv_secrets, find_secrets, scrub
-from tuner.storage import _normalise_url
+from tuner.common.redact import MASK, _argv_secrets, find_secrets, scrub
+from tuner.study.storage import _normalise_url
 
 PASSWORD = "s3cret-Pw-4711"
 
@@ -30,8 +30,8 @@ def test_secrets_are_found_and_masked() -> None:
 
 def test_query_parameter_passwords_are_found_and_masked_structurally(monkeypatch) -> None:
     """libpq and SQLAlchemy take the password (and other credentials) as URL query parameters too."""
-    from tuner.redact import env_secrets, redact_text, redact_url
-    from tuner.storage import describe, describe_url
+    from tuner.common.redact import env_secrets, redact_text, redact_url
+    from tuner.study.storage import describe, describe_url
 
     url = f"postgresql://bob@db:5432/optuna?sslmode=require&password={PASSWORD}&passfile=/h/.pgpass&application_name=x"
     assert find_secrets({"tuner": {"storage": url}}) == {PASSWORD, "/h/.pgpass"}
@@ -63,7 +63,7 @@ def test_query_parameter_passwords_are_found_and_masked_structurally(monkeypatch
 
 def test_masking_replaces_whole_values_never_pieces_of_other_words(monkeypatch) -> None:
     """A short password is masked where it stands alone, never inside another word."""
-    from tuner.redact import mask_argv_secrets, redact_text
+    from tuner.common.redact import mask_argv_secrets, redact_text
 
     monkeypatch.delenv("OPTUNA_STORAGE", raising=False)
     monkeypatch.delenv("PGPASSWORD", raising=False)
@@ -84,8 +84,8 @@ def test_masking_replaces_whole_values_never_pieces_of_other_words(monkeypatch) 
 
 
 def test_optuna_storage_is_the_default_storage_and_its_password_is_masked(monkeypatch) -> None:
-    from tuner.redact import mask_argv_secrets
-    from tuner.storage import describe, resolve, storage_key
+    from tuner.common.redact import mask_argv_secrets
+    from tuner.study.storage import describe, resolve, storage_key
 
     monkeypatch.delenv("OPTUNA_STORAGE", raising=False)
     assert resolve(None) is None and storage_key(None) == "tuner.study_dir"

@@ -1,4 +1,4 @@
-"""A study has an identity (tuner/identity.py): a command pointed at another study's dir, or resuming a
+"""A study has an identity (tuner/study/identity.py): a command pointed at another study's dir, or resuming a
 study with another definition (env, budget, backend, ...), is one line naming the key and changes
 nothing; ``tuner.resume=force`` continues deliberately; the same command resumes; a default-named
 study with another definition gets its own study; a command that will run no trial says why;
@@ -16,10 +16,11 @@ import pytest
 
 from tests.tuner.conftest import NO_REEVAL, TINY, compose_cfg, run_app
 from tests.tuner.test_study_settings import _driver
-from tuner.identity import ATTR, IDENTITY_FILE
-from tuner.schema import ConfigError, validate
-from tuner.settings import tuner_settings
-from tuner.study import Driver
+from tuner.common.errors import ConfigError
+from tuner.config.schema import validate
+from tuner.study.driver import Driver
+from tuner.study.identity import ATTR, IDENTITY_FILE
+from tuner.study.settings import tuner_settings
 
 HOW = "start a new study with tuner.study_name=<new> or continue deliberately with tuner.resume=force"
 

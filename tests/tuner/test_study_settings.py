@@ -10,13 +10,13 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-import tuner.study
+import tuner.study.driver
 from tests.tuner.conftest import TINY, compose_cfg
-from tuner.outputs import summary_table, write_outputs
-from tuner.schema import validate
-from tuner.settings import make_pruner, tuner_settings
-from tuner.study import Driver
-from tuner.trial_worker import aggregate
+from tuner.config.schema import validate
+from tuner.run.trial_worker import aggregate
+from tuner.study.driver import Driver
+from tuner.study.outputs import summary_table, write_outputs
+from tuner.study.settings import make_pruner, tuner_settings
 
 SAMPLERS = {"tpe": optuna.samplers.TPESampler, "random": optuna.samplers.RandomSampler,
             "cmaes": optuna.samplers.CmaEsSampler, "gp": optuna.samplers.GPSampler,
@@ -122,8 +122,8 @@ def test_parallel_trials_share_the_cores_out(tmp_path, backend) -> None:
 def test_backend_threads_beats_the_study_default(monkeypatch) -> None:
     import torch
 
-    from tuner.build import set_threads
-    from tuner.trial_worker import default_threads
+    from tuner.run.build import set_threads
+    from tuner.run.trial_worker import default_threads
 
     for var in ("OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"):
         monkeypatch.delenv(var, raising=False)
@@ -147,7 +147,7 @@ def test_timeout_stops_starting_trials(tmp_path) -> None:
 
 
 def test_surviving_driver_fails_trials_of_a_silent_driver_while_running(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr(tuner.study, "HEARTBEAT_GRACE_S", 3.0)
+    monkeypatch.setattr(tuner.study.driver, "HEARTBEAT_GRACE_S", 3.0)
     driver = _driver(tmp_path, ["tuner.n_trials=2", "tuner.pruner=none", "tuner.sampler=random",
                                 "+search.values.agent.gamma='interval(0.9, 0.99)'"])
     ghost = driver.study.ask()  # a trial of a driver on another machine, alive at start-up
@@ -162,7 +162,7 @@ def test_surviving_driver_fails_trials_of_a_silent_driver_while_running(tmp_path
 def test_trial_without_a_driver_is_failed_after_a_short_grace(tmp_path, monkeypatch) -> None:
     # a driver killed between study.ask() and recording itself leaves a RUNNING trial with no
     # driver and no heartbeat: it is failed after NO_DRIVER_GRACE_S, not the 120 s heartbeat grace
-    monkeypatch.setattr(tuner.study, "NO_DRIVER_GRACE_S", 1.0)
+    monkeypatch.setattr(tuner.study.driver, "NO_DRIVER_GRACE_S", 1.0)
     driver = _driver(tmp_path, ["tuner.n_trials=1", "tuner.pruner=none", "tuner.sampler=random",
                                 "+search.values.agent.gamma='interval(0.9, 0.99)'"])
     driver.study.ask()

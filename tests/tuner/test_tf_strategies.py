@@ -13,7 +13,8 @@ import pytest
 
 from note_rl.backends import missing_framework
 from tests import cluster_procs
-from tuner.schema import ConfigError, validate
+from tuner.common.errors import ConfigError
+from tuner.config.schema import validate
 
 from .conftest import REPO, TINY, compose_cfg, run_app
 

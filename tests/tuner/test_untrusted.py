@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from tests.tuner.conftest import TINY, run_app
-from tuner import subcommands
-from tuner.untrusted import MAX_DEPTH, UntrustedFileError, check_code_refs, read_json, read_yaml
+from tuner.cli import subcommands
+from tuner.config.untrusted import MAX_DEPTH, UntrustedFileError, check_code_refs, read_json, read_yaml
 
 
 @pytest.fixture(scope="module")
@@ -22,8 +22,8 @@ def run_dir(tmp_path_factory) -> str:
     from omegaconf import OmegaConf
 
     from tests.tuner.conftest import compose_cfg
-    from tuner.schema import validate
-    from tuner.train import run_training
+    from tuner.config.schema import validate
+    from tuner.run.train import run_training
 
     folder = tmp_path_factory.mktemp("run")
     cfg = OmegaConf.to_container(validate(compose_cfg([*TINY, "eval.episodes=1"])), resolve=True)
@@ -270,7 +270,7 @@ def test_report_output_paths_are_one_line(tmp_path, capsys) -> None:
     import optuna
     from optuna.storages.journal import JournalFileBackend, JournalStorage
 
-    from tuner import report as report_module
+    from tuner.report import report as report_module
 
     journal = tmp_path / "study" / "journal.log"
     journal.parent.mkdir()

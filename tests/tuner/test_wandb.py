@@ -62,8 +62,8 @@ def summary_eval(run) -> float:
 
 
 def test_pruned_run_reports_its_state(tmp_path) -> None:
-    from tuner.train import run_training
-    from tuner.wandb_logger import trial_meta
+    from tuner.logs.wandb_logger import trial_meta
+    from tuner.run.train import run_training
 
     # the training-mean protocol: a report (and here a prune) after the first episode
     cfg = OmegaConf.to_container(compose_cfg([*BASE, "logger=wandb", "logger.p=0", "objective.source=train"]),
@@ -138,7 +138,7 @@ def test_wandb_is_not_imported_without_logger_wandb(tmp_path) -> None:
     import subprocess
     import sys
 
-    code = ("import sys, note_rl, tuner.train, tuner.study, tuner.report, tuner.wandb_logger; "
+    code = ("import sys, note_rl, tuner.run.train, tuner.study.driver, tuner.report.report, tuner.logs.wandb_logger; "
             "print('wandb' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=os.getcwd())
     assert out.stdout.strip() == "False", out.stderr

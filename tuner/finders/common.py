@@ -1,19 +1,18 @@
-"""Helpers shared by the finders: optimizers that cross process boundaries, weight digests,
-studies for the Python API."""
+"""Helpers shared by the finders' drivers: optimizers and agents that cross process boundaries
+(rebuilt in the candidate's process by :mod:`tuner.run.finder_child`), studies for the Python API."""
 
 from __future__ import annotations
 
 import os
 import time
-from typing import Any, Sequence
+from typing import Any
 
 import optuna
 
-from ..storage import describe, make_storage
-from ..train import weights_digest  # noqa: F401 - re-exported for the finders
+from ..run.finder_child import plain_variable
+from ..study.storage import describe, make_storage
 
-__all__ = ["optimizer_spec", "build_optimizers", "weights_digest", "describe_optimizer",
-           "python_api_study", "as_list", "wandb_options"]
+__all__ = ["optimizer_spec", "python_api_study", "as_list", "wandb_options", "strategy_spec", "dumps_agent"]
 
 # conf/logger/wandb.yaml, for Python-API finders (which have no Hydra config); p=0: trials are quiet
 WANDB_DEFAULTS: dict[str, Any] = {"name": "wandb", "p": 0, "project": "note-rl-tuner", "entity": None,
@@ -46,24 +45,6 @@ def optimizer_spec(agent: Any, opt: Any) -> dict[str, Any]:
     return agent.backend.optimizer_recipe(opt)
 
 
-def build_optimizers(agent: Any, specs: Sequence[dict[str, Any]]) -> list[Any]:
-    """Optimizers from :func:`optimizer_spec` descriptions: one over all of the agent's parameter
-    groups, or one per group (in the order of its update spec)."""
-    groups = agent.update_spec().groups
-    flat = agent.backend.flatten
-    if len(specs) == 1:
-        return [agent.backend.rebuild_optimizer(specs[0], [v for g in groups for v in flat(g.params)])]
-    if len(specs) != len(groups):
-        raise ValueError(f"{len(specs)} optimizers for {len(groups)} parameter groups {[g.name for g in groups]}")
-    return [agent.backend.rebuild_optimizer(spec, flat(g.params)) for spec, g in zip(specs, groups)]
-
-
-def describe_optimizer(spec: dict[str, Any]) -> str:
-    name = spec["cls"].partition(":")[2]
-    lr = spec.get("kwargs", spec.get("config", {})).get("lr", spec.get("config", {}).get("learning_rate"))
-    return f"{name}(lr={lr:g})" if isinstance(lr, (int, float)) else name
-
-
 def strategy_spec(agent: Any, strategy: Any, finder: str) -> dict[str, Any] | None:
     """What a candidate's fresh process needs to rebuild ``strategy`` (the seeds' ``find(...,
     strategy=strategy)``): a ``MirroredStrategy``'s devices.  The candidate then unpickles the agent
@@ -87,7 +68,7 @@ def strategy_spec(agent: Any, strategy: Any, finder: str) -> dict[str, Any] | No
 def dumps_agent(agent: Any, distributed: bool) -> bytes:
     """``pickle.dumps(agent)``; ``distributed``: the agent was built in a strategy's scope, whose
     variables cannot be pickled (they hold weak references to the strategy), so each goes as its
-    value and is made again by :func:`plain_variable` (inside the candidate's strategy scope, where
+    value and is made again by :func:`~tuner.run.finder_child.plain_variable` (inside the candidate's strategy scope, where
     a new variable is a distributed one again)."""
     import io
     import pickle
@@ -106,27 +87,6 @@ def dumps_agent(agent: Any, distributed: bool) -> bytes:
     buffer = io.BytesIO()
     _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(agent)
     return buffer.getvalue()
-
-
-def plain_variable(value: Any, trainable: bool, name: str) -> Any:
-    """A ``tf.Variable`` of ``value`` (see :func:`dumps_agent`)."""
-    import tensorflow as tf
-
-    return tf.Variable(value, trainable=trainable, name=name)
-
-
-def make_strategy(spec: dict[str, Any] | None) -> Any:
-    """The strategy of :func:`strategy_spec`, rebuilt first thing in a candidate's process (CPU devices
-    beyond the first are logical ones, which must be made before TensorFlow starts)."""
-    if spec is None:
-        return None
-    import tensorflow as tf
-
-    cpus = [int(d.rsplit(":", 1)[1]) for d in spec["devices"] if "device:CPU:" in d]
-    if cpus and max(cpus) > 0:
-        cpu = tf.config.list_physical_devices("CPU")[0]
-        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * (max(cpus) + 1))
-    return tf.distribute.MirroredStrategy(spec["devices"])
 
 
 def python_api_study(kind: str, storage: str | None, study_name: str | None, study_dir: str | None,

@@ -15,11 +15,12 @@ import optuna
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from ..identity import ATTR, RESUME_MODES, StudyIdentity
-from ..messages import TrialSpec
-from ..schema import ConfigError, error_line, validate
-from ..storage import StudyLock, check_storage, describe, make_storage
-from ..train import write_json
+from ..common.errors import ConfigError, error_line
+from ..common.messages import TrialSpec
+from ..config.schema import validate
+from ..logs.results import write_json
+from ..study.identity import ATTR, RESUME_MODES, StudyIdentity
+from ..study.storage import StudyLock, check_storage, describe, make_storage
 from .lr import LRFinder
 from .parallel import summarise_candidates
 from .runner import Candidate, CandidateMismatch, failure, run_candidates
@@ -138,18 +139,18 @@ def run_finder(cfg: DictConfig, compose: Composer, overrides: list[str]) -> dict
     except Exception:
         _report(study, folder, storage_desc, cfg)  # e.g. every candidate failed: report.md has the reasons
         raise
-    from ..redact import scrub
+    from ..common.redact import scrub
 
     write_json(os.path.join(folder, f"{s.name}.json"), scrub(out))  # failure reasons may quote a URL
     _report(study, folder, storage_desc, cfg)
-    from ..interrupts import raise_held
+    from ..common.interrupts import raise_held
 
     raise_held()  # a signal held while the report was written ends the command now (130 / 143)
     return out
 
 
 def _definition(cfg: DictConfig, s: FinderSettings) -> dict[str, Any]:
-    """What defines a finder study (see :mod:`tuner.identity`): the finder, env and backend, and the
+    """What defines a finder study (see :mod:`tuner.study.identity`): the finder, env and backend, and the
     agent (except for ParallelFinder, whose candidates choose theirs).  Its other settings may change
     between runs: each run compares only its own candidates."""
     defn = {"tuner.name": s.name, "env.id": cfg.env.id, "backend.name": cfg.backend.name}
@@ -159,8 +160,8 @@ def _definition(cfg: DictConfig, s: FinderSettings) -> dict[str, Any]:
 
 
 def _report(study: Any, folder: str, storage_desc: str, cfg: DictConfig) -> None:
-    from ..interrupts import held, keep
-    from ..report import report_study  # matplotlib, and wandb only with logger=wandb
+    from ..common.interrupts import held, keep
+    from ..report.report import report_study  # matplotlib, and wandb only with logger=wandb
 
     with held():  # a first Ctrl-C / SIGTERM waits until the report is written
         report_study(study, folder, storage_desc, OmegaConf.to_container(cfg, resolve=True))

@@ -17,7 +17,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..messages import TrialSpec
+from ..common.messages import TrialSpec
+from ..logs.curves import reward_curve
 from .common import as_list, dumps_agent, optimizer_spec, python_api_study, strategy_spec, wandb_options
 from .runner import Candidate, failure, run_candidates
 
@@ -82,20 +83,6 @@ def plot_curve(x: Sequence[float], y: Sequence[float], path: str, xlabel: str, y
         plt.show()
     plt.close(fig)
     return path
-
-
-def reward_curve(episode_lrs: Sequence[float], rewards: Sequence[float],
-                 smooth: int = 7) -> tuple[np.ndarray, np.ndarray]:
-    """The range test's reward curve: the mean raw reward of the episodes played at each learning
-    rate (sorted), smoothed by a centred moving average over ``smooth`` neighbouring lrs (fewer at
-    the ends).  Note_rl's windowed z-score of single episodes is kept as the trial's intermediate
-    values, but it is noise around 0 by construction; the suggestion reads this curve."""
-    lrs, rewards = np.asarray(episode_lrs, dtype=np.float64), np.asarray(rewards, dtype=np.float64)
-    levels = np.unique(lrs)
-    means = np.array([rewards[lrs == lr].mean() for lr in levels])
-    half = max(0, int(smooth) // 2)
-    smoothed = np.array([means[max(0, i - half): i + half + 1].mean() for i in range(len(means))])
-    return levels, smoothed
 
 
 def before_collapse(curve: Sequence[float]) -> int:

@@ -6,7 +6,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .common import describe_optimizer, python_api_study, strategy_spec
+from ..run.finder_child import describe_optimizer
+from .common import python_api_study, strategy_spec
 from .lr import agent_spec
 from .parallel import drop_untrained
 from .runner import Candidate, failure, run_candidates

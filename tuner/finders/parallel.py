@@ -9,7 +9,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .common import describe_optimizer, python_api_study, strategy_spec
+from ..run.finder_child import describe_optimizer
+from .common import python_api_study, strategy_spec
 from .lr import agent_spec
 from .runner import Candidate, failure, run_candidates
 

@@ -9,10 +9,10 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from ..messages import TrialSpec
-from ..runner import DONE, OPEN, RunLimits, TrialRunner
-from ..storage import StudyLock
-from ..wandb_logger import JOB_TYPES, trial_meta
+from ..common.messages import TrialSpec
+from ..logs.wandb_logger import JOB_TYPES, trial_meta
+from ..study.runner import DONE, OPEN, RunLimits, TrialRunner
+from ..study.storage import StudyLock
 
 __all__ = ["Candidate", "CandidateMismatch", "run_candidates", "failure"]
 
@@ -35,7 +35,7 @@ def run_candidates(study: optuna.Study, study_dir: str, candidates: list[Candida
                    trial_timeout: float | None = None, user_attrs: dict[str, Any] | None = None,
                    lock: Any = None, memory_mb: int | None = None) -> list[FrozenTrial]:
     """Each candidate becomes one trial with exactly its ``params`` (enqueued), run at most
-    ``n_jobs`` at a time by the shared :class:`~tuner.runner.TrialRunner`; returns the finished
+    ``n_jobs`` at a time by the shared :class:`~tuner.study.runner.TrialRunner`; returns the finished
     trials in candidate order.  ``lock`` is the study's lock (default: a file lock in
     ``study_dir``); ``memory_mb`` caps each trial's memory."""
     dists = _distributions(study, candidates)

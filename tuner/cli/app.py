@@ -1,0 +1,463 @@
+"""The Hydra application: ``python -m tuner`` / ``note-tune``.
+
+* ``tuner=none`` (default): one training run; ``result.json`` goes to the Hydra run dir.  In a
+  ``-m`` multirun every job trains in its own fresh process.
+* ``tuner=optuna``: an Optuna study (:mod:`tuner.study.driver`), followed by its report (:mod:`tuner.report.report`).
+* ``note-tune report ...`` / ``note-tune dashboard ...``: commands on an existing study storage
+  (:mod:`tuner.cli.subcommands`), dispatched before Hydra parses the command line.
+
+A bad config value stops before any training with one line naming the key and exit status 2.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
+from omegaconf import DictConfig, OmegaConf
+
+from ..common.errors import ConfigError, error_line
+from ..config.schema import register, validate
+
+__all__ = ["main"]
+
+FINDERS = ("lr_finder", "opt_finder", "parallel_finder")
+CONF_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "conf")
+
+
+def _fail(message: str) -> None:
+    from ..common.redact import mask_argv_secrets
+
+    print(f"error: {mask_argv_secrets(message)}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def _run_plain(cfg: DictConfig, run_dir: str, isolated: bool) -> dict[str, Any]:
+    plain = OmegaConf.to_container(cfg, resolve=True)
+    if not isolated:
+        from ..run.launcher import free_cores
+        from ..run.train import run_training
+        from ..run.trial_worker import default_threads
+
+        default_threads(free_cores())  # backend.threads, when set, wins (tuner.run.build.set_threads)
+        from note_rl.core.learner import NonFiniteLossError
+
+        try:
+            result = run_training(plain, run_dir, interruptible=True)  # Ctrl-C: stop, save, then exit 130
+        except NonFiniteLossError as exc:  # a divergent config (agent.lr=1e5): one line, not Hydra's trace
+            print(f"error: training diverged: {error_line(exc)} (lower agent.lr / optimizer.lr, or set "
+                  f"agent.max_grad_norm)", file=sys.stderr, flush=True)
+            raise SystemExit(1) from None
+    else:
+        from ..run.launcher import context_for
+        from ..study.jobs import run_in_fresh_process
+
+        result = run_in_fresh_process(plain, run_dir, context_for(plain["backend"]["name"]), _parallel_jobs())
+    evaluated = "interrupted before the final evaluation" if result.get("interrupted") and \
+        result["final_eval_mean_return"] is None else _num(result["final_eval_mean_return"])
+    print(f"evaluation {evaluated} ({cfg.eval.episodes} greedy episodes); "
+          f"final mean return {_num(result['final_mean_return'])} over the last "
+          f"{cfg.objective.last_k} episodes; best {_num(result['best_mean_return'])}; "
+          f"{result['env_steps']} env steps in {result['wall_time_s']:.1f} s -> {run_dir}/result.json")
+    if result.get("test_mean_return") is not None:
+        print(f"test {_num(result['test_mean_return'])} ({cfg.eval.test_episodes} greedy episodes of the "
+              f"{result['answer']} weights, reset seeds {cfg.eval.test_seed} onwards)")
+    _plot_run(result, run_dir)
+    if result.get("interrupted"):
+        from ..common.interrupts import keep
+
+        keep(f"training stopped after {result['env_steps']} env steps; {_short(result['model'] or run_dir)} and "
+             f"{_short(os.path.join(run_dir, 'result.json'))} (\"interrupted\": true) kept")
+    elif not isolated:  # a multirun prints one line per job; the guide is for a single run
+        print(_next_steps(result, run_dir))
+    if not isolated:
+        from ..common.interrupts import keep, raise_held
+
+        if not result.get("interrupted"):
+            keep(f"the run had finished: {_short(run_dir)}/result.json and its model kept")
+        raise_held()  # a signal held while the run trained or saved ends the command now (130 / 143)
+    return result
+
+
+def _plot_run(result: dict[str, Any], run_dir: str) -> None:
+    """``training.png`` in the run dir: returns and loss per episode."""
+    from ..logs.curves import pyplot, training_figure
+
+    try:
+        fig = training_figure(result, f"{result['config']['agent']['name']} on {result['config']['env']['id']}, "
+                                      f"seed {result['seed']}")
+        fig.savefig(os.path.join(run_dir, "training.png"), dpi=100)
+        pyplot().close(fig)
+    except Exception as exc:  # noqa: BLE001 - the run and its result.json stand without the picture
+        print(f"warning: training.png not written: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+
+def _short(path: str) -> str:
+    """``path`` relative to the working directory when it lies below it (what a user types)."""
+    rel = os.path.relpath(path)
+    return path if rel.startswith("..") else rel
+
+
+def _next_steps(result: dict[str, Any], run_dir: str) -> str:
+    """Where this run's files went, and the commands a user runs next."""
+    run, model = _short(run_dir), _short(result.get("model") or os.path.join(run_dir, "model.npz"))
+    files = [(f"{run}/result.json", "returns, evaluations, losses, config"),
+             (model, "the final weights"),
+             *([(_short(result["best_eval_model"]), "the weights of the best evaluation")]
+               if result.get("best_eval_model") else []),
+             (f"{run}/training.png", "return and loss per episode")]
+    cfg = result.get("config") or {}
+    study = f"{cfg.get('agent', {}).get('name', 'agent')}_{cfg.get('env', {}).get('id', 'env')}"
+    commands = [(f"note-tune eval model={model}", "evaluate the saved model"),
+                (f"note-tune play model={model} out=episode.gif", "record a greedy episode"),
+                (" ".join(["note-tune", *_run_overrides(), "tuner=optuna", "tuner.n_trials=20"]),
+                 "tune this agent with an Optuna study"),
+                (f"note-tune dashboard study_dir=studies/{study}", "watch that study in optuna-dashboard")]
+    return "\n".join(["files:", *_columns(files), "next:", *_columns(commands)])
+
+
+def _columns(rows: list[tuple[str, str]], cap: int = 60) -> list[str]:
+    """Two columns; a left cell longer than ``cap`` (a study command with many overrides) pushes
+    only its own description right instead of padding every line to its length."""
+    width = min(cap, max(len(left) for left, _ in rows)) + 3
+    return [f"  {left:<{width}}{right}" if len(left) < width else f"  {left}   {right}" for left, right in rows]
+
+
+def _run_overrides() -> list[str]:
+    """This run's command-line overrides (shell-quoted), so that the printed study tunes the same
+    agent, env and backend; a seed is left out (a study samples its own)."""
+    import shlex
+
+    try:
+        task = list(HydraConfig.get().overrides.task)
+    except ValueError:  # no Hydra context (called from a test)
+        return []
+    return [shlex.quote(o) for o in task if not o.lstrip("+~").startswith(("seed=", "hydra.", "tuner"))]
+
+
+def _parallel_jobs() -> int:
+    """How many multirun jobs the Hydra launcher runs at once (joblib's ``n_jobs``, submitit_local's
+    whole sweep batch); 1 for sequential launchers."""
+    from ..run.launcher import multirun_jobs_at_once
+
+    return multirun_jobs_at_once(HydraConfig.get())
+
+
+def _num(value: float | None) -> str:
+    """A return for the summary line; ``n/a`` when the run finished no episode."""
+    return "n/a (no finished episode)" if value is None else f"{value:.2f}"
+
+
+def _run_study(cfg: DictConfig) -> dict[str, Any]:
+    from hydra import compose
+
+    from ..common.interrupts import held, keep, raise_held
+    from ..report.report import report_study
+    from ..study.driver import Driver
+    from ..study.outputs import summary_table, write_outputs
+    from ..study.progress import StudyProgress
+    from ..study.reevaluate import Trust, format_reevaluation, reevaluate
+    from ..study.settings import tuner_settings
+
+    settings = tuner_settings(cfg.tuner)
+    hc = HydraConfig.get()
+    overrides = list(hc.overrides.task)
+    driver = Driver(cfg, settings, lambda extra: compose(hc.job.config_name, overrides=extra), overrides)
+    print(f"study {settings.study_name!r} in {driver.study_dir} (storage {driver.storage_desc})", flush=True)
+    progress = StudyProgress(driver.study, settings.n_trials)  # the driver's output, whatever the logger
+    heldout = None
+    try:
+        driver.run(on_change=progress.update)
+        progress.close()
+        heldout = reevaluate(driver.study, driver.study_dir, settings.reevaluate, n_jobs=settings.n_jobs,
+                             job_timeout=settings.trial_timeout, memory_mb=settings.trial_memory_mb,
+                             trust=Trust.of(OmegaConf.to_container(cfg, resolve=True)))
+    except KeyboardInterrupt as exc:  # Ctrl-C / SIGTERM: the held-out stage hands over what it scored
+        heldout = getattr(exc, "heldout", heldout)
+        raise
+    finally:
+        progress.close()
+        with held():  # a first signal now waits until study.json, best_config.yaml and the report are written
+            summary = write_outputs(driver.study, driver.study_dir, driver.storage_desc, heldout)
+            report_study(driver.study, driver.study_dir, driver.storage_desc,
+                         OmegaConf.to_container(cfg, resolve=True))
+            keep(_study_kept(summary, driver.study_dir, heldout))
+        print(summary_table(driver.study))
+        print(f"complete {summary['n_complete']}  pruned {summary['n_pruned']}  failed {summary['n_failed']}"
+              f"  best {summary['best_value']} {summary['best_params']}")
+        if heldout is not None:
+            print(format_reevaluation(heldout))
+        if summary["rerun_command"]:
+            print(f"re-run the best configuration (trial {summary['best_config_trial']}, "
+                  f"{'held-out winner' if summary['best_config_source'] == 'heldout' else 'best tuning score'}): "
+                  f"{summary['rerun_command']}")
+    raise_held()  # a signal held while the outputs were written ends the command now (130 / 143)
+    return summary
+
+
+def _study_kept(summary: dict[str, Any], study_dir: str, heldout: dict[str, Any] | None) -> str:
+    """What an interrupted study kept, for the one line ``note-tune`` prints on its way out."""
+    files = "study.json, best_config.yaml and the report" if summary.get("best_config_trial") is not None \
+        else "study.json and the report"
+    line = (f"{files} of {summary['n_complete']} complete trials written to {_short(study_dir)} "
+            f"(the same command resumes the study)")
+    if heldout is not None and heldout.get("interrupted"):
+        line += f"; held-out stage cut short, best_config.yaml: {heldout['answer']}"
+    return line
+
+
+def _run_finder(cfg: DictConfig) -> dict[str, Any]:
+    from hydra import compose
+
+    from ..finders.config import run_finder
+
+    hc = HydraConfig.get()
+    overrides = [o for o in hc.overrides.task if not o.startswith("tuner")]
+    return run_finder(cfg, lambda extra: compose(hc.job.config_name, overrides=extra), overrides)
+
+
+@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
+def _app(cfg: DictConfig) -> Any:
+    try:
+        typed = validate(cfg)
+        _protect_secrets(typed)
+        mode = typed.tuner.get("name", "none")
+        if mode == "none":
+            hc = HydraConfig.get()
+            return _run_plain(typed, hc.runtime.output_dir, isolated=hc.mode == RunMode.MULTIRUN)
+        if mode == "optuna":
+            return _run_study(typed)
+        if mode in FINDERS:
+            return _run_finder(typed)
+        _fail(f"tuner.name: {mode!r} is not one of none, optuna, {', '.join(FINDERS)}")
+    except ConfigError as exc:
+        _remove_untouched_run_dir()
+        _fail(str(exc))
+
+
+def _remove_untouched_run_dir() -> None:
+    """A run refused by validation leaves nothing behind: Hydra created its run dir (``.hydra/``
+    and an empty log) before the config could be checked, so that dir, and date folders above it
+    left empty, are removed when nothing else is in them."""
+    import shutil
+
+    hc = HydraConfig.get()
+    if hc.mode == RunMode.MULTIRUN:
+        return
+    out = hc.runtime.output_dir
+    try:
+        entries = os.listdir(out)
+    except OSError:
+        return
+    own = all(e == ".hydra" or (e.endswith(".log") and os.path.getsize(os.path.join(out, e)) == 0) for e in entries)
+    if not own:
+        return
+    shutil.rmtree(out, ignore_errors=True)
+    parent, stop = os.path.dirname(os.path.abspath(out)), os.path.abspath(hc.runtime.cwd)
+    for _ in range(2):  # outputs/<date>/ then outputs/, when empty and below the working directory
+        if parent == stop or not parent.startswith(stop + os.sep):
+            break
+        try:
+            os.rmdir(parent)
+        except OSError:
+            break
+        parent = os.path.dirname(parent)
+
+
+def _protect_secrets(cfg: DictConfig) -> None:
+    """Mask credentials (a storage URL's password, ...) in sys.argv and the run dir's Hydra files
+    before anything else records them (:mod:`tuner.common.redact`)."""
+    from ..common.redact import protect
+
+    hc = HydraConfig.get()
+    folders = [hc.runtime.output_dir] + ([hc.sweep.dir] if hc.mode == RunMode.MULTIRUN else [])
+    protect(OmegaConf.to_container(cfg, resolve=True), folders)
+
+
+def _precheck(argv: list[str]) -> None:
+    """Compose the command line the way ``@hydra.main`` will, so that an unknown key, an unknown group
+    option or an unparsable override is one line naming it (exit 2) instead of Hydra's multi-line
+    error.  In a multirun every value of a sweep over a config group is tried, other sweeps at their
+    first value.  Anything else (help, --info, a failure of this check itself) is left to Hydra.
+
+    Why Hydra internals (and the ``hydra-core<1.4`` pin in pyproject.toml): the public API
+    (``initialize_config_dir`` + ``compose``) composes overrides, but it cannot (1) parse Hydra's
+    own command-line flags as ``@hydra.main`` does (``get_args_parser``), (2) put a ``--config-dir``
+    ahead of the app's configs in the search path with ``@hydra.main``'s precedence, or (3) tell
+    whether a swept key is a config group (``repository.group_exists``) before Hydra's own launcher
+    runs.  Without them the check would differ from what ``@hydra.main`` then does."""
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra._internal.utils import create_automatic_config_search_path, get_args_parser
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    args = get_args_parser().parse_args(argv)  # bad flags / --version: argparse exits as Hydra would
+    if args.help or args.hydra_help or args.shell_completion or args.info or \
+            getattr(args, "experimental_rerun", None):
+        return
+    parser = OverridesParser.create()
+    parsed = []
+    for text in args.overrides:
+        try:
+            parsed.append(parser.parse_overrides([text])[0])
+        except HydraException as exc:
+            _fail(f"{text.split('=', 1)[0]}: cannot parse {text!r} ({error_line(exc)})")
+    try:
+        path = create_automatic_config_search_path(None, __name__, args.config_path or CONF_DIR)
+        if args.config_dir is not None:
+            from hydra.core.config_search_path import SearchPathQuery
+
+            folder = os.path.abspath(args.config_dir)
+            if not os.path.isdir(folder):
+                _fail(f"--config-dir: {folder} is not a directory")
+            _check_config_dir(folder, args.config_name or "config")
+            path.prepend("command-line", f"file://{folder}", anchor=SearchPathQuery(provider="schema"))
+        loader = ConfigLoaderImpl(config_search_path=path)
+        for overrides in _variants(parsed, loader, args.multirun):
+            cfg = loader.load_configuration(args.config_name or "config", overrides, run_mode=RunMode.RUN)
+        _check_output_dir(cfg, args.multirun)
+        if not args.multirun and OmegaConf.select(cfg, "tuner.name") == "optuna":
+            from ..study.settings import tuner_settings
+
+            tuner_settings(cfg.tuner)  # e.g. tuner.storage, before Hydra creates any directory
+    except HydraException as exc:
+        _fail(error_line(exc))
+    except ConfigError as exc:
+        _fail(str(exc))
+    except SystemExit:
+        raise
+    except Exception:  # noqa: BLE001 - never worse than Hydra: let it report whatever this is
+        return
+
+
+def _check_output_dir(cfg: DictConfig, multirun: bool) -> None:
+    """Hydra's run dir (its sweep dir with ``-m``) can be created: Hydra's own failure to make it is a
+    traceback.  A dir whose path Hydra alone can resolve (``${hydra:...}``) is left to Hydra."""
+    from hydra.core.utils import setup_globals
+
+    from ..study.storage import existing_ancestor
+
+    key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
+    setup_globals()  # the ${now:...} resolver of the default dirs
+    try:
+        folder = os.path.abspath(str(OmegaConf.select(cfg, key, throw_on_resolution_failure=True)))
+    except Exception:  # noqa: BLE001 - an interpolation only Hydra's own context resolves
+        return
+    parent = existing_ancestor(folder)
+    if not os.path.isdir(parent):
+        _fail(f"{key}: cannot create {folder} ({parent} is not a directory)")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        _fail(f"{key}: cannot create {folder} ({parent} is not writable)")
+
+
+def _check_config_dir(folder: str, name: str) -> None:
+    """A user's config dir: every YAML file in it and in its group folders parses, and its primary config is not one the app's own
+    ``conf/`` shadows (Hydra would silently use the app's ``config.yaml`` instead)."""
+    import yaml
+
+    from ..config.yaml_check import YamlRefused, check_yaml_file
+
+    for root, dirs, files in os.walk(folder):
+        if root != folder:
+            dirs[:] = []  # the dir's own configs and its config groups; not deeper (a study's trials/)
+        for file in sorted(f for f in files if f.endswith((".yaml", ".yml"))):
+            path = os.path.join(root, file)
+            try:
+                check_yaml_file(path)  # a FIFO or an alias bomb would hang Hydra: refused before it reads
+            except YamlRefused as exc:
+                _fail(f"--config-dir: {path} {exc}")
+            except yaml.YAMLError as exc:
+                mark = getattr(exc, "problem_mark", None)
+                where = f" line {mark.line + 1}" if mark is not None else ""
+                _fail(f"--config-dir: {path}{where}: {getattr(exc, 'problem', None) or error_line(exc)}")
+            except (OSError, UnicodeDecodeError) as exc:
+                _fail(f"--config-dir: cannot read {path} ({exc})")
+    if os.path.exists(os.path.join(folder, f"{name}.yaml")) and os.path.exists(os.path.join(CONF_DIR, f"{name}.yaml")):
+        _fail(f"--config-dir: {folder}/{name}.yaml would be ignored (the app's own {name}.yaml comes first); "
+              f"rename it and pass --config-name <its name>")
+
+
+def _variants(parsed: list[Any], loader: Any, multirun: bool) -> list[list[str]]:
+    """Override lists without sweeps: sweeps at their first value, plus one list per other option of a
+    config-group sweep (``optimizer=adam,bogus`` checks ``bogus``).  Without -m sweeps stay as given."""
+    if not multirun:
+        return [[o.input_line for o in parsed]]
+    base, extra = [], []
+    for i, o in enumerate(parsed):
+        if not o.is_sweep_override():
+            base.append(o.input_line)
+            continue
+        try:
+            values = list(o.sweep_string_iterator())
+        except Exception:  # noqa: BLE001 - interval (or glob) sweeps: their start, or not checked here
+            start = getattr(o.value(), "start", None)
+            values = [] if start is None else [o._get_value_element_as_str(start)]
+        if not values:
+            base.append(None)
+            continue
+        base.append(f"{o.get_key_element()}={values[0]}")
+        if loader.repository.group_exists(o.key_or_group):
+            extra += [(i, f"{o.get_key_element()}={v}") for v in values[1:]]
+    first = [b for b in base if b is not None]
+    return [first] + [[v if j == i else b for j, b in enumerate(base) if b is not None] for i, v in extra]
+
+
+def main() -> None:
+    """Console entry point (``note-tune``).  Ctrl-C and SIGTERM end every command with exit status
+    130 / 143 and one line saying what was kept, never a traceback (:mod:`tuner.common.interrupts`)."""
+    from ..common.interrupts import exit_line, exit_status, install
+
+    install()
+    try:
+        _main()
+    except KeyboardInterrupt as exc:  # each command has killed its children and written what it had
+        print(exit_line(exc), file=sys.stderr, flush=True)
+        raise SystemExit(exit_status(exc)) from None
+
+
+def _main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] in ("report", "dashboard", "eval", "play", "reevaluate"):
+        from .subcommands import main as subcommand
+
+        raise SystemExit(subcommand(sys.argv[1], sys.argv[2:]))
+    register()
+    sys.argv[1:] = [_sweeper_param(arg) for arg in sys.argv[1:]]
+    _precheck(sys.argv[1:])
+    _app()
+
+
+def _sweeper_param(arg: str) -> str:
+    """``hydra.sweeper.params.<key>=<expr>`` as the published sweeper plugins document it.  Hydra's
+    struct mode wants ``+`` for a key the sweeper's ``params`` does not hold yet, and refuses ``+``
+    for one a config file set: ``++`` (add or override) accepts both.  An unquoted expression such
+    as ``choice(0.9, 0.99)`` would be a sweep of a Hydra key, which Hydra refuses: it is quoted."""
+    if not arg.startswith("hydra.sweeper.params.") or "=" not in arg:
+        return arg
+    key, value = arg.split("=", 1)
+    if not value.startswith(("'", '"')):
+        value = "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return f"++{key}={value}"
+
+
+def _finder_main(name: str) -> None:
+    sys.argv.insert(1, f"tuner={name}")
+    main()
+
+
+def lr_finder_main() -> None:
+    """``note-lr-finder``: ``note-tune tuner=lr_finder ...``."""
+    _finder_main("lr_finder")
+
+
+def opt_finder_main() -> None:
+    """``note-opt-finder``: ``note-tune tuner=opt_finder ...``."""
+    _finder_main("opt_finder")
+
+
+def parallel_finder_main() -> None:
+    """``note-parallel-finder``: ``note-tune tuner=parallel_finder ...``."""
+    _finder_main("parallel_finder")

@@ -1,0 +1,140 @@
+"""The env checks of :func:`tuner.config.schema.validate`: ``env.module`` / ``env.factory`` import, the env
+exists, its action space suits the agent (single- or multi-agent, discrete or continuous).
+
+Checking means importing and running user code (an env module, an env factory, the env's
+constructor).  When the config names such code (``env.module``, ``env.factory``), the checks run in
+a fresh child process (``spawn``), so a module that segfaults, aborts or calls ``os._exit`` on import
+costs the child, not the driver: the driver reports one line and exits 2.  Plain gymnasium ids are
+checked in-process (no user code; no child start-up cost on every command).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import re
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from ..common.errors import ConfigError, error_line
+from ..common.interrupts import start_shielded
+from ..common.process import exit_reason
+from .envs import make_env
+from .feature_check import agent_facts
+from .targets import import_target
+
+__all__ = ["check_env", "check_here"]
+
+CHILD_TIMEOUT_S = 300.0
+_NO_ANSWER = object()  # the child died before sending its verdict
+
+
+def check_env(cfg: DictConfig) -> None:
+    """Run the env checks, in a child process when the config names user code."""
+    if not (cfg.env.module or cfg.env.factory):
+        check_here(cfg)
+        return
+    ctx = mp.get_context("spawn")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(child, OmegaConf.to_container(cfg, resolve=True)), daemon=True)
+    start_shielded(proc)  # a Ctrl-C meanwhile is the driver's (tuner.common.interrupts)
+    child.close()
+    message: Any = _NO_ANSWER
+    try:
+        if parent.poll(CHILD_TIMEOUT_S):
+            message = parent.recv()
+    except (EOFError, OSError):
+        pass  # the child died before answering
+    proc.join(timeout=10)
+    if proc.is_alive():
+        proc.kill()
+        proc.join()
+        raise ConfigError(f"env.module: checking the env took over {CHILD_TIMEOUT_S:.0f} s (importing "
+                          f"{cfg.env.module or cfg.env.factory!r} hangs?)")
+    if message is None:
+        return
+    if isinstance(message, str):
+        raise ConfigError(message)
+    key = "env.module" if cfg.env.module else "env.factory"
+    raise ConfigError(f"{key}: checking {cfg.env.module or cfg.env.factory!r} {exit_reason(proc.exitcode)}")
+
+
+def _child(conn: Any, plain: dict[str, Any]) -> None:
+    try:
+        check_here(OmegaConf.create(plain))
+        conn.send(None)
+    except ConfigError as exc:
+        conn.send(str(exc))
+    except BaseException as exc:  # noqa: BLE001 - anything the user's code raises, as one line
+        conn.send(f"env.id: cannot check {plain['env'].get('id')!r} ({error_line(exc)})")
+    finally:
+        conn.close()
+
+
+def check_here(cfg: DictConfig) -> None:
+    """The env checks, in this process."""
+    import importlib
+
+    import gymnasium as gym
+
+    if cfg.env.module:
+        try:
+            importlib.import_module(cfg.env.module)
+        except Exception as exc:  # noqa: BLE001 - whatever the user's module raises is one line
+            raise ConfigError(f"env.module: cannot import {cfg.env.module!r} "
+                              f"({type(exc).__name__}: {error_line(exc)})") from None
+    if cfg.env.factory:
+        try:
+            import_target(cfg.env.factory)
+        except Exception as exc:  # noqa: BLE001 - reported in one line
+            raise ConfigError(f"env.factory: cannot import {cfg.env.factory!r} ({error_line(exc)})") from None
+    elif cfg.env.id not in gym.registry:
+        raise ConfigError(f"env.id: unknown gymnasium environment {cfg.env.id!r}")
+    _check_action_space(cfg)
+
+
+def _make_error_key(cfg: DictConfig, exc: BaseException) -> str:
+    """``env.kwargs.<name>`` when the env's constructor refused that keyword argument (the typo is
+    there, not in ``env.id``); else ``env.id``."""
+    found = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
+    kwargs = cfg.env.get("kwargs") or {}
+    return f"env.kwargs.{found.group(1)}" if found and found.group(1) in kwargs else "env.id"
+
+
+def _check_action_space(cfg: DictConfig) -> None:
+    """The env suits the agent: single- or multi-agent, and actions of a kind the agent handles
+    (``Pendulum-v1`` with DQN is one line)."""
+    import gymnasium as gym
+
+    facts = agent_facts(cfg)
+    kinds, multi = facts.action_kinds, facts.multi_agent
+    if not kinds and not multi:
+        return
+    name = cfg.env.id
+    try:
+        env = make_env(OmegaConf.to_container(cfg.env, resolve=True))
+    except Exception as exc:  # noqa: BLE001 - a missing extra (box2d, mujoco, mpe2) or bad kwargs
+        raise ConfigError(f"{_make_error_key(cfg, exc)}: cannot make {name!r} ({error_line(exc)})") from None
+    try:
+        team = hasattr(env, "possible_agents")
+        if team != multi:
+            raise ConfigError(f"env.id: {name} is a multi-agent env; {cfg.agent.name} trains one agent "
+                              "(agent=maddpg trains teams)" if team else
+                              f"env.id: {cfg.agent.name} trains a team on a multi-agent env (PettingZoo "
+                              f"parallel API, e.g. env=simple_spread); {name} has one agent")
+        spaces = [env.action_space(n) for n in env.possible_agents] if team else [env.action_space]
+        if not team and isinstance(env.observation_space, gym.spaces.Dict) and cfg.buffer.name != "her":
+            raise ConfigError(f"buffer: {name} is a goal env (dict observations); train it with buffer=her")
+        if not team and cfg.buffer.name == "her" and not isinstance(env.observation_space, gym.spaces.Dict):
+            raise ConfigError(f"buffer=her: {name} is not a goal env (observations {env.observation_space}, not a "
+                              "dict of observation, achieved_goal and desired_goal); relabelling needs one")
+    finally:
+        env.close()
+    for space in spaces:
+        kind = "discrete" if isinstance(space, gym.spaces.Discrete) else \
+            "continuous" if isinstance(space, gym.spaces.Box) else type(space).__name__
+        if kinds and kind not in kinds:
+            raise ConfigError(f"env.id: {name} has {kind} actions ({space}); {cfg.agent.name} "
+                              f"supports {' and '.join(kinds)} actions")
+
+

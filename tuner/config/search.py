@@ -1,0 +1,234 @@
+"""Search spaces as data, written in Hydra's sweep grammar.
+
+A search config has ``groups`` (config-group choices, e.g. ``optimizer: choice(adam, adamw, sgd)``)
+and ``values`` (nested fields, e.g. ``optimizer: {lr: tag(log, interval(1e-5, 1e-2))}``).  Each
+expression maps to an Optuna distribution the way hydra-optuna-sweeper maps them:
+
+=================================  =========================================
+``choice(a, b, ...)``              ``CategoricalDistribution``
+``interval(a, b)``                 ``FloatDistribution(a, b)``
+``int(interval(a, b))``            ``IntDistribution(a, b)``
+``tag(log, interval(a, b))``       ``log=True`` (float or int)
+``range(a, b, step)``              ``IntDistribution`` (``FloatDistribution`` with a float bound), ``b`` excluded
+a plain value                      fixed, not searched
+=================================  =========================================
+
+A sampled trial becomes a list of Hydra overrides (group choices first), which the driver composes
+into the trial's config.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import optuna
+from hydra.core.override_parser.overrides_parser import OverridesParser
+from hydra.core.override_parser.types import ChoiceSweep, IntervalSweep, RangeSweep
+from omegaconf import DictConfig, OmegaConf
+
+from ..common.errors import ConfigError
+from .bounds import bound_violation
+
+__all__ = ["Param", "parse_space", "group_options", "suggest", "to_overrides", "format_value", "distributions"]
+
+Distribution = optuna.distributions.BaseDistribution
+
+
+@dataclass(frozen=True)
+class Param:
+    """One searched (or fixed) entry: a dotted config path or a config-group name."""
+
+    name: str
+    distribution: Distribution | None  # None: fixed value
+    fixed: Any = None
+    is_group: bool = False
+
+
+def _flatten(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(_flatten(value, path + "."))
+        else:
+            out[path] = value
+    return out
+
+
+def _parse(name: str, expr: Any) -> tuple[Distribution | None, Any]:
+    """``(distribution, None)`` for a sweep expression, ``(None, value)`` for a fixed value."""
+    if not isinstance(expr, str):
+        return None, expr
+    try:
+        override = OverridesParser.create().parse_overrides([f"{name}={expr}"])[0]
+    except Exception as exc:  # noqa: BLE001 - Hydra raises several parser error types
+        raise ConfigError(f"search.{name}: cannot parse {expr!r} ({str(exc).splitlines()[0]})") from None
+    if not override.is_sweep_override():
+        return None, override.value()
+    return _distribution(name, expr, override.value()), None
+
+
+def _distribution(name: str, expr: str, sweep: Any) -> Distribution:
+    log = "log" in getattr(sweep, "tags", set())
+    if isinstance(sweep, ChoiceSweep):
+        return optuna.distributions.CategoricalDistribution(list(sweep.list))
+    if isinstance(sweep, IntervalSweep):
+        return _interval(name, sweep.start, sweep.end, log)
+    if isinstance(sweep, RangeSweep):
+        return _range(name, sweep.start, sweep.stop, sweep.step, log)
+    raise ConfigError(f"search.{name}: {expr!r} is not supported (use choice, interval, range, tag, int)")
+
+
+def _interval(name: str, low: Any, high: Any, log: bool) -> Distribution:
+    if low > high:
+        raise ConfigError(f"search.{name}: low {low} > high {high}")
+    if log and low <= 0:
+        raise ConfigError(f"search.{name}: a log interval needs low > 0, got {low}")
+    if isinstance(low, int) and isinstance(high, int):
+        return optuna.distributions.IntDistribution(low, high, log=log)
+    return optuna.distributions.FloatDistribution(float(low), float(high), log=log)
+
+
+def _range(name: str, start: Any, stop: Any, step: Any, log: bool) -> Distribution:
+    if step <= 0 or start >= stop:
+        raise ConfigError(f"search.{name}: range({start}, {stop}, {step}) is empty")
+    if all(isinstance(v, int) for v in (start, stop, step)):
+        last = start + ((stop - 1 - start) // step) * step  # Hydra's range excludes stop
+        return optuna.distributions.IntDistribution(start, last, step=step, log=log and step == 1)
+    n = int((stop - start) / step - 1e-9)
+    return optuna.distributions.FloatDistribution(float(start), float(start + n * step), step=float(step))
+
+
+def group_options(group: str) -> list[str]:
+    """Options of a config group: from Hydra's search path when Hydra is running, else from ``conf/``."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    if GlobalHydra.instance().is_initialized():
+        return list(GlobalHydra.instance().config_loader().get_group_options(group))
+    folder = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "conf", group)
+    return sorted(f[:-5] for f in os.listdir(folder) if f.endswith(".yaml")) if os.path.isdir(folder) else []
+
+
+def _check_group(group: str, dist: Distribution | None, fixed: Any) -> None:
+    options = group_options(group)
+    if not options:
+        raise ConfigError(f"search.groups.{group}: no config group {group!r}")
+    chosen = list(dist.choices) if isinstance(dist, optuna.distributions.CategoricalDistribution) else [fixed]
+    if dist is not None and not isinstance(dist, optuna.distributions.CategoricalDistribution):
+        raise ConfigError(f"search.groups.{group}: a config group needs choice(...) of its options")
+    for name in chosen:
+        if str(name) not in options:
+            raise ConfigError(f"search.groups.{group}: no option {name!r} in group {group!r} "
+                              f"(available: {', '.join(options)})")
+
+
+def parse_space(search: DictConfig | Mapping[str, Any], cfg: DictConfig | None = None) -> list[Param]:
+    """Parameters of a ``search`` node; with ``cfg``, every value path must exist in it and every
+    group (and each option a group choice names) must exist among the config groups."""
+    node = OmegaConf.to_container(search, resolve=True) if isinstance(search, DictConfig) else dict(search)
+    params: list[Param] = []
+    for group, expr in (node.get("groups") or {}).items():
+        dist, fixed = _parse(group, expr)
+        if cfg is not None:
+            _check_group(group, dist, fixed)
+        params.append(Param(group, dist, fixed, is_group=True))
+    for path, expr in _flatten(node.get("values") or {}).items():
+        if cfg is not None and OmegaConf.select(cfg, path, default="__missing__") == "__missing__":
+            raise ConfigError(f"search.values.{path}: no such config key")
+        dist, fixed = _parse(path, expr)
+        if cfg is not None:
+            _check_bounds(path, expr, dist, fixed)
+        params.append(Param(path, dist, fixed))
+    return params
+
+
+def _check_bounds(path: str, expr: Any, dist: Distribution | None, fixed: Any) -> None:
+    """Every value the search can give ``path`` keeps the schema's bound on that key (the rule that
+    refuses ``agent.gamma=1.5`` on the command line): a range reaching outside it would fail each
+    trial that samples there, and one entirely outside would fail every trial of the study.  An
+    interval is checked at its ends (each bound is an interval too), a choice at every option."""
+    if dist is None:
+        values = [fixed]
+    elif isinstance(dist, optuna.distributions.CategoricalDistribution):
+        values = list(dist.choices)
+    else:
+        values = [dist.low, dist.high]
+    bad = [problem for problem in (bound_violation(path, v) for v in values) if problem]
+    if bad:
+        how = "is outside" if len(bad) == len(values) else "goes outside"
+        raise ConfigError(f"search.values.{path}: {expr} {how} {path}'s bound: {bad[0]}")
+
+
+def default_params(space: list[Param], cfg: DictConfig) -> dict[str, Any]:
+    """The config's own values of the searched parameters (a group's: its chosen option;
+    ``optimizer.lr: null``: ``agent.lr``), each kept only where its distribution contains it."""
+    out: dict[str, Any] = {}
+    for p in space:
+        d = p.distribution
+        if d is None:
+            continue
+        value = OmegaConf.select(cfg, f"{p.name}.name" if p.is_group else p.name)
+        if value is None and p.name == "optimizer.lr":
+            value = OmegaConf.select(cfg, "agent.lr")
+        if value is not None and _contains(d, value):
+            out[p.name] = value
+    return out
+
+
+def _contains(d: Distribution, value: Any) -> bool:
+    if isinstance(d, optuna.distributions.CategoricalDistribution):
+        return value in d.choices
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if isinstance(d, optuna.distributions.IntDistribution) and value != int(value):
+        return False
+    return d.low <= value <= d.high
+
+
+def distributions(space: list[Param]) -> dict[str, Distribution]:
+    """The searched parameters as ``{name: distribution}`` (for ``study.ask``)."""
+    return {p.name: p.distribution for p in space if p.distribution is not None}
+
+
+def suggest(trial: optuna.trial.BaseTrial, space: list[Param]) -> dict[str, Any]:
+    """Define-by-run sampling (also works with ``optuna.trial.FixedTrial``)."""
+    out: dict[str, Any] = {}
+    for p in space:
+        d = p.distribution
+        if d is None:
+            continue
+        if isinstance(d, optuna.distributions.CategoricalDistribution):
+            out[p.name] = trial.suggest_categorical(p.name, d.choices)
+        elif isinstance(d, optuna.distributions.IntDistribution):
+            out[p.name] = trial.suggest_int(p.name, d.low, d.high, step=d.step, log=d.log)
+        else:
+            out[p.name] = trial.suggest_float(p.name, d.low, d.high, step=d.step, log=d.log)
+    return out
+
+
+def format_value(value: Any) -> str:
+    """A Python value as a Hydra override value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(format_value(v) for v in value) + "]"
+    if isinstance(value, str) and not value.replace("_", "").replace("-", "").replace(".", "").isalnum():
+        return "'" + value.replace("'", "\\'") + "'"
+    return str(value)
+
+
+def to_overrides(params: Mapping[str, Any], space: list[Param]) -> list[str]:
+    """Hydra overrides for sampled ``params`` plus the space's fixed values (groups first)."""
+    values = dict(params)
+    for p in space:
+        if p.distribution is None:
+            values[p.name] = p.fixed
+    groups = [p.name for p in space if p.is_group]
+    ordered = [k for k in values if k in groups] + [k for k in values if k not in groups]
+    return [f"{k}={format_value(values[k])}" for k in ordered]

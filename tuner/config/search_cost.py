@@ -1,0 +1,124 @@
+"""How unequal a search space makes its trials: the estimated cost of the cheapest and the dearest trial.
+
+A trial's budget bounds its env steps (``budget.steps``) and gradient updates (``budget.max_updates``),
+but inside those bounds the searched values decide the work: ``train_freq=1`` with ``num_updates=8``
+makes 2,000 times the updates of ``train_freq=256`` with ``num_updates=1``.  A study whose trials differ
+that much spends its time on a few of them and its pruner compares unlike things, so the driver refuses a
+space whose dearest trial is estimated at more than ``tuner.max_cost_ratio`` (100) times the cheapest,
+naming both; raising the setting is how a user says the spread is intended.
+
+The estimate counts forward passes through the hidden layers: one per env step, three per sample of a
+gradient update (forward and backward).  Updates are ``(steps - learning_starts) / train_freq *
+num_updates`` of ``batch`` samples for off-policy agents and ``n_epochs`` passes over every rollout for
+on-policy ones (PPO, A2C), capped by ``budget.max_updates``.  Only searched values that enter this formula
+are varied, each at its extremes; group choices (another agent or optimizer) are not estimated.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from typing import Any
+
+import optuna
+import yaml
+
+from ..common.errors import ConfigError
+from .search import Param
+
+__all__ = ["trial_cost", "cost_spread", "check_cost"]
+
+COST_KEYS = ("budget.steps", "budget.max_updates", "agent.batch", "agent.train_freq", "agent.num_updates",
+             "agent.learning_starts", "agent.n_epochs", "agent.n_steps", "agent.hidden_size")
+MAX_COMBINATIONS = 4096
+_FRACTION = re.compile(r"\$\{train_freq_fraction:\s*([0-9.eE+-]+)\s*\}")
+
+
+def _get(values: dict[str, Any], key: str, default: Any = None) -> Any:
+    value = values.get(key, default)
+    return default if value is None else value
+
+
+def _num_updates(value: Any, train_freq: float) -> float:
+    match = _FRACTION.fullmatch(value.strip()) if isinstance(value, str) else None
+    if match:  # the config's own ${train_freq_fraction:f}, evaluated at this trial's train_freq
+        return max(1.0, float(int(float(match.group(1)) * train_freq)))
+    return 1.0 if value is None else float(value)
+
+
+def trial_cost(values: dict[str, Any]) -> float:
+    """Estimated forward passes of one trial, from dotted keys (``agent.batch``, ``budget.steps``, ...);
+    ``agent.num_updates`` may be ``${train_freq_fraction:f}`` (a fraction of the trial's ``train_freq``)."""
+    steps = float(_get(values, "budget.steps", 0))
+    hidden = values.get("agent.hidden_size") or [64]
+    hidden = [int(h) for h in (yaml.safe_load(hidden) if isinstance(hidden, str) else hidden)]
+    # per-sample work of the hidden layers: h0 + h0*h1 + ... (input and output widths are the env's)
+    net = float(hidden[0] + sum(a * b for a, b in zip(hidden, hidden[1:])) + hidden[-1])
+    if values.get("agent.n_epochs") is not None:  # on-policy: n_epochs passes over each rollout
+        samples = steps * float(values["agent.n_epochs"])
+        updates = samples / max(1.0, float(_get(values, "agent.batch", 1)))
+    else:
+        learn = max(0.0, steps - float(_get(values, "agent.learning_starts", 0)))
+        every = float(_get(values, "agent.train_freq", 1))
+        updates = learn / max(1.0, every) * _num_updates(values.get("agent.num_updates"), every)
+        samples = updates * float(_get(values, "agent.batch", 1))
+    cap = values.get("budget.max_updates")
+    if cap is not None and updates > cap:
+        samples *= cap / updates
+    return net * (steps + 3.0 * samples)
+
+
+def _extremes(param: Param) -> list[Any]:
+    d = param.distribution
+    if isinstance(d, optuna.distributions.CategoricalDistribution):
+        return list(d.choices)
+    if isinstance(d, (optuna.distributions.FloatDistribution, optuna.distributions.IntDistribution)):
+        return [d.low, d.high]
+    return []
+
+
+def cost_spread(space: list[Param], base: dict[str, Any]) -> tuple[float, dict[str, Any], dict[str, Any]] | None:
+    """``(ratio, dearest values, cheapest values)`` over the extremes of the searched cost keys, or
+    ``None`` when the space varies none of them."""
+    varied = [(p.name, _extremes(p)) for p in space if not p.is_group and p.name in COST_KEYS and _extremes(p)]
+    if not varied:
+        return None
+    names = [n for n, _ in varied]
+    best: tuple[float, dict[str, Any]] | None = None
+    worst: tuple[float, dict[str, Any]] | None = None
+    for combo in itertools.islice(itertools.product(*(v for _, v in varied)), MAX_COMBINATIONS):
+        picked = dict(zip(names, combo))
+        cost = trial_cost({**base, **picked})
+        if best is None or cost < best[0]:
+            best = (cost, picked)
+        if worst is None or cost > worst[0]:
+            worst = (cost, picked)
+    assert best is not None and worst is not None
+    ratio = worst[0] / best[0] if best[0] > 0 else math.inf
+    return ratio, worst[1], best[1]
+
+
+def check_cost(space: list[Param], cfg: Any, max_ratio: float) -> float | None:
+    """Raise a one-line :class:`ConfigError` when the space's dearest trial is estimated at more than
+    ``max_ratio`` times its cheapest; returns the ratio (``None``: the space varies no cost key)."""
+    from omegaconf import OmegaConf
+
+    base = {k: OmegaConf.select(cfg, k) for k in COST_KEYS}
+    agent = cfg.get("agent") if OmegaConf.is_config(cfg) else None
+    raw = OmegaConf.to_container(agent, resolve=False).get("num_updates") if OmegaConf.is_config(agent) else None
+    if isinstance(raw, str) and _FRACTION.fullmatch(raw):
+        base["agent.num_updates"] = raw  # the interpolation itself: it varies with the trial's train_freq
+    base = {k: OmegaConf.to_container(v) if OmegaConf.is_config(v) else v for k, v in base.items()}
+    spread = cost_spread(space, base)
+    if spread is None:
+        return None
+    ratio, dear, cheap = spread
+    if ratio > max_ratio:
+        def show(values: dict[str, Any]) -> str:
+            return ", ".join(f"{k}={v}" for k, v in values.items())
+
+        raise ConfigError(f"search: one trial may cost {ratio:.0f}x another ({show(dear)} against {show(cheap)}); "
+                          f"narrow the space, cap budget.max_updates, or allow it with "
+                          f"tuner.max_cost_ratio={math.ceil(ratio)}")
+    return ratio

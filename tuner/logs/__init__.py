@@ -1,0 +1,2 @@
+"""What a run records: the wandb integration, training curves and ``result.json``.  Imports
+:mod:`tuner.config` and :mod:`tuner.common`."""

@@ -1,0 +1,144 @@
+"""Build the training objects a validated config describes (agent, optimizer, train arguments).
+
+Works on plain dicts (the driver sends each trial its fully resolved config); objects named with
+``_target_`` are built with ``hydra.utils.instantiate`` (:mod:`tuner.config.targets`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from note_rl.backends import get_backend
+
+from ..common.errors import ConfigError
+from ..config.agent_confs import AGENT_SETTINGS
+from ..config.envs import make_env
+from ..config.schema import check_agent_backend
+from ..config.targets import build, import_target
+from ..logs.wandb_logger import WandbCallback
+
+__all__ = ["build_agent", "build_optimizer", "train_kwargs", "logger_callbacks", "set_threads", "attach_adjuster",
+           "agent_class"]
+
+
+def set_threads(cfg: dict[str, Any]) -> None:
+    """Apply ``backend.threads`` before the framework starts its thread pools (the config's value
+    beats a study's default)."""
+    threads = cfg["backend"].get("threads")
+    if threads:
+        get_backend(cfg["backend"]["name"]).set_threads(int(threads))
+
+
+def _spaces(env: Any) -> dict[str, Any]:
+    """``state_dim`` / ``action_dim`` where the env has them (what the built-in agents' constructors
+    take; others find the env itself in ``env``)."""
+    from note_rl.core.envs import space_dims
+
+    return {k: v for k, v in zip(("state_dim", "action_dim"), space_dims(env)) if v is not None}
+
+
+def _action_kind(env: Any) -> str:
+    import gymnasium as gym
+
+    return "discrete" if isinstance(env.action_space, gym.spaces.Discrete) else "continuous"
+
+
+def agent_class(cfg: dict[str, Any]) -> Any:
+    """The class ``agent._target_`` names; it must belong to ``backend.name``."""
+    return check_agent_backend(cfg["agent"]["_target_"], cfg["backend"]["name"]) or \
+        import_target(cfg["agent"]["_target_"])
+
+
+def build_agent(cfg: dict[str, Any]) -> Any:
+    """The agent ``cfg['agent']`` names with ``_target_`` (built through Hydra with its constructor
+    arguments, plus the env, its dimensions, the seed and the device where it takes them),
+    configured with ``set()`` from the agent's settings and the buffer config."""
+    a, buf, seed = cfg["agent"], cfg["buffer"], int(cfg["seed"])
+    cls = agent_class(cfg)
+    env = make_env(cfg["env"])
+    supported = getattr(cls, "action_kinds", None)
+    if supported and not hasattr(env, "possible_agents") and _action_kind(env) not in supported:
+        raise ConfigError(f"env.id: {cfg['env']['id']} has {_action_kind(env)} actions; "
+                          f"{cls.__name__} supports {' and '.join(supported)} actions")
+    context = dict(env=env, seed=seed, device=cfg["backend"]["device"], **_spaces(env))
+    # n_envs is a constructor argument of the rollout agents and a set() setting of the others
+    by_set = "n_envs" in a and not _takes(cls, "n_envs")
+    agent = build(a, drop=(*AGENT_SETTINGS, "name", "lr", *(["n_envs"] if by_set else [])), **context)
+    settings = {k: a.get(k) for k in AGENT_SETTINGS if k in a and k not in ("policy", "noise")}
+    if by_set:
+        settings["n_envs"] = a["n_envs"]
+    noise = a.get("noise")
+    action_dim = context.get("action_dim", getattr(agent, "action_dim", None))
+    if noise is not None and "size" not in noise and action_dim is not None:
+        noise = {**noise, "size": action_dim}  # one sample per action dimension
+    agent.set(policy=_object(a.get("policy")), noise=_object(noise), pool_size=buf["pool_size"],
+              buffer=import_target(buf["_target_"]), alpha=buf["alpha"], lambda_=buf["lambda_"],
+              beta=buf["beta"], initial_TD=buf["initial_TD"], initial_ratio=buf["initial_ratio"],
+              her_k=buf.get("her_k", 4), trial_count=cfg["objective"]["last_k"],
+              criterion=cfg["objective"]["criterion"], seed=seed, **settings)
+    return agent
+
+
+def _takes(cls: Any, name: str) -> bool:
+    import inspect
+
+    try:
+        return name in inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _object(node: dict[str, Any] | None) -> Any:
+    return None if node is None else build(node)
+
+
+def build_optimizer(cfg: dict[str, Any], agent: Any) -> Any:
+    """The optimizer(s) of ``cfg['optimizer']`` for the agent, built by its backend: one optimizer
+    for each set of parameter groups that always step together (:func:`note_rl.update.shared_groups`),
+    so DQN and PPO get one optimizer and an actor-critic with separate losses one per group (a dict
+    by group name).  ``lr: null`` takes the agent's ``lr``."""
+    from note_rl.optim import OptimizerSpec
+    from note_rl.update import shared_groups
+
+    o = dict(cfg["optimizer"])
+    o["lr"] = o["lr"] if o["lr"] is not None else cfg["agent"]["lr"]
+    is_spec = issubclass(import_target(o["_target_"]), OptimizerSpec)
+    recipe = build(o, drop=("name",), partial=not is_spec)
+    spec = agent.update_spec()
+    flat = agent.backend.flatten
+    by_group: dict[str, Any] = {}
+    for names in shared_groups(spec):
+        opt = agent.backend.build_optimizer(recipe, [v for n in names for v in flat(spec.group(n).params)])
+        by_group.update({n: opt for n in names})
+    distinct = {id(opt): opt for opt in by_group.values()}
+    return next(iter(distinct.values())) if len(distinct) == 1 else by_group
+
+
+def train_kwargs(cfg: dict[str, Any]) -> dict[str, Any]:
+    """Keyword arguments of ``agent.train`` (besides optimizer, episodes and callbacks)."""
+    s, logger = cfg["strategy"], cfg["logger"]
+    pool = s["name"] == "pool_network"
+    return dict(pool_network=pool, processes=s["processes"] if pool else None, num_store=s["num_store"],
+                parallel_store_and_training=s["parallel_store_and_training"],
+                start_method=s["start_method"], jit_compile=cfg["backend"]["jit_compile"],
+                steps=cfg["budget"]["steps"], p=logger.get("p", 0) if logger["name"] != "none" else 0,
+                **{k: s[k] for k in ("processes_pr", "processes_her", "shuffle", "parallel_training_and_save")
+                   if k in s})
+
+
+def logger_callbacks(cfg: dict[str, Any], run_dir: str | None, meta: dict[str, Any] | None = None,
+                     pruned: Any = None) -> list[Any]:
+    """Callbacks of ``cfg['logger']``: a :class:`tuner.logs.wandb_logger.WandbCallback` for ``wandb`` (wandb
+    is imported only then; ``meta`` names the run); ``console`` / ``none`` print through ``p`` only."""
+    if cfg["logger"]["name"] != "wandb":
+        return []
+    return [WandbCallback(cfg, run_dir, meta, pruned=pruned)]
+
+
+def attach_adjuster(agent: Any, cfg: dict[str, Any]) -> None:
+    spec = cfg.get("adjuster") or {}
+    if spec.get("kind", "none") == "none":
+        return
+    from note_rl.adjusters import make_adjuster  # provided by the adjusters package
+
+    agent.adjuster = make_adjuster(dict(spec))

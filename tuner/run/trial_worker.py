@@ -1,0 +1,196 @@
+"""Body of one trial process (started fresh for every trial by :mod:`tuner.run.launcher`).
+
+The child receives a :class:`~tuner.common.messages.TrialSpec` (its fully resolved configs, one per seed)
+and talks to the driver over a pipe with the typed messages of :mod:`tuner.common.messages`: a
+:class:`Report` after every ``report_every`` episodes, answered by a :class:`Decision`; then one
+:class:`Result` or :class:`Failure`.  It never imports Optuna and never touches the study's storage:
+the driver owns the trial.  It leads a process group of its own, so that the driver can kill it
+together with whatever it started (pool-network workers).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from typing import Any
+
+import numpy as np
+
+from note_rl.backends import backend_info, backend_names, get_backend
+from note_rl.backends.base import export_thread_env
+
+from ..common.messages import Decision, Failure, Report, Result, TrialSpec
+from ..logs.results import write_json
+from ..logs.wandb_logger import set_process_meta
+
+__all__ = ["main", "aggregate", "SEED_STEP_OFFSET"]
+
+# intermediate steps of seed i are reported as i * SEED_STEP_OFFSET + k, so that the pruner
+# compares trials at the same seed and the same report index
+SEED_STEP_OFFSET = 10_000
+
+AGGREGATIONS = {"mean": np.mean, "median": np.median, "min": np.min}
+
+
+def aggregate(values: list[float], how: str) -> float:
+    return float(AGGREGATIONS[how](np.asarray(values, dtype=float)))
+
+
+def _reporter(conn: Any, offset: int = 0) -> Any:
+    def report(step: int, value: float) -> bool:
+        conn.send(Report(offset + step, value))
+        answer = conn.recv()
+        return isinstance(answer, Decision) and answer.prune
+
+    return report
+
+
+def _result(payload: dict[str, Any]) -> Result:
+    return Result(payload["status"], payload.get("value"), payload.get("attrs") or {})
+
+
+def _run_finder(conn: Any, spec: TrialSpec) -> Result:
+    from .finder_child import make_recorder, run_pickled, summarise
+    from .train import run_training
+
+    if spec.pickled is not None:  # Python API: a pickled agent
+        return _result(run_pickled(spec.pickled, spec.finder, spec.run_dir, _reporter(conn)))
+    recorder = make_recorder(spec.finder, _reporter(conn))
+    lr_test = spec.finder["kind"] == "lr"
+    result = run_training(spec.configs[0], spec.run_dir, callbacks=[recorder], safe_nan=lr_test, evaluation=not lr_test)
+    return _result(summarise(recorder, spec.run_dir, {"initial_weights_sha256": result.get("initial_weights_sha256"),
+                                                      "env_steps": result["env_steps"]}))
+
+
+def _run(conn: Any, spec: TrialSpec) -> Result:
+    from .train import run_training
+
+    if spec.finder is not None:
+        return _run_finder(conn, spec)
+
+    finals, seeds, pruned = [], [], False
+    for i, cfg in enumerate(spec.configs):
+        # a plain job (no trial: Hydra multirun) has no pruner to report to
+        reporter = _reporter(conn, i * SEED_STEP_OFFSET) if spec.trial is not None else None
+        run_dir = spec.run_dir if len(spec.configs) == 1 else os.path.join(spec.run_dir, f"seed_{cfg['seed']}")
+        res = run_training(cfg, run_dir, reporter, spec.report_every, meta=_seed_meta(spec, cfg, i))
+        finals.append(res["objective"])
+        seeds.append({k: res[k] for k in ("seed", "objective", "final_eval_mean_return", "final_mean_return",
+                                          "best_mean_return", "env_steps", "gradient_steps", "wall_time_s")})
+        if res["status"] == "pruned":
+            pruned = True
+            break
+    value = aggregate([f for f in finals if f is not None] or [float("nan")], spec.aggregation)
+    attrs = {"seeds": seeds, "env_steps": sum(s["env_steps"] for s in seeds),
+             "wall_time_s": sum(s["wall_time_s"] for s in seeds)}
+    result = Result("pruned" if pruned else "complete", value, attrs)
+    if len(spec.configs) > 1:
+        write_json(os.path.join(spec.run_dir, "result.json"),
+                   {"status": result.status, "value": value, "attrs": attrs, "trial": spec.trial})
+    return result
+
+
+def _seed_meta(spec: TrialSpec, cfg: dict[str, Any], i: int) -> dict[str, Any] | None:
+    """The wandb identity of seed ``i`` of the trial (one wandb run per training run)."""
+    meta = spec.wandb
+    if meta is None or len(spec.configs) == 1:
+        return meta
+    return {**meta, "name": f"{meta['name']} seed={cfg['seed']}", "seed_index": i}
+
+
+def _limit_memory(extra_mb: int) -> None:
+    """Cap this process's address space at its current size plus ``extra_mb``: a trial that needs
+    more gets a MemoryError (reported, trial FAIL) instead of pushing the machine into the OOM killer."""
+    import resource
+
+    with open("/proc/self/statm") as f:
+        current = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    limit = current + extra_mb * 2**20
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def default_threads(n: int | None) -> None:
+    """Use ``n`` framework threads unless the trial's config says otherwise (``backend.threads``,
+    applied later by :func:`tuner.run.build.set_threads`).  A framework already imported (forked from
+    the preloading forkserver) is told through its backend; one imported later reads the environment."""
+    if not n:
+        return
+    export_thread_env(n)
+    for name in backend_names():
+        if sys.modules.get(backend_info(name).framework) is not None:  # imported (None: blocked)
+            get_backend(name).set_threads(n)
+
+
+def _process_start(pid: int) -> str | None:
+    """Start time of ``pid`` (field 22 of ``/proc/<pid>/stat``), ``None`` if unknown or gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return None if fields[0] in "ZX" else fields[19]  # a zombie driver is gone too
+
+
+def _driver_gone(pid: int, started: str | None) -> bool:
+    if started is not None:  # /proc: also tells a reused pid from the driver
+        return _process_start(pid) != started
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def watch_driver(pid: int, interval: float = 0.5) -> threading.Thread:
+    """End this trial, and the process group it leads (pool-network workers), once the driver
+    ``pid`` is gone.  A SIGKILLed driver cleans up nothing, and the trial's own group is out of
+    reach of a signal sent to the driver's group, so without this it would train on as an orphan."""
+    started = _process_start(pid)
+
+    def watch() -> None:
+        while not _driver_gone(pid, started):
+            time.sleep(interval)
+        if os.getpgrp() == os.getpid():
+            os.killpg(os.getpid(), signal.SIGKILL)
+        os._exit(1)
+
+    thread = threading.Thread(target=watch, name="driver-watch", daemon=True)
+    thread.start()
+    return thread
+
+
+def main(conn: Any, spec: TrialSpec) -> None:
+    """Process entry point."""
+    try:
+        os.setpgid(0, 0)  # lead a process group: the driver kills the trial with its workers
+    except OSError:
+        pass
+    if spec.driver_pid:
+        watch_driver(spec.driver_pid)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # as note_rl.backends.tf_backend
+    default_threads(spec.threads)
+    if spec.log_path:  # keep the driver's terminal clean; the trial's own output goes to its run dir
+        os.makedirs(os.path.dirname(spec.log_path), exist_ok=True)
+        stream = open(spec.log_path, "a", buffering=1)
+        os.dup2(stream.fileno(), 1)
+        os.dup2(stream.fileno(), 2)
+        sys.stdout = sys.stderr = stream
+    if spec.wandb:  # every run this trial process trains (finder runs too) is the trial's
+        set_process_meta(spec.wandb)
+    if spec.memory_mb:
+        _limit_memory(int(spec.memory_mb))
+    try:
+        conn.send(_run(conn, spec))
+    except BaseException as exc:  # noqa: BLE001 - everything is reported to the driver
+        message = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
+        try:
+            conn.send(Failure(message, traceback.format_exc()))
+        except OSError:
+            pass
+        raise SystemExit(1) from None

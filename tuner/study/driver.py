@@ -1,0 +1,223 @@
+"""The study driver: asks Optuna for trials, runs each in a fresh process, tells the outcome.
+
+Design (ask/tell in the driver, the child owns no Optuna trial): the driver asks for a trial,
+composes the trial's config from the command's overrides plus the sampled ones, starts a fresh
+process (:mod:`tuner.run.launcher`) and relays the child's intermediate rewards to ``trial.report``;
+when ``should_prune()`` says so the child is told to stop and the trial ends PRUNED.  Because the
+driver owns every state change, a child that raises, segfaults, is OOM-killed, times out or
+produces NaN ends as FAIL with the reason in ``user_attrs["fail_reason"]`` and the study goes on.
+The driver writes a heartbeat into its running trials; a re-run or any running driver (each time it
+asks for a trial) marks RUNNING trials of a dead driver as FAIL, which is what makes a SIGKILLed study
+resumable and lets a surviving driver finish the study.
+
+``n_trials`` counts finished trials (COMPLETE + PRUNED) of the study, whoever ran them, so re-running
+a command tops the study up to ``n_trials``; ``max_total_trials`` caps every trial ever created.
+Both are checked and the new trial is created under :class:`tuner.study.storage.StudyLock`, so several
+drivers (shells or machines) never exceed them.  The loop, liveness and process handling are the
+trial runner's (:class:`tuner.study.runner.TrialRunner`), shared with the Hydra sweeper and the finders;
+this module decides what a trial of a ``tuner=optuna`` study trains.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+import optuna
+from omegaconf import DictConfig, OmegaConf
+
+from ..common.errors import ConfigError
+from ..common.messages import TrialSpec, seed_configs
+from ..config.schema import validate
+from ..config.search import default_params, distributions, parse_space, to_overrides
+from ..config.search_cost import check_cost
+from ..logs.wandb_logger import trial_meta
+from .identity import ATTR, StudyIdentity, default_variant, definition
+from .runner import (
+    FINISHED,
+    HEARTBEAT_GRACE_S,
+    NO_DRIVER_GRACE_S,
+    RunLimits,
+    TrialRunner,
+    ask_within,
+)
+from .settings import TunerSettings, make_pruner, make_sampler
+from .storage import StudyLock, check_journal, describe, journal_path, make_storage, root_cause, storage_key
+
+__all__ = ["Driver", "HEARTBEAT_GRACE_S"]
+
+# (overrides) -> composed DictConfig of one trial
+Composer = Callable[[list[str]], DictConfig]
+
+
+class Driver:
+    """Runs one study until it holds ``n_trials`` finished trials (or a limit stops it).
+
+    :param cfg: the validated config of the command (``tuner=optuna``)
+    :param settings: its ``tuner`` node, typed
+    :param compose: builds a trial's config from override strings
+    :param overrides: the command-line overrides every trial starts from
+    """
+
+    def __init__(self, cfg: DictConfig, settings: TunerSettings, compose: Composer,
+                 overrides: list[str]) -> None:
+        self.cfg, self.s, self.compose, self.overrides = cfg, settings, compose, list(overrides)
+        self.space = parse_space(cfg.search, cfg)
+        check_cost(self.space, cfg, settings.max_cost_ratio)  # before anything is created
+        self.identity = self._identity(cfg, settings)  # may give a default-named study its own name
+        self.study_dir = os.path.abspath(settings.study_dir)
+        journal = journal_path(settings.storage, self.study_dir)
+        if journal is not None:  # a file that is not a journal: refused before trials/ or a lock is made
+            check_journal(journal, storage_key(settings.storage))
+        try:
+            os.makedirs(os.path.join(self.study_dir, "trials"), exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"tuner.study_dir: cannot create {self.study_dir} ({exc.strerror or exc})") from None
+        self.storage_desc = describe(settings.storage, self.study_dir)
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        self.lock = StudyLock(settings.storage, self.study_dir, settings.study_name)
+        try:
+            with self.lock:  # drivers starting together must not race on creating tables or the study
+                self._open(cfg, settings)
+        except ConfigError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - no server, wrong password, missing database, ...
+            raise ConfigError(f"{storage_key(settings.storage)}: cannot open {self.storage_desc}: "
+                              f"{root_cause(exc)}") from None
+
+    def _open(self, cfg: DictConfig, settings: TunerSettings) -> None:
+        self.storage = make_storage(settings.storage, self.study_dir)
+        sampler, pruner = make_sampler(settings, self.space), make_pruner(settings)
+        storage = optuna.storages.get_storage(self.storage)
+        try:  # an existing study is loaded without a write (create_study would log a record first)
+            storage.get_study_id_from_name(settings.study_name)
+            self.study = optuna.load_study(study_name=settings.study_name, storage=storage, sampler=sampler,
+                                           pruner=pruner)
+        except KeyError:
+            self.identity.check(None)  # new in this storage: the study dir may record another definition
+            self.study = optuna.create_study(study_name=settings.study_name, storage=storage, sampler=sampler,
+                                             pruner=pruner, direction=settings.direction)
+        self._check_existing(cfg, settings)  # before this command changes anything in the study
+        self.identity.record(self.study)
+        self._enqueue(cfg, settings)
+
+    def _identity(self, cfg: DictConfig, settings: TunerSettings) -> StudyIdentity:
+        """What defines this study (:mod:`tuner.study.identity`), its dir checked before anything is made.
+        A default-named study (``<agent>_<env>``) whose recorded definition differs becomes this
+        command's own study ``<agent>_<env>-<digest>`` (settings are updated: the app prints them)."""
+        searched = {f"search.{'groups' if p.is_group else 'values'}.{p.name}":
+                    _show(p.distribution) if p.distribution is not None else p.fixed for p in self.space}
+        defn = definition(cfg, settings.n_seeds, settings.aggregation, searched)
+        variant = default_variant(settings.study_name, settings.study_dir, settings.storage,
+                                  f"{cfg.agent.name}_{cfg.env.id}", settings.resume, defn)
+        if variant is not None:
+            settings.study_name, settings.study_dir, why = variant
+            print(f"note: {why}", flush=True)
+        identity = StudyIdentity(settings.study_name, settings.study_dir, settings.storage, defn, settings.resume)
+        identity.check_dir()
+        return identity
+
+    def _check_existing(self, cfg: DictConfig, settings: TunerSettings) -> None:
+        """An existing study must match the command: its direction, agent and search space
+        (a parameter searched differently would fail inside Optuna after a trial was created)."""
+        study, name = self.study, settings.study_name
+        if study.direction.name.lower() != settings.direction:
+            raise ConfigError(f"tuner.direction: study {name!r} was created to {study.direction.name.lower()}; "
+                              f"it cannot {settings.direction} (use another tuner.study_name)")
+        agent = study.user_attrs.get("agent")
+        if agent is None:
+            study.set_user_attr("agent", cfg.agent.name)
+        elif agent != cfg.agent.name:
+            raise ConfigError(f"agent: study {name!r} tunes agent {agent!r}, not {cfg.agent.name!r} "
+                              "(use another tuner.study_name)")
+        new = distributions(self.space)
+        for t in study.get_trials(deepcopy=False):
+            for key, old in t.distributions.items():
+                if key not in new:
+                    continue
+                try:
+                    optuna.distributions.check_distribution_compatibility(old, new[key])
+                except ValueError:
+                    raise ConfigError(f"search.{key}: study {name!r} searched it as {_show(old)}; this command "
+                                      f"gives {_show(new[key])} (keep the space or use another tuner.study_name)") from None
+        self.identity.check(study.user_attrs.get(ATTR))  # the rest of the definition: env, budget, ...
+
+    def _enqueue(self, cfg: DictConfig, settings: TunerSettings) -> None:
+        enqueue_known_good(self.study, self.space, cfg, settings.enqueue, settings.enqueue_defaults,
+                           settings.sampler, "tuner")
+
+    def run(self, on_change: Callable[[], None] | None = None) -> None:
+        """Run trials until the study is full, a limit is hit, or Ctrl-C (see :mod:`tuner.study.runner`)."""
+        s = self.s
+        self._say_if_full()
+        limits = RunLimits(n_jobs=s.n_jobs, trial_timeout=s.trial_timeout,
+                           max_failures=s.max_failures if s.max_failures is not None else s.n_trials,
+                           timeout=s.timeout, preload=s.preload,
+                           heartbeat_grace_s=HEARTBEAT_GRACE_S, no_driver_grace_s=NO_DRIVER_GRACE_S)
+        self.runner = TrialRunner(self.study, self.lock, limits)
+        self.runner.run(self._ask, self._prepare, on_change)
+
+    def _say_if_full(self) -> None:
+        """A command that will start no trial says why in one line (a re-run, or a command chained
+        after a finder, on a study already holding ``n_trials`` used to end at once without a word)."""
+        trials = self.study.get_trials(deepcopy=False)
+        done, cap = sum(t.state in FINISHED for t in trials), self.s.max_total_trials
+        if done >= self.s.n_trials:
+            why = f"{done} finished trial{'s' if done != 1 else ''} (tuner.n_trials={self.s.n_trials})"
+            fix = "raise tuner.n_trials to add trials"
+        elif cap is not None and len(trials) >= cap:
+            why, fix = f"{len(trials)} trials (tuner.max_total_trials={cap})", "raise tuner.max_total_trials"
+        else:
+            return
+        print(f"note: study {self.s.study_name!r} already holds {why}: no trial to run; {fix}, or start a new "
+              "study with tuner.study_name=<new>", flush=True)
+
+    def _ask(self) -> tuple[str, optuna.Trial | None]:
+        return ask_within(self.study, self.s.n_trials, distributions(self.space), self.s.max_total_trials)
+
+    def _prepare(self, trial: optuna.Trial) -> TrialSpec:
+        """The trial's config (the command's overrides plus the sampled ones), saved in its run dir."""
+        run_dir = os.path.join(self.study_dir, "trials", f"{trial.number:04d}")
+        trial.set_user_attr("run_dir", run_dir)
+        overrides = to_overrides(trial.params, self.space)
+        trial.set_user_attr("overrides", overrides)
+        cfg = validate(self.compose(self.overrides + overrides), check_env=False)
+        cfg.tuner = {"name": "none"}
+        cfg.logger.p = 0
+        os.makedirs(run_dir, exist_ok=True)
+        OmegaConf.save(cfg, os.path.join(run_dir, "config.yaml"))
+        plain = OmegaConf.to_container(cfg, resolve=True)
+        configs = seed_configs(plain, self.s.n_seeds)
+        trial.set_user_attr("tuning_seeds", [c["seed"] for c in configs])  # held-out seeds must avoid them
+        return TrialSpec(trial=trial.number, backend=plain["backend"]["name"], run_dir=run_dir,
+                         configs=configs, report_every=self.s.report_every,
+                         aggregation=self.s.aggregation, memory_mb=self.s.trial_memory_mb,
+                         log_path=os.path.join(run_dir, "trial.log"),
+                         wandb=trial_meta(self.s.study_name, trial.number, trial.params))
+
+
+def _show(d: optuna.distributions.BaseDistribution) -> str:
+    if isinstance(d, optuna.distributions.CategoricalDistribution):
+        return f"choice({', '.join(map(str, d.choices))})"
+    text = f"interval({d.low}, {d.high})"
+    if isinstance(d, optuna.distributions.IntDistribution):
+        text = f"int({text})"
+    return f"tag(log, {text})" if getattr(d, "log", False) else text
+
+
+def enqueue_known_good(study: optuna.Study, space: list, cfg: DictConfig, enqueue: list | None,
+                       enqueue_defaults: bool, sampler: str, prefix: str) -> None:
+    """Known-good trials first: ``enqueue``'s parameter sets, then (a new study only) the config's
+    own values as trial 0 (``enqueue_defaults``; not with the grid sampler, which enumerates every
+    point itself, so an enqueued one would run twice).  Optuna runs waiting trials before sampling.
+    ``prefix`` names the settings in errors (``tuner``, ``hydra.sweeper``)."""
+    fresh = not study.trials
+    for params in enqueue or []:
+        unknown = set(params) - set(distributions(space))
+        if unknown:
+            raise ConfigError(f"{prefix}.enqueue: {sorted(unknown)[0]} is not a searched parameter")
+        study.enqueue_trial(dict(params), user_attrs={"enqueued": f"{prefix}.enqueue"}, skip_if_exists=True)
+    if fresh and enqueue_defaults and sampler != "grid":
+        params = default_params(space, cfg)
+        if params:
+            study.enqueue_trial(params, user_attrs={"enqueued": "defaults"}, skip_if_exists=True)

@@ -1,0 +1,129 @@
+"""What a study leaves in its directory: ``study.json``, ``best_config.yaml`` and a summary table."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import optuna
+from omegaconf import OmegaConf
+from optuna.trial import TrialState
+
+from ..common.redact import redact_text, scrub
+from ..logs.results import write_json
+
+__all__ = ["study_summary", "write_outputs", "summary_table", "rerun_command"]
+
+
+def rerun_command(study_dir: str, config_name: str = "best_config") -> str:
+    """The command that trains the study's best configuration again, with the study directory
+    relative to the current directory when it lies below it (what a user copies and pastes)."""
+    path = os.path.relpath(study_dir)
+    if path.startswith(os.pardir):
+        path = os.path.abspath(study_dir)
+    return f"note-tune --config-dir {path} --config-name {config_name}"
+
+
+def _best(study: optuna.Study) -> optuna.trial.FrozenTrial | None:
+    try:
+        return study.best_trial
+    except ValueError:  # no completed trial yet
+        return None
+
+
+def study_summary(study: optuna.Study, study_dir: str, storage: str) -> dict[str, Any]:
+    trials = study.get_trials(deepcopy=False)
+    count = {s: sum(t.state == s for t in trials) for s in TrialState}
+    best = _best(study)
+    return {
+        "study_name": study.study_name,
+        "storage": storage,
+        "direction": study.direction.name.lower(),
+        "best_value": best.value if best else None,
+        "best_params": best.params if best else None,
+        "best_trial": best.number if best else None,
+        "n_trials": len(trials),
+        "n_complete": count[TrialState.COMPLETE],
+        "n_pruned": count[TrialState.PRUNED],
+        "n_failed": count[TrialState.FAIL],
+        "n_running": count[TrialState.RUNNING],
+        "best_config": os.path.join(study_dir, "best_config.yaml") if best else None,
+        "rerun_command": rerun_command(study_dir) if best else None,
+    }
+
+
+def write_outputs(study: optuna.Study, study_dir: str, storage: str,
+                  reevaluation: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Write ``study.json`` and, when a trial completed, ``best_config.yaml``: the held-out winner
+    of ``reevaluation`` (:mod:`tuner.study.reevaluate`) when there is one, else the best tuning score."""
+    summary = study_summary(study, study_dir, storage)
+    best = _best(study)
+    source = "tuning"
+    if reevaluation is not None and reevaluation.get("winner") is not None:
+        best, source = study.trials[reevaluation["winner"]], "heldout"
+    summary["reevaluation"] = reevaluation
+    summary["best_config_source"] = source if best is not None else None
+    summary["best_config_trial"] = best.number if best is not None else None
+    config = os.path.join(best.user_attrs.get("run_dir", ""), "config.yaml") if best is not None else ""
+    cfg = _trial_config(config)
+    if cfg is not None:
+        cfg.tuner = {"name": "none"}
+        cfg.logger.p = 10
+        if source == "heldout":
+            c = next(c for c in reevaluation["configs"] if c["trial"] == best.number)  # type: ignore[union-attr]
+            why = (f"held-out winner: trial {best.number} of study {study.study_name} (held-out mean "
+                   f"{c['mean']:.4g} +- {c['std']:.3g} over seeds {reevaluation['seeds']}; tuning value {best.value})")
+        else:
+            why = f"best trial {best.number} of study {study.study_name} (value {best.value})"
+        header = f"# {why}\n# re-run: {rerun_command(study_dir)}\n"
+        with open(os.path.join(study_dir, "best_config.yaml"), "w") as f:
+            f.write(redact_text(header + OmegaConf.to_yaml(scrub(OmegaConf.to_container(cfg)))))
+    summary = scrub(summary)  # the storage and the reevaluation's failure reasons may quote a URL
+    write_json(os.path.join(study_dir, "study.json"), summary)
+    return summary
+
+
+def _trial_config(path: str) -> Any:
+    """The trial's saved config (bounded YAML, no aliases: :mod:`tuner.config.untrusted`), or ``None`` with
+    a warning when it is missing or not a config (``best_config.yaml`` is then not written)."""
+    import sys
+
+    from ..config.untrusted import UntrustedFileError, read_yaml
+
+    if not path or not os.path.lexists(path):
+        return None
+    try:
+        data = read_yaml(path)
+        if not isinstance(data, dict) or not isinstance(data.get("logger"), dict):
+            raise UntrustedFileError(f"{path}: not a run config")
+        return OmegaConf.create(data)
+    except (UntrustedFileError, ValueError) as exc:
+        print(f"warning: best_config.yaml not written: {exc}", file=sys.stderr)
+        return None
+
+
+def summary_table(study: optuna.Study, limit: int = 30) -> str:
+    """A plain-text table of the study's trials (best first)."""
+    trials = study.get_trials(deepcopy=False)
+    sign = -1 if study.direction == optuna.study.StudyDirection.MAXIMIZE else 1
+    key = lambda t: (t.value is None, sign * (t.value or 0.0))  # noqa: E731
+    rows = sorted(trials, key=key)[:limit]
+    names = sorted({k for t in rows for k in t.params})
+    header = ["#", "state", "value", "seconds"] + names
+    table = [header]
+    for t in rows:
+        secs = t.duration.total_seconds() if t.duration else None
+        table.append([str(t.number), t.state.name, _fmt(t.value), _fmt(secs)]
+                     + [_fmt(t.params.get(n)) for n in names])
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in table]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)

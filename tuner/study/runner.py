@@ -1,0 +1,223 @@
+"""One trial runner, used by the study driver (``tuner=optuna``), the Hydra sweeper and the finders.
+
+The runner owns the loop: under the study's lock it fails the RUNNING trials of dead drivers and
+asks its caller for the next trial, starts each trial in a fresh process (its own process group,
+:mod:`tuner.run.launcher`), relays reports to the pruner and tells every outcome
+(:class:`~tuner.study.supervisor.Supervisor`).  So zombie handling, several seeds per trial, memory caps,
+per-trial timeouts, killing a trial with everything it started, ``max_failures``, a time limit and
+Ctrl-C (or SIGTERM: :class:`Terminated`) behave the same whoever runs the study.  Callers decide
+*which* trial comes next (:data:`Asker`) and *what* it trains (:data:`Preparer`).
+
+Liveness: the runner writes a heartbeat into its running trials; a RUNNING trial whose driver
+process is gone (same host), or whose heartbeat is older than :data:`HEARTBEAT_GRACE_S`, is failed
+by whichever runner next asks for a trial, which makes a killed study resumable.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import optuna
+from optuna.trial import TrialState
+
+from note_rl.utils import pid_alive
+
+from ..common.errors import ConfigError, error_line
+from ..common.interrupts import Terminated, sigterm_raises
+from ..common.messages import TrialSpec
+from ..run.launcher import TrialProcess, context_for
+from .supervisor import Supervisor
+
+__all__ = ["TrialRunner", "RunLimits", "ask_within", "Terminated", "OPEN", "WAIT", "DONE", "HEARTBEAT_GRACE_S",
+           "NO_DRIVER_GRACE_S", "FINISHED"]
+
+HEARTBEAT_GRACE_S = 120.0
+# a runner records itself on a trial right after asking for it, so a RUNNING trial that still has
+# no driver after this long belongs to a runner killed in between
+NO_DRIVER_GRACE_S = 15.0
+RECHECK_S = 2.0  # seconds between two looks at the study while others' running trials fill it
+OPEN, WAIT, DONE = "open", "wait", "done"
+FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
+
+# () -> (state, trial): the next trial (state OPEN), or None with WAIT (running trials may still
+# fill the study) or DONE (it needs no more); called under the study's lock
+Asker = Callable[[], tuple[str, "optuna.Trial | None"]]
+# trial -> what it trains; raising fails that trial ("config error: ...") and the study goes on
+Preparer = Callable[["optuna.Trial"], TrialSpec]
+
+
+@dataclass
+class RunLimits:
+    """How a runner runs trials.
+
+    :param n_jobs: trial processes at once on this machine
+    :param trial_timeout: seconds before a trial is killed and failed
+    :param max_failures: stop starting trials after this many failures (``None``: never)
+    :param timeout: seconds after which this runner starts no more trials
+    :param preload: torch trials fork from a preloading forkserver
+    :param blocking: start ``n_jobs`` trials, then wait for all of them before the next batch
+    :param heartbeat_grace_s: a RUNNING trial whose heartbeat is older is failed (its driver is gone)
+    :param no_driver_grace_s: the same for a trial whose driver never recorded itself on it
+    """
+
+    n_jobs: int = 1
+    trial_timeout: float | None = None
+    max_failures: int | None = None
+    timeout: float | None = None
+    preload: bool = True
+    blocking: bool = False
+    heartbeat_grace_s: float = HEARTBEAT_GRACE_S
+    no_driver_grace_s: float = NO_DRIVER_GRACE_S
+
+
+def ask_within(study: optuna.Study, n_trials: int, distributions: dict[str, Any],
+               max_total: int | None = None) -> tuple[str, optuna.Trial | None]:
+    """Ask for a trial while the study holds fewer than ``n_trials`` finished trials (COMPLETE +
+    PRUNED, whoever ran them) and fewer than ``max_total`` trials in all; ``WAIT`` while running
+    trials could still fill it."""
+    trials = study.get_trials(deepcopy=False)
+    done = sum(t.state in FINISHED for t in trials)
+    active = sum(t.state == TrialState.RUNNING for t in trials)
+    if done >= n_trials or (max_total is not None and len(trials) >= max_total):
+        return DONE, None
+    if done + active >= n_trials:
+        return WAIT, None
+    return OPEN, study.ask(distributions)
+
+
+class TrialRunner:
+    """Runs the trials of one study until its caller has no more (see the module docstring).
+
+    :param study: the study
+    :param lock: the study's lock (:class:`tuner.study.storage.StudyLock`), shared by every runner of it
+    :param limits: how trials run
+    :param on_result: called with ``(trial, Result)`` after each told result
+    :param quiet: do not print failures
+    """
+
+    def __init__(self, study: optuna.Study, lock: Any, limits: RunLimits,
+                 on_result: Callable[..., None] | None = None, quiet: bool = False) -> None:
+        self.study, self.lock, self.limits = study, lock, limits
+        self.supervisor = Supervisor(study, limits.trial_timeout, on_result, quiet)
+        self.me = f"{socket.gethostname()}:{os.getpid()}"
+        self.started_here: list[int] = []
+
+    @property
+    def failures(self) -> int:
+        return self.supervisor.failures
+
+    # -- the loop ----------------------------------------------------------------------------
+    def run(self, ask: Asker, prepare: Preparer, on_change: Callable[[], None] | None = None) -> None:
+        """Start trials while ``ask`` gives them (at most ``n_jobs`` at once) and wait for them.
+
+        While running trials (of this or another runner) could still end without counting, the
+        runner re-checks every ``RECHECK_S``: it fails dead drivers' trials and starts new ones."""
+        with self.lock:
+            self.fail_zombies()
+        started = time.monotonic()
+        sup, limits = self.supervisor, self.limits
+
+        def may_start() -> bool:
+            if limits.max_failures is not None and sup.failures >= limits.max_failures:
+                return False
+            return not (limits.timeout and time.monotonic() - started > limits.timeout)
+
+        try:
+            with sigterm_raises():  # SIGTERM unwinds like Ctrl-C (tuner.common.interrupts)
+                self._loop(ask, prepare, on_change, may_start)
+        except KeyboardInterrupt as exc:
+            reason = "driver terminated (SIGTERM)" if isinstance(exc, Terminated) else "driver interrupted (Ctrl-C)"
+            sup.kill_all(reason)
+            self._fail_unlaunched(reason)
+            raise
+
+    def _fail_unlaunched(self, reason: str) -> None:
+        """Fail the trials this runner asked for but had not launched yet when it was interrupted
+        (composing the config, starting the process): left RUNNING, they would wait for the next
+        driver's zombie check."""
+        for t in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+            if t.number in self.started_here and t.user_attrs.get("driver") in (self.me, None):
+                try:
+                    self.study._storage.set_trial_user_attr(t._trial_id, "fail_reason", reason)
+                    self.study._storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
+                except RuntimeError:  # finished meanwhile
+                    continue
+
+    def _loop(self, ask: Asker, prepare: Preparer, on_change: Callable[[], None] | None,
+              may_start: Callable[[], bool]) -> None:
+        """:meth:`run`'s loop: start trials while ``may_start()``, wait for news, repeat."""
+        sup, limits = self.supervisor, self.limits
+        state, checked = OPEN, 0.0
+        while True:
+            while limits.blocking and len(sup):  # batch mode: the whole batch first
+                sup.wait()
+            if state == WAIT and time.monotonic() - checked >= RECHECK_S:
+                state = OPEN
+            while state == OPEN and len(sup) < limits.n_jobs and may_start():
+                state, checked = self._start_next(ask, prepare), time.monotonic()
+            if not len(sup):
+                if state != WAIT or not may_start():
+                    break
+                time.sleep(RECHECK_S)  # only other runners' trials are running
+            else:
+                sup.wait()
+            if on_change:
+                on_change()
+
+    def _start_next(self, ask: Asker, prepare: Preparer) -> str:
+        with self.lock:
+            self.fail_zombies()  # a runner that died since start-up must not hold its trials forever
+            if self.supervisor.grid_exhausted:
+                return DONE
+            state, trial = ask()
+        if trial is None:
+            return state
+        self.started_here.append(trial.number)  # before anything can be interrupted: see _fail_unlaunched
+        trial.set_user_attr("driver", self.me)
+        trial.set_user_attr("heartbeat", time.time())
+        try:
+            spec = prepare(trial)
+        except Exception as exc:  # noqa: BLE001 - any compose / validation error fails this trial only
+            reason = str(exc) if isinstance(exc, ConfigError) else error_line(exc)
+            self.supervisor.tell_fail(trial, f"config error: {reason}")
+            return OPEN
+        self.supervisor.launch(trial, TrialProcess(spec, context_for(spec.backend, self.limits.preload),
+                                                   n_jobs=self.limits.n_jobs))
+        return OPEN
+
+    # -- liveness ----------------------------------------------------------------------------
+    def fail_zombies(self) -> list[int]:
+        """Mark RUNNING trials whose driver is gone as FAIL (call under the lock)."""
+        failed = []
+        host = socket.gethostname()
+        storage = self.study._storage
+        for t in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+            reason = self._zombie_reason(t, host)
+            if reason is None:
+                continue
+            try:
+                storage.set_trial_user_attr(t._trial_id, "fail_reason", reason)
+                storage.set_trial_state_values(t._trial_id, TrialState.FAIL)
+                failed.append(t.number)
+            except RuntimeError:  # finished meanwhile by its own driver
+                continue
+        return failed
+
+    def _zombie_reason(self, t: optuna.trial.FrozenTrial, host: str) -> str | None:
+        driver = t.user_attrs.get("driver", "")
+        beat = t.user_attrs.get("heartbeat")
+        if driver == self.me:
+            return None
+        d_host, _, d_pid = driver.rpartition(":")
+        if d_host == host and d_pid.isdigit() and not pid_alive(int(d_pid)):
+            return f"driver {driver} stopped while the trial was running"
+        last = beat if beat is not None else (t.datetime_start.timestamp() if t.datetime_start else None)
+        if not driver and last is not None and time.time() - last > self.limits.no_driver_grace_s:
+            return f"its driver stopped before recording itself ({time.time() - last:.0f} s ago)"
+        if last is not None and time.time() - last > self.limits.heartbeat_grace_s:
+            return f"no heartbeat from driver {driver or '?'} for {time.time() - last:.0f} s"
+        return None

@@ -1,0 +1,153 @@
+"""Settings of an Optuna study (``tuner=optuna``) and the sampler / pruner they select."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import optuna
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from ..common.errors import ConfigError
+from ..config.search import Param
+from .identity import RESUME_MODES
+from .reevaluate import ReevalSettings, check_reeval
+from .storage import check_storage
+
+__all__ = ["TunerSettings", "tuner_settings", "make_sampler", "make_pruner"]
+
+SAMPLERS = ("tpe", "random", "cmaes", "gp", "grid", "qmc")
+PRUNERS = ("median", "percentile", "successive_halving", "hyperband", "threshold", "none")
+
+
+@dataclass
+class TunerSettings:
+    name: str = "optuna"
+    study_name: str = "study"
+    study_dir: str = "studies/study"
+    storage: Optional[str] = None
+    sampler: str = "tpe"
+    sampler_seed: Optional[int] = None
+    n_startup_trials: int = 5
+    pruner: str = "median"
+    n_warmup_steps: int = 2
+    percentile: float = 25.0
+    threshold_lower: Optional[float] = None
+    direction: str = "maximize"
+    n_trials: int = 20
+    max_total_trials: Optional[int] = None
+    max_failures: Optional[int] = None
+    timeout: Optional[float] = None
+    n_jobs: int = 1
+    n_seeds: int = 1
+    aggregation: str = "mean"
+    trial_timeout: Optional[float] = None
+    trial_memory_mb: Optional[int] = None
+    report_every: int = 5
+    preload: bool = True
+    # trial 0 of a new study plays the config's own values of the searched parameters
+    enqueue_defaults: bool = True
+    # known-good parameter sets to try first ({"optimizer.lr": 1e-3, ...}), as Optuna's enqueue_trial
+    enqueue: Optional[list[dict[str, Any]]] = None
+    # a search space whose dearest trial is estimated at more than this times its cheapest is refused
+    max_cost_ratio: float = 100.0
+    # held-out re-evaluation of the top configs when the study ends (tuner.reevaluate)
+    reevaluate: ReevalSettings = field(default_factory=ReevalSettings)
+    # an existing study whose definition (agent, env, backend, budget, objective, search space: see
+    # tuner/study/identity.py) differs from the command's: auto refuses it, force continues it with the new one
+    resume: str = "auto"
+
+
+def tuner_settings(node: Any) -> TunerSettings:
+    """Typed, checked :class:`TunerSettings` from the ``tuner`` config node."""
+    try:
+        if OmegaConf.is_config(node):
+            node = OmegaConf.to_container(node, resolve=True)  # resolve in the full config's context
+        merged = OmegaConf.merge(OmegaConf.structured(TunerSettings), node)
+    except OmegaConfBaseException as exc:
+        key = getattr(exc, "full_key", None) or "tuner"
+        raise ConfigError(f"tuner.{key}: {str(getattr(exc, 'msg', exc)).splitlines()[0]}") from None
+    s: TunerSettings = OmegaConf.to_object(merged)  # type: ignore[assignment]
+    checks = [
+        (s.sampler in SAMPLERS, f"tuner.sampler: {s.sampler!r} is not one of {', '.join(SAMPLERS)}"),
+        (s.pruner in PRUNERS, f"tuner.pruner: {s.pruner!r} is not one of {', '.join(PRUNERS)}"),
+        (s.direction in ("maximize", "minimize"), f"tuner.direction: {s.direction!r} must be maximize or minimize"),
+        (s.aggregation in ("mean", "median", "min"), f"tuner.aggregation: {s.aggregation!r} must be mean, median or min"),
+        (s.resume in RESUME_MODES, f"tuner.resume: {s.resume!r} must be {' or '.join(RESUME_MODES)}"),
+        (s.n_trials > 0, f"tuner.n_trials: must be > 0, got {s.n_trials}"),
+        (s.n_jobs > 0, f"tuner.n_jobs: must be > 0, got {s.n_jobs}"),
+        (0 < s.n_seeds <= 1000, f"tuner.n_seeds: must be from 1 to 1000, got {s.n_seeds}"),
+        (s.report_every > 0, f"tuner.report_every: must be > 0, got {s.report_every}"),
+        (s.max_total_trials is None or s.max_total_trials > 0, "tuner.max_total_trials: must be > 0"),
+        (s.trial_timeout is None or s.trial_timeout > 0, "tuner.trial_timeout: must be > 0"),
+        (s.trial_memory_mb is None or s.trial_memory_mb > 0, "tuner.trial_memory_mb: must be > 0"),
+        (s.pruner != "threshold" or s.threshold_lower is not None,
+         "tuner.threshold_lower: the threshold pruner needs a lower bound"),
+        (bool(s.study_name), "tuner.study_name: must not be empty"),
+        # the study dir is derived from the name: it must stay inside studies/
+        (not any(c in s.study_name for c in "/\\\0") and not s.study_name.startswith("."),
+         f"tuner.study_name: {s.study_name!r} must be a plain name (no '/', '\\' or leading '.')"),
+        (s.max_cost_ratio >= 1, f"tuner.max_cost_ratio: must be >= 1, got {s.max_cost_ratio}"),
+        (0.0 <= s.percentile <= 100.0, f"tuner.percentile: must be in [0, 100], got {s.percentile}"),
+        (s.n_warmup_steps >= 0, f"tuner.n_warmup_steps: must be >= 0, got {s.n_warmup_steps}"),
+        (s.n_startup_trials >= 0, f"tuner.n_startup_trials: must be >= 0, got {s.n_startup_trials}"),
+        (s.timeout is None or (math.isfinite(s.timeout) and s.timeout > 0), f"tuner.timeout: must be > 0 seconds, got {s.timeout}"),
+        (s.max_failures is None or s.max_failures >= 0, f"tuner.max_failures: must be >= 0, got {s.max_failures}"),
+        (s.sampler_seed is None or s.sampler_seed >= 0, f"tuner.sampler_seed: must be >= 0, got {s.sampler_seed}"),
+        (s.threshold_lower is None or math.isfinite(s.threshold_lower),
+         f"tuner.threshold_lower: must be a finite number, got {s.threshold_lower}"),
+        (math.isfinite(s.max_cost_ratio), f"tuner.max_cost_ratio: must be finite, got {s.max_cost_ratio}"),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise ConfigError(message)
+    check_reeval(s.reevaluate)
+    check_storage(s.storage)  # before the driver creates the study dir or connects anywhere
+    return s
+
+
+def make_sampler(s: TunerSettings, space: list[Param]) -> optuna.samplers.BaseSampler:
+    seed, startup = s.sampler_seed, s.n_startup_trials
+    if s.sampler == "tpe":
+        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup, multivariate=True)
+    if s.sampler == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    if s.sampler == "cmaes":
+        return optuna.samplers.CmaEsSampler(seed=seed, n_startup_trials=startup)
+    if s.sampler == "gp":
+        return optuna.samplers.GPSampler(seed=seed, n_startup_trials=startup)
+    if s.sampler == "qmc":
+        return optuna.samplers.QMCSampler(seed=seed)
+    return optuna.samplers.GridSampler(_grid(space), seed=seed)
+
+
+def _grid(space: list[Param]) -> dict[str, list[Any]]:
+    grid: dict[str, list[Any]] = {}
+    for p in space:
+        d = p.distribution
+        if d is None:
+            continue
+        if isinstance(d, optuna.distributions.CategoricalDistribution):
+            grid[p.name] = list(d.choices)
+        elif isinstance(d, optuna.distributions.IntDistribution) and not d.log:
+            grid[p.name] = list(range(d.low, d.high + 1, d.step))
+        else:
+            raise ConfigError(f"search.{p.name}: the grid sampler needs choice() or range() values")
+    return grid
+
+
+def make_pruner(s: TunerSettings) -> optuna.pruners.BasePruner:
+    if s.pruner == "median":
+        return optuna.pruners.MedianPruner(n_startup_trials=s.n_startup_trials, n_warmup_steps=s.n_warmup_steps)
+    if s.pruner == "percentile":
+        return optuna.pruners.PercentilePruner(s.percentile, n_startup_trials=s.n_startup_trials,
+                                               n_warmup_steps=s.n_warmup_steps)
+    if s.pruner == "successive_halving":
+        return optuna.pruners.SuccessiveHalvingPruner()
+    if s.pruner == "hyperband":
+        return optuna.pruners.HyperbandPruner()
+    if s.pruner == "threshold":
+        return optuna.pruners.ThresholdPruner(lower=s.threshold_lower)
+    return optuna.pruners.NopPruner()
