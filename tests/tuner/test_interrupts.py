@@ -186,7 +186,7 @@ def test_sigterm_while_the_report_is_written_finishes_it(tmp_path) -> None:
 
 SECOND_SIGNAL = '''
 import os, signal, sys, time
-from tuner import interrupts
+from tuner.common import interrupts
 
 interrupts.install()
 try:
