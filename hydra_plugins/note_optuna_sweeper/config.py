@@ -30,6 +30,7 @@ class NoteOptunaSweeperConf:
     direction: str = "maximize"
     storage: Optional[str] = None  # null: a journal file in the sweep dir
     study_name: Optional[str] = None  # null: <agent>_<env id>, as tuner=optuna names its studies
+    resume: str = "auto"           # force: continue a study made with another agent, env, budget or space
     n_trials: int = 20             # finished (complete + pruned) trials of the study
     n_jobs: int = 1                # trial processes at once
     max_failures: Optional[int] = None

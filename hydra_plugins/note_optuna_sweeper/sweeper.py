@@ -43,6 +43,9 @@ class NoteOptunaSweeper(Sweeper):
         self.config: DictConfig | None = None
         self.hydra_context: HydraContext | None = None
         self._trial_config: dict[str, Any] | None = None  # a launched trial's config (logger of the report)
+        self._base: DictConfig | None = None  # the job config of the fixed overrides (validated)
+        self._searched: dict[str, str] = {}  # search.values.<key> -> its sweep expression (the identity)
+        self._space_params: list[Any] = []
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.hydra_context = hydra_context
@@ -65,7 +68,11 @@ class NoteOptunaSweeper(Sweeper):
         for key, expr in self.conf.params.items():
             values.setdefault(key, expr)
         # held to the job config's keys and the schema's bounds, as tuner=optuna's search is
-        return parse_space({"values": _nest(values)}, self._job_config(fixed)), fixed
+        self._base = self._job_config(fixed)
+        space = parse_space({"values": _nest(values)}, self._base)
+        self._space_params = space
+        self._searched = {f"search.values.{k}": str(v) for k, v in sorted(values.items())}
+        return space, fixed
 
     def _job_config(self, overrides: list[str]) -> DictConfig:
         """The job config of the sweep's fixed overrides, validated (no env check: no trial yet)."""
@@ -112,9 +119,15 @@ class NoteOptunaSweeper(Sweeper):
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         try:
             with lock:
-                study = optuna.create_study(study_name=name, storage=make_storage(self.conf.storage, sweep_dir),
-                                            sampler=make_sampler(settings, space), pruner=make_pruner(settings),
-                                            direction=self.conf.direction, load_if_exists=True)
+                storage = make_storage(self.conf.storage, sweep_dir)
+                try:  # an existing study is checked before anything is written to its storage
+                    self._check_identity(optuna.load_study(study_name=name, storage=storage), sweep_dir)
+                except KeyError:  # a new study
+                    pass
+                study = optuna.create_study(study_name=name, storage=storage, sampler=make_sampler(settings, space),
+                                            pruner=make_pruner(settings), direction=self.conf.direction,
+                                            load_if_exists=True)
+                self._check_identity(study, sweep_dir)
                 self._enqueue(study, space, fixed, sampler)
         except Exception as exc:  # noqa: BLE001 - no server, wrong password, missing database...
             from tuner.study.storage import describe, root_cause
@@ -146,6 +159,27 @@ class NoteOptunaSweeper(Sweeper):
                 keep(f"{sweep_dir}/optimization_results.yaml and the report of the finished trials written")
         raise_held()
         return results
+
+    def _check_identity(self, study: "optuna.Study", sweep_dir: str) -> None:
+        """A resumed study (a shared storage and ``study_name``) must have been made with this sweep's
+        definition (:mod:`tuner.study.identity`): agent, env, backend, budget, objective, seeds per
+        trial and search space; another one is refused in one line unless ``hydra.sweeper.resume=force``."""
+        from tuner.common.errors import ConfigError
+        from tuner.study.driver import check_search_space
+        from tuner.study.identity import ATTR, RESUME_MODES, StudyIdentity, definition
+
+        if self.conf.resume not in RESUME_MODES:
+            raise ConfigError(f"hydra.sweeper.resume: {self.conf.resume!r} must be {' or '.join(RESUME_MODES)}")
+        check_search_space(study, self._space_params, "hydra.sweeper.study_name")
+        defn = definition(self._base, self.conf.n_seeds, self.conf.aggregation, self._searched)
+        identity = StudyIdentity(study.study_name, sweep_dir, self.conf.storage, defn, self.conf.resume)
+        try:
+            identity.check(study.user_attrs.get(ATTR) if study.trials or ATTR in study.user_attrs else defn)
+        except ConfigError as exc:  # the message names tuner=optuna's settings: say the sweeper's
+            raise ConfigError(str(exc).replace("tuner.study_name", "hydra.sweeper.study_name")
+                              .replace("tuner.resume", "hydra.sweeper.resume")) from None
+        if study.user_attrs.get(ATTR) != defn:
+            study.set_user_attr(ATTR, defn)
 
     def _check_storage(self) -> None:
         """``hydra.sweeper.storage`` by the rules of ``tuner.storage`` (in-memory SQLite, a FIFO or a

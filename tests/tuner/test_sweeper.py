@@ -192,3 +192,34 @@ def test_sweeper_refuses_bad_storages_and_ranges_in_one_line(tmp_path) -> None:
         assert out.returncode == 2 and len(lines) == 1 and lines[0].startswith(message), (extra, out.stderr)
         assert "s3cr3t-pw" not in out.stdout + out.stderr
         assert not (tmp_path / "sweep").exists()
+
+
+def test_a_resumed_sweeper_study_keeps_its_identity(tmp_path) -> None:
+    """A sweeper study resumed on its storage with another env (or search space) is refused in one
+    line naming the key, exit 2, the study unchanged; the same command resumes it;
+    hydra.sweeper.resume=force continues deliberately."""
+    journal = tmp_path / "journal.log"
+    base = ["-m", "hydra/sweeper=optuna", f"hydra.sweeper.storage={journal}", "hydra.sweeper.study_name=s", *TINY]
+    first = [*base, "hydra.sweeper.n_trials=1", "agent.gamma=choice(0.9,0.99)"]
+    run_app([*first, f"hydra.sweep.dir={tmp_path / 'a'}"], cwd=str(tmp_path))
+    before = journal.read_bytes()
+    out = run_app([*first, "env=acrobot", f"hydra.sweep.dir={tmp_path / 'b'}"], cwd=str(tmp_path), check=False)
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and len(lines) == 1, out.stderr
+    assert lines[0].startswith("error: env.id: study 's' was made with CartPole-v1, this command has Acrobot-v1")
+    assert "hydra.sweeper.resume=force" in lines[0] and journal.read_bytes() == before
+    out = run_app([*base, "hydra.sweeper.n_trials=1", "agent.gamma=choice(0.8,0.99)", f"hydra.sweep.dir={tmp_path / 'c'}"],
+                  cwd=str(tmp_path), check=False)
+    assert out.returncode == 2 and out.stderr.strip().startswith("error: search.agent.gamma: study 's' searched it as")
+    run_app([*base, "hydra.sweeper.n_trials=2", "agent.gamma=choice(0.9,0.99)", f"hydra.sweep.dir={tmp_path / 'd'}"],
+            cwd=str(tmp_path))
+    # force continues with another budget; a parameter searched with other choices stays refused
+    # (Optuna cannot mix two distributions of one parameter in a study)
+    out = run_app([*base, "hydra.sweeper.n_trials=3", "agent.gamma=choice(0.8,0.99)", "hydra.sweeper.resume=force",
+                   f"hydra.sweep.dir={tmp_path / 'e'}"], cwd=str(tmp_path), check=False)
+    assert out.returncode == 2 and out.stderr.strip().startswith("error: search.agent.gamma: study 's' searched it as")
+    run_app([*base, "hydra.sweeper.n_trials=3", "agent.gamma=choice(0.9,0.99)", "budget.steps=400",
+             "hydra.sweeper.resume=force", f"hydra.sweep.dir={tmp_path / 'f'}"], cwd=str(tmp_path))
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(journal)))
+    study = optuna.load_study(study_name="s", storage=storage)
+    assert len(study.trials) == 3 and study.user_attrs["identity"]["budget.steps"] == 400

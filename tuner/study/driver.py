@@ -130,16 +130,7 @@ class Driver:
         elif agent != cfg.agent.name:
             raise ConfigError(f"agent: study {name!r} tunes agent {agent!r}, not {cfg.agent.name!r} "
                               "(use another tuner.study_name)")
-        new = distributions(self.space)
-        for t in study.get_trials(deepcopy=False):
-            for key, old in t.distributions.items():
-                if key not in new:
-                    continue
-                try:
-                    optuna.distributions.check_distribution_compatibility(old, new[key])
-                except ValueError:
-                    raise ConfigError(f"search.{key}: study {name!r} searched it as {_show(old)}; this command "
-                                      f"gives {_show(new[key])} (keep the space or use another tuner.study_name)") from None
+        check_search_space(study, self.space, "tuner.study_name")
         self.identity.check(study.user_attrs.get(ATTR))  # the rest of the definition: env, budget, ...
 
     def _enqueue(self, cfg: DictConfig, settings: TunerSettings) -> None:
@@ -194,6 +185,22 @@ class Driver:
                          aggregation=self.s.aggregation, memory_mb=self.s.trial_memory_mb,
                          log_path=os.path.join(run_dir, "trial.log"),
                          wandb=trial_meta(self.s.study_name, trial.number, trial.params))
+
+
+def check_search_space(study: optuna.Study, space: list, name_key: str) -> None:
+    """Every parameter of ``space`` that the study's trials searched must keep its distribution:
+    Optuna refuses another one inside ``ask()``, after a trial was created (a traceback), so this
+    is refused first, even with ``resume=force`` (``name_key``: the setting that names a new study)."""
+    new = distributions(space)
+    for t in study.get_trials(deepcopy=False):
+        for key, old in t.distributions.items():
+            if key not in new:
+                continue
+            try:
+                optuna.distributions.check_distribution_compatibility(old, new[key])
+            except ValueError:
+                raise ConfigError(f"search.{key}: study {study.study_name!r} searched it as {_show(old)}; this "
+                                  f"command gives {_show(new[key])} (keep the space or use another {name_key})") from None
 
 
 def _show(d: optuna.distributions.BaseDistribution) -> str:
