@@ -224,3 +224,53 @@ def test_sigterm_of_a_sweeper_multirun_writes_its_results_and_report(tmp_path) -
     results = OmegaConf.load(sweep / "optimization_results.yaml")
     assert results.counts.get("fail", 0) >= 1 and "running" not in results.counts
     assert (sweep / "report" / "report.md").exists()
+
+
+def test_ctrl_c_of_a_multirun_saves_the_running_jobs_model(tmp_path) -> None:
+    """``-m`` (Hydra's basic sweeper): each job trains in a fresh process; Ctrl-C asks the running
+    job to stop at its next env step, which saves model.npz and result.json marked interrupted,
+    then the command ends with exit 130 and one line naming what was kept."""
+    sweep = tmp_path / "multi"
+    proc, out, err = _start(["-m", f"hydra.sweep.dir={sweep}", *SLOW, "budget.steps=20000", "seed=0,1"], tmp_path)
+    deadline = time.monotonic() + 120
+    while not list(sweep.glob("0/.hydra")) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    time.sleep(4)  # the job process is up and training
+    os.killpg(proc.pid, signal.SIGINT)
+    line = _ended(proc, err, 130, "SIGINT")
+    assert "model.npz and result.json (\"interrupted\": true) kept" in line
+    result = json.loads((sweep / "0" / "result.json").read_text())
+    assert result["interrupted"] is True and result["env_steps"] < 20000  # (0 when it was still starting)
+    assert (sweep / "0" / "model.npz").exists() and not (sweep / "1").exists()
+
+
+def test_ctrl_c_of_a_finder_fails_its_candidate_without_traceback(tmp_path) -> None:
+    """``tuner=opt_finder`` interrupted while a candidate trains: exit 130, one line, the running
+    candidate failed (none left RUNNING), nothing of the session left alive."""
+    proc, out, err = _start(["tuner=opt_finder", "tuner.episodes=400", "tuner.study_dir=finder", *SLOW], tmp_path)
+    _wait_for(proc, out, "opt_finder study '")
+    deadline = time.monotonic() + 120
+    while not list((tmp_path / "finder").glob("trials/*")) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    time.sleep(1)
+    os.killpg(proc.pid, signal.SIGINT)
+    _ended(proc, err, 130, "SIGINT")
+    trials = _trials(tmp_path / "finder")
+    assert trials and all(t.state.name != "RUNNING" for t in trials)
+
+
+def test_sigterm_of_note_tune_reevaluate_keeps_its_scores(tmp_path) -> None:
+    """``note-tune reevaluate`` (the subcommand) interrupted while its held-out runs train: exit 143,
+    one line, study.json rewritten with the stage marked interrupted."""
+    run = subprocess.run([sys.executable, "-m", "tuner", *STUDY, "tuner.n_trials=1", "tuner.reevaluate.top_k=0",
+                          *SLOW, "budget.steps=300"], cwd=str(tmp_path), capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=REPO, HYDRA_FULL_ERROR="0"), timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    proc, out, err = _start(["reevaluate", "study_dir=study", "top_k=1", "seeds=2", "episodes=2",
+                             "trust_code=true"], tmp_path)
+    _wait_for(proc, out, "held-out re-evaluation:")
+    time.sleep(1)
+    proc.send_signal(signal.SIGTERM)
+    _ended(proc, err, 143, "SIGTERM")
+    heldout = json.loads((tmp_path / "study" / "study.json").read_text())["reevaluation"]
+    assert heldout["interrupted"] == "SIGTERM" and heldout["complete"] is False

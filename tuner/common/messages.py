@@ -32,6 +32,8 @@ class TrialSpec:
         ``train()`` options, episodes and logger options
     :param threads: framework threads when the config does not set ``backend.threads``
     :param driver_pid: the driver's pid; the trial ends its process group when the driver is gone
+    :param graceful: a plain run (Hydra multirun job) that, sent SIGTERM by its driver, stops at its
+        next env step and saves its model and a ``result.json`` marked interrupted
     """
 
     trial: int | None
@@ -47,6 +49,7 @@ class TrialSpec:
     pickled: dict[str, Any] | None = None
     threads: int | None = None
     driver_pid: int | None = None
+    graceful: bool = False
 
 
 @dataclass(frozen=True)

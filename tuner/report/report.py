@@ -170,7 +170,10 @@ def _why_not(name: str, study: optuna.Study) -> str | None:
             return "needs two complete trials whose parameters differ"
     if name == "parallel_coordinate" and not any(t.params for t in complete):
         return "no sampled parameters"
-    if name == "intermediate_values" and not any(t.intermediate_values for t in study.get_trials(deepcopy=False)):
+    # the trials Optuna's plot draws (a failed trial's curve is not among them: with only those it
+    # logs a warning line instead of drawing)
+    plotted = study.get_trials(deepcopy=False, states=(TrialState.PRUNED, TrialState.COMPLETE, TrialState.RUNNING))
+    if name == "intermediate_values" and not any(t.intermediate_values for t in plotted):
         return "no intermediate values reported"
     return None
 

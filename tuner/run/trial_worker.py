@@ -77,7 +77,8 @@ def _run(conn: Any, spec: TrialSpec) -> Result:
         # a plain job (no trial: Hydra multirun) has no pruner to report to
         reporter = _reporter(conn, i * SEED_STEP_OFFSET) if spec.trial is not None else None
         run_dir = spec.run_dir if len(spec.configs) == 1 else os.path.join(spec.run_dir, f"seed_{cfg['seed']}")
-        res = run_training(cfg, run_dir, reporter, spec.report_every, meta=_seed_meta(spec, cfg, i))
+        res = run_training(cfg, run_dir, reporter, spec.report_every, meta=_seed_meta(spec, cfg, i),
+                           interruptible=spec.graceful)
         finals.append(res["objective"])
         seeds.append({k: res[k] for k in ("seed", "objective", "final_eval_mean_return", "final_mean_return",
                                           "best_mean_return", "env_steps", "gradient_steps", "wall_time_s")})
@@ -185,6 +186,10 @@ def main(conn: Any, spec: TrialSpec) -> None:
         set_process_meta(spec.wandb)
     if spec.memory_mb:
         _limit_memory(int(spec.memory_mb))
+    if spec.graceful:  # the driver's SIGTERM asks this run to stop at a safe point and save
+        from ..common.interrupts import install
+
+        install()
     try:
         conn.send(_run(conn, spec))
     except BaseException as exc:  # noqa: BLE001 - everything is reported to the driver

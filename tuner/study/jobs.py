@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import wait
@@ -28,12 +29,13 @@ class Job:
     log_path: str | None = None
     result: dict[str, Any] | None = None
     error: str | None = None
+    graceful: bool = False  # on Ctrl-C / SIGTERM: stop and save (a multirun job), not just killed
 
 
 def run_in_fresh_process(cfg: dict[str, Any], run_dir: str, ctx: Any, concurrent: int = 1) -> dict[str, Any]:
     """Train ``cfg`` in a new process and return its ``result.json`` content; ``concurrent``: how
     many such jobs run at once (a parallel Hydra launcher's ``n_jobs``), which share the cores."""
-    job = Job(cfg, run_dir)
+    job = Job(cfg, run_dir, graceful=True)
     run_jobs([job], ctx=ctx, threads_for=concurrent)
     if job.result is None:
         raise RuntimeError(f"training job failed: {job.error}")
@@ -56,6 +58,8 @@ def run_jobs(jobs: list[Job], n_jobs: int = 1, deadline: float | None = None, ct
         # running job's process group is killed (its pool workers too), none is left orphaned
         reason = "interrupted (SIGTERM)" if isinstance(exc, Terminated) else \
             "interrupted (Ctrl-C)" if isinstance(exc, KeyboardInterrupt) else f"driver error: {type(exc).__name__}"
+        if isinstance(exc, KeyboardInterrupt):  # multirun jobs save what they trained first
+            _stop_gracefully([(job, proc) for job, proc in running.values() if job.graceful])
         for job, proc in running.values():
             proc.kill()
             proc.close()
@@ -76,7 +80,7 @@ def _run_loop(pending: list[Job], running: dict[int, tuple[Job, TrialProcess]], 
             job = pending.pop(0)
             spec = TrialSpec(trial=None, backend=job.cfg["backend"]["name"], run_dir=job.run_dir,
                              configs=[job.cfg], report_every=10 ** 9, memory_mb=memory_mb,
-                             log_path=job.log_path)
+                             log_path=job.log_path, graceful=job.graceful)
             os.makedirs(job.run_dir, exist_ok=True)
             running[id(job)] = (job, TrialProcess(spec, ctx or context_for(spec.backend),
                                                   n_jobs=threads_for or n_jobs))
@@ -95,6 +99,31 @@ def _run_loop(pending: list[Job], running: dict[int, tuple[Job, TrialProcess]], 
                 proc.kill()
                 proc.close()
                 del running[key]
+
+
+#: seconds a stopped job may take to save its model and result.json before its group is killed
+GRACE_S = 60.0
+
+
+def _stop_gracefully(jobs: list[tuple[Job, TrialProcess]]) -> None:
+    """Ask each job to stop (SIGTERM to its leading process: the run stops at its next env step and
+    saves, :func:`tuner.run.train.run_training` with ``interruptible``) and collect the result it
+    reports, waiting at most :data:`GRACE_S`; a job that does not answer in time is killed with the
+    rest.  A second Ctrl-C meanwhile ends the driver at once (:mod:`tuner.common.interrupts`), and
+    the jobs, which watch their driver, end their groups."""
+    from ..common.interrupts import keep
+
+    for _, proc in jobs:
+        if proc.alive() and proc.proc.pid is not None:
+            os.kill(proc.proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + GRACE_S
+    waiting = list(jobs)
+    while waiting and time.monotonic() < deadline:
+        wait([h for _, p in waiting for h in (p.conn, p.proc.sentinel)], timeout=1.0)
+        waiting = [(job, proc) for job, proc in waiting if not _poll(job, proc)]
+    for job, _ in jobs:
+        if job.result is not None and job.result.get("interrupted"):
+            keep(f"{job.run_dir}: model.npz and result.json (\"interrupted\": true) kept")
 
 
 def _poll(job: Job, proc: TrialProcess) -> bool:
