@@ -43,6 +43,8 @@ settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True
 settings.register_profile("long", max_examples=3000, deadline=None, database=None,
                           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 PROFILE = "long" if os.environ.get("NOTE_FUZZ") == "long" else "ci"
+# the long profile runs for tens of minutes: no per-test limit then (pytest-timeout's is 20 minutes)
+pytestmark = pytest.mark.timeout(0 if PROFILE == "long" else 1200)
 
 AGENTS = {"dqn": [], "ppo": [], "sac": ["env=pendulum"], "td3": ["env=pendulum"]}
 # should a value be accepted after all, the study it would start is one short trial
@@ -56,6 +58,9 @@ class CliServer:
     """The child interpreter that runs cases through ``tuner.cli.app.main``."""
 
     def __init__(self) -> None:
+        self._start()
+
+    def _start(self) -> None:
         read, write = os.pipe()
         env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""),
                    WANDB_MODE="offline")
@@ -66,16 +71,22 @@ class CliServer:
         self.answers = os.fdopen(read, "r")
 
     def run(self, case: dict[str, Any]) -> dict[str, Any]:
-        assert self.proc.poll() is None, "the case server died"
-        self.proc.stdin.write(json.dumps(case) + "\n")
-        self.proc.stdin.flush()
-        ready, _, _ = select.select([self.answers], [], [], CASE_TIMEOUT)
-        if not ready:
+        if self.proc.poll() is not None:  # killed after a hang: the next case gets a fresh server
+            self._start()
+        try:
+            self.proc.stdin.write(json.dumps(case) + "\n")
+            self.proc.stdin.flush()
+            ready, _, _ = select.select([self.answers], [], [], CASE_TIMEOUT)
+            if not ready:
+                raise AssertionError(f"hung for {CASE_TIMEOUT:.0f} s: note-tune {' '.join(case['args'])}")
+            line = self.answers.readline()
+            assert line, f"the case server died on: note-tune {' '.join(case['args'])}"
+            return json.loads(line)
+        except BaseException:  # an answer left pending would be read as the next case's
             self.proc.kill()
-            raise AssertionError(f"hung for {CASE_TIMEOUT:.0f} s: note-tune {' '.join(case['args'])}")
-        line = self.answers.readline()
-        assert line, f"the case server died on: note-tune {' '.join(case['args'])}"
-        return json.loads(line)
+            self.proc.wait()
+            self.answers.close()
+            raise
 
     def close(self) -> None:
         self.proc.stdin.close()
