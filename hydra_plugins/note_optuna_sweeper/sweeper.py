@@ -103,7 +103,7 @@ class NoteOptunaSweeper(Sweeper):
         from tuner.common.errors import ConfigError
 
         try:
-            self._check_storage()
+            self._check_settings()
             space, fixed = self._space(arguments)
         except ConfigError as exc:  # one line and exit 2, as the app's own checks (not Hydra's trace)
             _refuse(exc)
@@ -127,8 +127,8 @@ class NoteOptunaSweeper(Sweeper):
                 study = optuna.create_study(study_name=name, storage=storage, sampler=make_sampler(settings, space),
                                             pruner=make_pruner(settings), direction=self.conf.direction,
                                             load_if_exists=True)
-                self._check_identity(study, sweep_dir)
-                self._enqueue(study, space, fixed, sampler)
+                self._record_identity(study)
+                self._enqueue(study, space, sampler)
         except Exception as exc:  # noqa: BLE001 - no server, wrong password, missing database...
             from tuner.study.storage import describe, root_cause
 
@@ -160,33 +160,47 @@ class NoteOptunaSweeper(Sweeper):
         raise_held()
         return results
 
+    def _definition(self) -> dict[str, Any]:
+        """What defines this sweep's study (:func:`tuner.study.identity.definition`): agent, env,
+        backend, budget, objective, seeds per trial and search space."""
+        from tuner.study.identity import definition
+
+        return definition(self._base, self.conf.n_seeds, self.conf.aggregation, self._searched)
+
     def _check_identity(self, study: "optuna.Study", sweep_dir: str) -> None:
         """A resumed study (a shared storage and ``study_name``) must have been made with this sweep's
-        definition (:mod:`tuner.study.identity`): agent, env, backend, budget, objective, seeds per
-        trial and search space; another one is refused in one line unless ``hydra.sweeper.resume=force``."""
+        definition and search space; another one is refused in one line unless ``hydra.sweeper.resume=force``
+        (a parameter searched with another distribution is refused even then)."""
         from tuner.common.errors import ConfigError
         from tuner.study.driver import check_search_space
-        from tuner.study.identity import ATTR, RESUME_MODES, StudyIdentity, definition
+        from tuner.study.identity import ATTR, StudyIdentity
 
-        if self.conf.resume not in RESUME_MODES:
-            raise ConfigError(f"hydra.sweeper.resume: {self.conf.resume!r} must be {' or '.join(RESUME_MODES)}")
         check_search_space(study, self._space_params, "hydra.sweeper.study_name")
-        defn = definition(self._base, self.conf.n_seeds, self.conf.aggregation, self._searched)
-        identity = StudyIdentity(study.study_name, sweep_dir, self.conf.storage, defn, self.conf.resume)
+        identity = StudyIdentity(study.study_name, sweep_dir, self.conf.storage, self._definition(), self.conf.resume)
         try:
-            identity.check(study.user_attrs.get(ATTR) if study.trials or ATTR in study.user_attrs else defn)
+            identity.check(study.user_attrs.get(ATTR))
         except ConfigError as exc:  # the message names tuner=optuna's settings: say the sweeper's
             raise ConfigError(str(exc).replace("tuner.study_name", "hydra.sweeper.study_name")
                               .replace("tuner.resume", "hydra.sweeper.resume")) from None
+
+    def _record_identity(self, study: "optuna.Study") -> None:
+        """The definition as the study's ``identity`` attribute (checked when the study is resumed)."""
+        from tuner.study.identity import ATTR
+
+        defn = self._definition()
         if study.user_attrs.get(ATTR) != defn:
             study.set_user_attr(ATTR, defn)
 
-    def _check_storage(self) -> None:
-        """``hydra.sweeper.storage`` by the rules of ``tuner.storage`` (in-memory SQLite, a FIFO or a
-        folder as a journal, an unsupported URL: refused), named as the sweeper's key."""
+    def _check_settings(self) -> None:
+        """``hydra.sweeper.resume`` is a mode, and ``hydra.sweeper.storage`` follows the rules of
+        ``tuner.storage`` (in-memory SQLite, a FIFO or a folder as a journal, an unsupported URL:
+        refused), named as the sweeper's keys."""
         from tuner.common.errors import ConfigError
+        from tuner.study.identity import RESUME_MODES
         from tuner.study.storage import check_storage
 
+        if self.conf.resume not in RESUME_MODES:
+            raise ConfigError(f"hydra.sweeper.resume: {self.conf.resume!r} must be {' or '.join(RESUME_MODES)}")
         if not self.conf.storage:
             return
         try:
@@ -195,16 +209,14 @@ class NoteOptunaSweeper(Sweeper):
             text = str(exc)
             raise ConfigError("hydra.sweeper.storage" + text[text.index(":"):] if ":" in text else text) from None
 
-    def _enqueue(self, study: "optuna.Study", space: list["Param"], fixed: list[str], sampler: str) -> None:
-        """``hydra.sweeper.enqueue`` and the sweep's own values first (:func:`tuner.study.driver.enqueue_known_good`)."""
+    def _enqueue(self, study: "optuna.Study", space: list["Param"], sampler: str) -> None:
+        """``hydra.sweeper.enqueue`` and the sweep's own values first (:func:`tuner.study.driver.enqueue_known_good`),
+        read off the job config of the fixed overrides (:meth:`_job_config`, loaded once in :meth:`_space`)."""
         from tuner.study.driver import enqueue_known_good
 
-        base = self.hydra_context.config_loader.load_sweep_config(self.config, list(fixed))
-        with open_dict(base):
-            del base["hydra"]
         enqueue = OmegaConf.to_container(self.conf.enqueue, resolve=True) if OmegaConf.is_config(self.conf.enqueue) \
             else self.conf.enqueue
-        enqueue_known_good(study, space, base, enqueue, self.conf.enqueue_defaults, sampler, "hydra.sweeper")
+        enqueue_known_good(study, space, self._base, enqueue, self.conf.enqueue_defaults, sampler, "hydra.sweeper")
 
     def _prepare(self, trial: "optuna.Trial", space: list["Param"], fixed: list[str], sweep_dir: str) -> "TrialSpec":
         """The job config of a trial (Hydra's sweep config plus the sampled overrides), validated."""

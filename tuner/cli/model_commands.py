@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from ..common.files import name_too_long
+
 __all__ = ["eval_model", "play_model", "load_run_config"]
 
 SEED_STRIDE = 10_000
@@ -29,18 +31,19 @@ class _Bad(ValueError):
     """Raised with the one line to print (the caller turns it into exit status 2)."""
 
 
-def load_run_config(model: str, trust_code: bool = False) -> dict[str, Any]:
-    """The resolved config of the run that wrote ``model`` (its run dir's result.json or config.yaml),
-    checked as data (:mod:`tuner.config.untrusted`) unless ``trust_code``."""
+def load_run_config(model: str, trust_code: bool = False) -> tuple[dict[str, Any], str]:
+    """The resolved config of the run that wrote ``model`` and the file it came from (its run dir's
+    result.json or config.yaml), checked as data (:mod:`tuner.config.untrusted`) unless ``trust_code``."""
     from ..config.untrusted import UntrustedFileError, load_run_config as load
 
     try:
-        return load(os.path.dirname(os.path.abspath(model)), trust_code=trust_code)[0]
+        return load(os.path.dirname(os.path.abspath(model)), trust_code=trust_code)
     except UntrustedFileError as exc:
         raise _Bad(f"model: {exc}") from None
 
 
-def _flag(args: dict[str, str], key: str) -> bool:
+def flag(args: dict[str, str], key: str) -> bool:
+    """A ``true`` / ``false`` argument (``trust_code=``); absent is false."""
     value = args.get(key, "false").strip().lower()
     if value not in ("true", "false"):
         raise _Bad(f"{key}: expected true or false, got {args[key]!r}")
@@ -89,8 +92,7 @@ def _load_agent(model: str, trust_code: bool = False) -> tuple[Any, dict[str, An
     from ..config.schema import validate
     from ..run.build import build_agent, set_threads
 
-    cfg = load_run_config(model, trust_code)
-    source = _config_file(model)
+    cfg, source = load_run_config(model, trust_code)
     try:  # the schema's types and ranges (a huge backend.threads, a bad seed) before anything is built
         validate(OmegaConf.create(cfg), check_env=False)
     except ConfigError as exc:
@@ -124,12 +126,6 @@ def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [""])[0][:300]
 
 
-def _config_file(model: str) -> str:
-    folder = os.path.dirname(os.path.abspath(model))
-    result = os.path.join(folder, "result.json")
-    return result if os.path.lexists(result) else os.path.join(folder, "config.yaml")
-
-
 def eval_model(args: dict[str, str]) -> dict[str, Any]:
     """Evaluate ``args['model']``; prints and returns ``{"mean", "std", "per_seed", ...}``."""
     from note_rl.evaluation import evaluate
@@ -137,7 +133,7 @@ def eval_model(args: dict[str, str]) -> dict[str, Any]:
     model = _model_path(args)
     episodes = _int(args.get("episodes", "20"), "episodes", low=1, high=MAX_EPISODES)
     seeds = _ints(args.get("seeds", "0,1,2"), "seeds")
-    agent, cfg = _load_agent(model, _flag(args, "trust_code"))
+    agent, cfg = _load_agent(model, flag(args, "trust_code"))
     per_seed = {s: evaluate(agent, episodes, seed=s * SEED_STRIDE) for s in seeds}
     means = [float(np.mean(r)) for r in per_seed.values()]
     out = {"model": model, "episodes": episodes, "mean": float(np.mean(means)), "std": float(np.std(means)),
@@ -158,11 +154,7 @@ def _check_out(out: str) -> None:
         raise _Bad(f"out: no such directory {folder}")
     if not os.access(folder, os.W_OK):
         raise _Bad(f"out: directory {folder} is not writable")
-    try:
-        too_long = len(os.fsencode(name)) > os.pathconf(folder, "PC_NAME_MAX")
-    except (OSError, ValueError):
-        too_long = False
-    if too_long:
+    if name_too_long(out, folder):
         raise _Bad(f"out: file name {name[:40]}... is longer than the file system allows")
 
 
@@ -185,7 +177,7 @@ def play_model(args: dict[str, str]) -> str:
     seed = _int(args.get("seed", "0"), "seed", high=2**32 - 1)
     fps = _int(args["fps"], "fps", low=1, high=1000) if "fps" in args else None
     limit = _int(args["max_steps"], "max_steps", low=1, high=10**7) if "max_steps" in args else None
-    agent, cfg = _load_agent(model, _flag(args, "trust_code"))
+    agent, cfg = _load_agent(model, flag(args, "trust_code"))
     if getattr(agent, "MARL", False):
         raise _Bad(f"model: {cfg['agent']['name']} is a multi-agent agent; play records single-agent envs only")
     from note_rl.core.envs import EnvFactory
@@ -195,8 +187,7 @@ def play_model(args: dict[str, str]) -> str:
         limit = _episode_limit(EnvFactory(agent.env[0] if isinstance(agent.env, (list, tuple)) else agent.env)())
     # recorded under a temporary name beside ``out`` and renamed: a failed write (full disk, ffmpeg
     # dying) leaves no partial file and keeps an earlier recording of the same name
-    folder, name = os.path.split(os.path.abspath(out))
-    partial = os.path.join(folder, f".{os.getpid()}.partial{ext}")
+    partial = os.path.join(os.path.dirname(os.path.abspath(out)), f".{os.getpid()}.partial{ext}")
     try:
         agent.animate_agent(limit, save_path=partial, fps=fps, seed=seed)
         os.replace(partial, out)
@@ -207,6 +198,5 @@ def play_model(args: dict[str, str]) -> str:
     finally:
         if os.path.exists(partial):
             os.remove(partial)
-    path = out
-    print(f"recorded one greedy episode of {cfg['agent']['name']} on {cfg['env']['id']} (reset seed {seed}) -> {path}")
-    return path
+    print(f"recorded one greedy episode of {cfg['agent']['name']} on {cfg['env']['id']} (reset seed {seed}) -> {out}")
+    return out

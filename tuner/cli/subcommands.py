@@ -22,6 +22,8 @@ import re
 import sys
 from typing import Any
 
+from ..common.files import name_too_long
+
 __all__ = ["main", "ArgError", "parse_args", "open_storage"]
 
 ALLOWED = {
@@ -206,12 +208,7 @@ def _check_out_dir(out: str | None) -> None:
     base = existing_ancestor(os.path.abspath(out))
     if not os.path.isdir(base) or not os.access(base, os.W_OK):
         raise ArgError(f"out: cannot make {out} ({base} is not a writable directory)")
-    try:
-        longest = max(len(os.fsencode(part)) for part in os.path.abspath(out).split(os.sep) if part)
-        too_long = longest > os.pathconf(base, "PC_NAME_MAX")
-    except (OSError, ValueError):
-        too_long = False
-    if too_long:
+    if name_too_long(out, base):
         raise ArgError(f"out: a folder name in {out[:60]}... is longer than the file system allows")
 
 
@@ -237,13 +234,6 @@ def dashboard(args: dict[str, str]) -> int:
     return 0
 
 
-def _trust_code(args: dict[str, str]) -> bool:
-    value = args.get("trust_code", "false").strip().lower()
-    if value not in ("true", "false"):
-        raise ArgError(f"trust_code: expected true or false, got {args['trust_code']!r}")
-    return value == "true"
-
-
 def reevaluate_study(args: dict[str, str]) -> int:
     """Retrain an existing study's top configs on held-out seeds (:mod:`tuner.study.reevaluate`), then
     rewrite its ``study.json`` and ``best_config.yaml``."""
@@ -258,6 +248,7 @@ def reevaluate_study(args: dict[str, str]) -> int:
         reevaluate,
     )
     from ..common.errors import ConfigError
+    from .model_commands import flag
 
     values: dict[str, object] = {}
     for key in ("top_k", "seeds", "episodes", "timeout", "n_jobs", "model", "tie_seeds"):
@@ -267,7 +258,7 @@ def reevaluate_study(args: dict[str, str]) -> int:
             except yaml.YAMLError:
                 raise ArgError(f"{key}: cannot parse {args[key]!r}") from None
     settings = ReevalSettings(**values)  # type: ignore[arg-type]
-    trust = Trust(code=_trust_code(args))
+    trust = Trust(code=flag(args, "trust_code"))
     try:
         check_reeval(settings)
     except ConfigError as exc:

@@ -17,10 +17,11 @@ import importlib
 import json
 import os
 import re
-import stat
 from typing import Any, Iterable, Iterator
 
-__all__ = ["UntrustedFileError", "read_json", "read_yaml", "check_code_refs", "code_refs", "load_run_config",
+from ..common.files import special_kind
+
+__all__ = ["UntrustedFileError", "read_json", "read_yaml", "check_code_refs", "code_refs", "load_run_config", "walk",
            "MAX_JSON_BYTES", "MAX_YAML_BYTES", "MAX_DEPTH"]
 
 MAX_JSON_BYTES = 256 * 2**20  # a result.json of a long run holds every episode's return: generous
@@ -53,8 +54,9 @@ def _regular_file(path: str, limit: int) -> None:
         info = os.stat(path)
     except OSError as exc:
         raise UntrustedFileError(f"{path}: cannot read ({exc.strerror})") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise UntrustedFileError(f"{path}: not a regular file")
+    kind = special_kind(info.st_mode)
+    if kind is not None:
+        raise UntrustedFileError(f"{path}: is {kind}, not a regular file")
     if info.st_size > limit:
         raise UntrustedFileError(f"{path}: {info.st_size} bytes, more than the {limit} a file of this kind may hold")
 
@@ -120,21 +122,21 @@ def read_yaml(path: str, limit: int = MAX_YAML_BYTES) -> Any:
     return value
 
 
-def _walk(node: Any, key: str = "") -> Iterator[tuple[str, Any]]:
+def walk(node: Any, key: str = "") -> Iterator[tuple[str, Any]]:
     """``(dotted key, value)`` of every leaf and inner node of a config tree."""
     yield key, node
     if isinstance(node, dict):
         for k, v in node.items():
-            yield from _walk(v, f"{key}.{k}" if key else str(k))
+            yield from walk(v, f"{key}.{k}" if key else str(k))
     elif isinstance(node, list):
         for i, v in enumerate(node):
-            yield from _walk(v, f"{key}[{i}]")
+            yield from walk(v, f"{key}[{i}]")
 
 
 def code_refs(cfg: Any) -> Iterator[tuple[str, str]]:
     """``(key, dotted path)`` of every reference to code in a config: each ``_target_``, and the
     env's ``factory`` and ``module``."""
-    for key, value in _walk(cfg):
+    for key, value in walk(cfg):
         if not isinstance(value, dict):
             continue
         if isinstance(value.get("_target_"), str):
@@ -168,7 +170,7 @@ def _check_interpolations(cfg: Any, path: str) -> None:
     that could multiply: at most one per string and :data:`MAX_INTERPOLATIONS` in all (a string of
     two interpolations of a string of two ... doubles at every level)."""
     total = 0
-    for key, value in _walk(cfg):
+    for key, value in walk(cfg):
         if not isinstance(value, str):
             continue
         if any(name.strip() not in PROJECT_RESOLVERS for name in _RESOLVER.findall(value)):

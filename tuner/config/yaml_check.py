@@ -11,10 +11,11 @@ so the size the file *would* expand to is counted over that graph, each node onc
 from __future__ import annotations
 
 import os
-import stat
 from typing import Any
 
 import yaml
+
+from ..common.files import special_kind
 
 __all__ = ["MAX_NODES", "MAX_DEPTH", "YamlRefused", "check_yaml_file"]
 
@@ -33,9 +34,8 @@ def check_yaml_file(path: str) -> Any:
     is a regular file whose aliases expand to at most :data:`MAX_NODES` nodes and :data:`MAX_DEPTH`
     levels.  Raises :class:`YamlRefused` for those, ``yaml.YAMLError`` for a file that does not parse,
     ``OSError`` / ``UnicodeDecodeError`` for one that cannot be read."""
-    mode = os.stat(path).st_mode  # stat, not open: opening a FIFO would block
-    if not stat.S_ISREG(mode):
-        kind = "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "not a regular file"
+    kind = special_kind(os.stat(path).st_mode)  # stat, not open: opening a FIFO would block
+    if kind is not None:
         raise YamlRefused(f"is {kind}; a config must be a regular YAML file")
     with open(path) as f:
         loader = yaml.SafeLoader(f)

@@ -114,17 +114,10 @@ class Trust:
         """Every dotted name in a trusted config (its ``_target_``s, its search space's choices)."""
         import re
 
-        found: set[str] = set()
-        stack = [trusted_cfg]
-        while stack:
-            node = stack.pop()
-            if isinstance(node, dict):
-                stack.extend(node.values())
-            elif isinstance(node, list):
-                stack.extend(node)
-            elif isinstance(node, str):
-                found.update(re.findall(r"[\w.:/-]+", node))
-        return cls(frozenset(found))
+        from ..config.untrusted import walk
+
+        return cls(frozenset(name for _, node in walk(trusted_cfg) if isinstance(node, str)
+                             for name in re.findall(r"[\w.:/-]+", node)))
 
 
 def _config(trial: FrozenTrial, trust: Trust = Trust()) -> dict[str, Any] | None:

@@ -187,17 +187,15 @@ def check_regular(path: str, key: str) -> None:
     """A journal path that exists is a regular file: opening a FIFO (named pipe) blocks until some
     other process writes to it, so a driver, report or dashboard given one hung for ever; a folder
     or a device is no journal either.  Checked with ``stat``, which never opens the file."""
-    import stat
+    from ..common.files import special_kind
 
     try:
-        mode = os.stat(path).st_mode
+        kind = special_kind(os.stat(path).st_mode)
     except (FileNotFoundError, NotADirectoryError):
         return  # a new journal is created there, or the folder cannot be made (reported where it is made)
     except OSError as exc:
         raise ConfigError(f"{key}: cannot use {path} ({exc.strerror})") from None
-    if not stat.S_ISREG(mode):
-        kind = "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode) else \
-            "a special file (not a regular file)"
+    if kind is not None:
         raise ConfigError(f"{key}: {path} is {kind}, not an Optuna journal file")
 
 
