@@ -161,3 +161,27 @@ def test_frameworks_are_imported_only_behind_the_backend_seam() -> None:
 #: that no new one appears
 KNOWN_SIDE_DOORS = ("note_rl/distributed.py", "tuner/run/replicas.py", "tuner/run/finder_child.py",
                     "tuner/finders/common.py")
+
+
+#: tuner's layers, top first: a module imports only from its own layer or the ones below it
+TUNER_LAYERS = ("cli", "finders", "report", "study", "run", "logs", "config", "common")
+
+
+def _layer(module: str) -> int | None:
+    parts = module.split(".")
+    return TUNER_LAYERS.index(parts[1]) if len(parts) > 1 and parts[1] in TUNER_LAYERS else None
+
+
+def test_tuner_imports_point_down_its_layers() -> None:
+    """cli -> finders -> report -> study -> run -> logs -> config -> common (README, Layout): no
+    module imports one of a layer above its own."""
+    upward = []
+    for module, deps in sorted(import_graph().items()):
+        here = _layer(module)
+        if here is None:
+            continue
+        for dep in sorted(deps):
+            there = _layer(dep) if dep.startswith("tuner.") else None
+            if there is not None and there < here:
+                upward.append(f"{module} -> {dep}")
+    assert upward == []
