@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import multiprocessing as mp
+import signal
 from typing import Any
 
 import numpy as np
@@ -45,7 +46,7 @@ class WorkerPool:
         ctx = mp.get_context(start_method)
         self.conns: list[Any] = []
         self.procs: list[Any] = []
-        with contextlib.nullcontext() if _uses_main(inits) else main_not_rerun():
+        with contextlib.nullcontext() if _uses_main(inits) else main_not_rerun(), _sigint_blocked():
             for i, init in enumerate(inits):
                 parent, child = ctx.Pipe()
                 proc = ctx.Process(target=worker_main, args=(child, init), daemon=True,
@@ -80,6 +81,26 @@ class WorkerPool:
 
     def close(self) -> None:
         stop_workers(self.conns, self.procs)
+
+
+@contextlib.contextmanager
+def _sigint_blocked() -> Any:
+    """SIGINT blocked while workers start: a child inherits the blocked mask, so a Ctrl-C that reaches
+    the process group while a worker is still importing stays pending there until the worker has
+    chosen to ignore it (``worker_main``) instead of printing a traceback from the middle of an
+    import.  The parent's own pending Ctrl-C is delivered when the mask is restored.  (``spawn``;
+    a ``forkserver`` worker is forked by a server that was started unmasked.)"""
+    if not hasattr(signal, "pthread_sigmask"):  # Windows: no signal masks
+        yield
+        return
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()  # started later, inside the first start(), it would unblock SIGINT
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _uses_main(inits: list[dict[str, Any]]) -> bool:

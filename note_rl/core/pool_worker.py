@@ -108,6 +108,8 @@ def worker_main(conn: Any, init: dict[str, Any]) -> None:
     # a terminal's Ctrl-C reaches the whole process group: the parent decides (it stops training and
     # closes the pool), a worker that died of it mid-episode would only add a traceback
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(signal, "pthread_sigmask"):  # the pool started us with SIGINT blocked (see pool._sigint_blocked)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     try:
         worker = _Worker(init)
     except Exception:  # noqa: BLE001 - reported to the parent, which raises

@@ -41,3 +41,18 @@ class Fragile(_OneStep):
 gym.register("Fragile-v0", entry_point=Fragile, max_episode_steps=1)
 gym.register("Lucky-v0", entry_point=Lucky, max_episode_steps=1)
 gym.register("Steady-v0", entry_point=Steady, max_episode_steps=1)
+
+
+class Gated(_OneStep):
+    """Pays 50, but only opens with the right ``api_token`` (a secret the run needs to be rebuilt)."""
+
+    def __init__(self, api_token: str = "") -> None:
+        if api_token != GATE_TOKEN:
+            raise ValueError("Gated-v0: wrong api_token")
+
+    def payoff(self, seed) -> float:
+        return 50.0
+
+
+GATE_TOKEN = "gate-T0ken-9931"
+gym.register("Gated-v0", entry_point=Gated, max_episode_steps=1)

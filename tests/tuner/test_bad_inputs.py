@@ -304,6 +304,9 @@ def test_fifos_and_alias_bombs_are_one_line_not_a_hang(_study_home, tmp_path) ->
     fifo_study.mkdir()
     os.mkfifo(fifo_study / "journal.log")
     run_dir = ["hydra.run.dir=" + str(_study_home / "run")]
+    primary = tmp_path / "primary"  # a user's primary config that adds the FIFO's folder to the search path
+    primary.mkdir()
+    (primary / "mine.yaml").write_text(f"defaults:\n  - config\n  - _self_\nhydra:\n  searchpath: [file://{configs['pipe']}]\n")
     expected = [(["--config-dir", str(configs["bomb"]), *run_dir],
                  f"--config-dir: {configs['bomb']}/agent/mine.yaml expands to more than 100000 values", False),
                 (["--config-dir", str(configs["deep"]), *run_dir],
@@ -312,6 +315,13 @@ def test_fifos_and_alias_bombs_are_one_line_not_a_hang(_study_home, tmp_path) ->
                  f"--config-dir: {configs['recursive']}/agent/mine.yaml has an alias inside its own anchor", False),
                 (["--config-dir", str(configs["pipe"]), *run_dir],
                  f"--config-dir: {configs['pipe']}/agent/mine.yaml is a FIFO (named pipe)", False),
+                # the other ways a user's folder enters Hydra's search path
+                (["--config-path", str(configs["bomb"]), *run_dir],
+                 f"--config-path: {configs['bomb']}/agent/mine.yaml expands to more than 100000 values", False),
+                ([f"hydra.searchpath=[file://{configs['pipe']}]", *run_dir],
+                 f"hydra.searchpath: {configs['pipe']}/agent/mine.yaml is a FIFO (named pipe)", False),
+                (["--config-dir", str(primary), "--config-name", "mine", *run_dir],
+                 f"hydra.searchpath: {configs['pipe']}/agent/mine.yaml is a FIFO (named pipe)", False),
                 ([f"tuner.storage={fifo}"], f"tuner.storage: {fifo} is a FIFO (named pipe), not an Optuna journal",
                  True),
                 ([f"tuner.study_dir={fifo_study}"],

@@ -241,3 +241,37 @@ def test_a_query_parameter_password_stays_out_of_every_file_and_line(tmp_path) -
         assert f"password={MASK}" in (studied / "report" / "report.md").read_text()
         assert (tmp_path / "sweep" / "best_config.yaml").exists() and (studied / "best_config.yaml").exists()
         assert _files_containing(tmp_path, PASSWORD.encode()) == []
+
+
+def test_a_secret_config_key_stays_out_of_run_dirs_and_is_given_back_when_a_run_is_rebuilt(tmp_path) -> None:
+    """A secret-named key the user adds (``env.kwargs.api_token``, which the env needs to open) is
+    masked in every file - a plain run's result.json, a study's trial config.yaml and result.json, its
+    identity record, study.json, best_config.yaml - yet the study's held-out stage retrains with it (the
+    command's own config gives it back), and ``eval`` asks for it in one line until the environment
+    variable named there gives it."""
+    from tests.tuner.lucky_envs import GATE_TOKEN
+    from tuner.config.untrusted import secret_env_name
+
+    gated = ["env.module=tests.tuner.lucky_envs", "env.id=Gated-v0", f"+env.kwargs.api_token={GATE_TOKEN}",
+             *TINY, "budget.steps=100", "eval.episodes=2"]
+    plain = run_app([*gated, "hydra.run.dir=plain"], cwd=str(tmp_path))
+    study = run_app(["tuner=optuna", "tuner.study_name=g", "tuner.n_trials=2", "tuner.reevaluate.top_k=1",
+                     "tuner.reevaluate.seeds=1", "tuner.reevaluate.episodes=2", "tuner.pruner=none", *gated],
+                    cwd=str(tmp_path))
+    assert GATE_TOKEN not in plain.stdout + plain.stderr + study.stdout + study.stderr
+    study_dir = tmp_path / "studies" / "g"
+    summary = json.loads((study_dir / "study.json").read_text())
+    assert summary["reevaluation"]["configs"][0]["mean"] == 50.0  # the held-out run opened the gate
+    assert _files_containing(tmp_path, GATE_TOKEN.encode()) == []
+    result = json.loads(next(tmp_path.glob("plain/**/result.json")).read_text())
+    assert result["config"]["env"]["kwargs"]["api_token"] == MASK and result["final_eval_mean_return"] == 50.0
+    model = str(next(tmp_path.glob("plain/**/model.npz")))
+    need = run_app(["eval", f"model={model}", "trust_code=true", "episodes=1"], cwd=str(tmp_path), check=False)
+    key = secret_env_name("env.kwargs.api_token")
+    assert key == "NOTE_SECRET_ENV_KWARGS_API_TOKEN" and need.returncode == 2
+    assert need.stderr.strip().splitlines() == [
+        f"error: model: {os.path.dirname(model)}{os.sep}result.json: env.kwargs.api_token: a secret, not saved "
+        f"with the run; give it in the environment variable {key}"]
+    given = run_app(["eval", f"model={model}", "trust_code=true", "episodes=1", "seeds=0"], cwd=str(tmp_path),
+                    env={key: GATE_TOKEN})
+    assert "50.0" in given.stdout

@@ -21,6 +21,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from ..common.errors import ConfigError, error_line
+from ..common.redact import redact_text
 from ..config.schema import register, validate
 
 __all__ = ["main"]
@@ -117,7 +118,8 @@ def _next_steps(result: dict[str, Any], run_dir: str) -> str:
                 (" ".join(["note-tune", *_run_overrides(), "tuner=optuna", "tuner.n_trials=20"]),
                  "tune this agent with an Optuna study"),
                 (f"note-tune dashboard study_dir=studies/{study}", "watch that study in optuna-dashboard")]
-    return "\n".join(["files:", *_columns(files), "next:", *_columns(commands)])
+    # an override that set a secret is printed masked (the user types it again, it is not kept anywhere)
+    return redact_text("\n".join(["files:", *_columns(files), "next:", *_columns(commands)]))
 
 
 def _columns(rows: list[tuple[str, str]], cap: int = 60) -> list[str]:
@@ -316,6 +318,8 @@ def _precheck(argv: list[str]) -> None:
                 _fail(f"--config-dir: {folder} is not a directory")
             _check_config_dir(folder, args.config_name or "config")
             path.prepend("command-line", f"file://{folder}", anchor=SearchPathQuery(provider="schema"))
+        _check_search_path(path, parsed, args.config_name or "config",
+                           os.path.realpath(args.config_dir) if args.config_dir else None)
         loader = ConfigLoaderImpl(config_search_path=path)
         for overrides in _variants(parsed, loader, args.multirun):
             cfg = loader.load_configuration(args.config_name or "config", overrides, run_mode=RunMode.RUN)
@@ -357,28 +361,67 @@ def _check_output_dir(cfg: DictConfig, multirun: bool) -> None:
 def _check_config_dir(folder: str, name: str) -> None:
     """A user's config dir: every YAML file in it and in its group folders parses, and its primary config is not one the app's own
     ``conf/`` shadows (Hydra would silently use the app's ``config.yaml`` instead)."""
+    _check_yaml_dir(folder, "--config-dir")
+    if os.path.exists(os.path.join(folder, f"{name}.yaml")) and os.path.exists(os.path.join(CONF_DIR, f"{name}.yaml")):
+        _fail(f"--config-dir: {folder}/{name}.yaml would be ignored (the app's own {name}.yaml comes first); "
+              f"rename it and pass --config-name <its name>")
+
+
+def _check_yaml_dir(folder: str, source: str) -> None:
+    """Every YAML file in ``folder`` and in its group folders (not deeper: a study's ``trials/``) is
+    a regular file that parses without expanding into a bomb; else one line naming it and ``source``
+    (the flag or key that put the folder in Hydra's search path)."""
     import yaml
 
     from ..config.yaml_check import YamlRefused, check_yaml_file
 
     for root, dirs, files in os.walk(folder):
         if root != folder:
-            dirs[:] = []  # the dir's own configs and its config groups; not deeper (a study's trials/)
+            dirs[:] = []
         for file in sorted(f for f in files if f.endswith((".yaml", ".yml"))):
             path = os.path.join(root, file)
             try:
                 check_yaml_file(path)  # a FIFO or an alias bomb would hang Hydra: refused before it reads
             except YamlRefused as exc:
-                _fail(f"--config-dir: {path} {exc}")
+                _fail(f"{source}: {path} {exc}")
             except yaml.YAMLError as exc:
                 mark = getattr(exc, "problem_mark", None)
                 where = f" line {mark.line + 1}" if mark is not None else ""
-                _fail(f"--config-dir: {path}{where}: {getattr(exc, 'problem', None) or error_line(exc)}")
+                _fail(f"{source}: {path}{where}: {getattr(exc, 'problem', None) or error_line(exc)}")
             except (OSError, UnicodeDecodeError) as exc:
-                _fail(f"--config-dir: cannot read {path} ({exc})")
-    if os.path.exists(os.path.join(folder, f"{name}.yaml")) and os.path.exists(os.path.join(CONF_DIR, f"{name}.yaml")):
-        _fail(f"--config-dir: {folder}/{name}.yaml would be ignored (the app's own {name}.yaml comes first); "
-              f"rename it and pass --config-name <its name>")
+                _fail(f"{source}: cannot read {path} ({exc})")
+
+
+def _check_search_path(path: Any, parsed: list[Any], name: str, checked: str | None = None) -> None:
+    """The user's folders in Hydra's config search path, checked by :func:`_check_yaml_dir` before
+    Hydra reads them: ``--config-path`` (and any ``file://`` entry but the app's own ``conf/``) and
+    the folders a ``hydra.searchpath=[...]`` override adds; ``checked``: the ``--config-dir``, checked
+    already."""
+    own, added = os.path.realpath(CONF_DIR), []
+    for element in path.get_path():
+        if "://" not in element.path or element.path.startswith("file://"):  # a folder, not pkg:// or structured://
+            folder = element.path.removeprefix("file://")
+            if os.path.isdir(folder) and os.path.realpath(folder) != own:
+                if os.path.realpath(folder) != checked:
+                    _check_yaml_dir(folder, "--config-path")
+                added += _primary_searchpath(os.path.join(folder, f"{name}.yaml"))
+    for o in parsed:
+        if o.get_key_element().lstrip("+~") == "hydra.searchpath" and not o.is_sweep_override():
+            value = o.value()
+            added += [str(v) for v in (value if isinstance(value, list) else [value])]
+    for entry in added:
+        if entry.startswith("file://") and os.path.isdir(entry[len("file://"):]):
+            _check_yaml_dir(entry[len("file://"):], "hydra.searchpath")
+
+
+def _primary_searchpath(file: str) -> list[str]:
+    """The ``hydra.searchpath`` a user's primary config sets (read safely: the folder was checked)."""
+    from ..config.yaml_check import check_yaml_file
+
+    data = check_yaml_file(file) if os.path.isfile(file) else None
+    hydra = data.get("hydra") if isinstance(data, dict) else None
+    value = hydra.get("searchpath") if isinstance(hydra, dict) else None
+    return [str(v) for v in value] if isinstance(value, list) else []
 
 
 def _variants(parsed: list[Any], loader: Any, multirun: bool) -> list[list[str]]:

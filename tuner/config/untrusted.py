@@ -22,6 +22,7 @@ from typing import Any, Iterable, Iterator
 from ..common.files import special_kind
 
 __all__ = ["UntrustedFileError", "read_json", "read_yaml", "check_code_refs", "code_refs", "load_run_config", "walk",
+           "restore_secrets", "secret_env_name",
            "MAX_JSON_BYTES", "MAX_YAML_BYTES", "MAX_DEPTH"]
 
 MAX_JSON_BYTES = 256 * 2**20  # a result.json of a long run holds every episode's return: generous
@@ -200,10 +201,12 @@ _OPT_IN = "a file read back runs no code it names (add trust_code=true if you tr
 
 
 def load_run_config(folder: str, trust_code: bool = False, trusted: Iterable[str] = (),
-                    name: str | None = None) -> tuple[dict[str, Any], str]:
+                    name: str | None = None, secrets_from: Any = None) -> tuple[dict[str, Any], str]:
     """The resolved config of the run whose dir is ``folder`` (from its ``result.json``, else its
     ``config.yaml``; only the file ``name`` when given) and the file it came from; checked with
-    :func:`check_code_refs` unless ``trust_code``."""
+    :func:`check_code_refs` unless ``trust_code``.  Secrets masked when the file was written are
+    given back by :func:`restore_secrets` (from ``secrets_from``, the live command's config, or the
+    environment)."""
     result = os.path.join(folder, "result.json")
     source, cfg = result, None
     if os.path.lexists(result) and name in (None, "result.json"):
@@ -219,11 +222,63 @@ def load_run_config(folder: str, trust_code: bool = False, trusted: Iterable[str
         if not isinstance(cfg, dict):
             raise UntrustedFileError(f"{source}: not a run config (a mapping)")
     if trust_code:
-        return _resolved(cfg, source), source
+        return restore_secrets(_resolved(cfg, source), source, secrets_from), source
     _check_interpolations(cfg, source)
     cfg = _resolved(cfg, source)
     check_code_refs(cfg, source, trusted)
-    return cfg, source
+    return restore_secrets(cfg, source, secrets_from), source
+
+
+#: sections a rebuilt run never uses (where to log, how the study ran): a secret there may stay masked
+_UNUSED_WHEN_REBUILT = ("logger", "tuner", "hydra")
+
+
+def secret_env_name(key: str) -> str:
+    """The environment variable that gives back the secret a run dir masked under ``key``
+    (``env.kwargs.api_token`` -> ``NOTE_SECRET_ENV_KWARGS_API_TOKEN``)."""
+    return "NOTE_SECRET_" + re.sub(r"[^A-Za-z0-9]+", "_", key).strip("_").upper()
+
+
+def restore_secrets(cfg: dict[str, Any], source: str, given: Any = None) -> dict[str, Any]:
+    """``cfg`` with every value that its writer masked (a secret-named key, see
+    :func:`tuner.common.redact.scrub`) given back: from the same key of ``given`` (the config of the
+    command reading the file back, e.g. a study's held-out stage), else from the environment variable
+    :func:`secret_env_name` names.  A secret that neither gives back is refused with one line, unless
+    it sits where a rebuilt run never looks (:data:`_UNUSED_WHEN_REBUILT`): files never hold a secret,
+    so a run that needs one cannot be rebuilt without being handed it again."""
+    from ..common.redact import MASK, is_secret_key
+
+    def fill(node: Any, path: str) -> Any:
+        if isinstance(node, dict):
+            return {k: fill(v, f"{path}.{k}" if path else str(k)) for k, v in node.items()}
+        if isinstance(node, list):
+            return [fill(v, f"{path}[{i}]") for i, v in enumerate(node)]
+        if node != MASK or not is_secret_key(re.sub(r"\[\d+\]$", "", path)):
+            return node
+        value = _lookup(given, path)
+        if value is not None and value != MASK:
+            return value
+        env = os.environ.get(secret_env_name(path))
+        if env:
+            return env
+        if path.split(".", 1)[0].split("[", 1)[0] in _UNUSED_WHEN_REBUILT:
+            return node
+        raise UntrustedFileError(f"{source}: {path}: a secret, not saved with the run; "
+                                 f"give it in the environment variable {secret_env_name(path)}")
+
+    return fill(cfg, "")
+
+
+def _lookup(node: Any, path: str) -> Any:
+    """The value at dotted ``path`` (``a.b[0].c``) of ``node``, or None."""
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
+        if part.startswith("[") and isinstance(node, list) and int(part[1:-1]) < len(node):
+            node = node[int(part[1:-1])]
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            return None
+    return node
 
 
 def _resolved(cfg: dict[str, Any], source: str) -> dict[str, Any]:

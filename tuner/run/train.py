@@ -10,6 +10,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..common.interrupts import held, held_signal, signal_name
+from ..common.redact import scrub
 from ..logs.results import moving_best, weights_digest, write_json
 from .build import attach_adjuster, build_agent, build_optimizer, logger_callbacks, set_threads, train_kwargs
 from .replicas import TF_STRATEGIES, fit_replicated, tf_strategy
@@ -160,7 +161,8 @@ def _train(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | None, 
     if final is not None and not math.isfinite(final):
         raise FloatingPointError(f"mean return is {final}")
     if run_dir:
-        write_json(os.path.join(run_dir, "result.json"), result)
+        # a secret-named key's value never reaches the file (restore_secrets gives it back on reading)
+        write_json(os.path.join(run_dir, "result.json"), {**result, "config": scrub(cfg, ())})
     return result
 
 

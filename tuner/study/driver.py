@@ -28,6 +28,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ..common.errors import ConfigError
 from ..common.messages import TrialSpec, seed_configs
+from ..common.redact import scrub
 from ..config.schema import validate
 from ..config.search import default_params, distributions, parse_space, to_overrides
 from ..config.search_cost import check_cost
@@ -176,7 +177,8 @@ class Driver:
         cfg.tuner = {"name": "none"}
         cfg.logger.p = 0
         os.makedirs(run_dir, exist_ok=True)
-        OmegaConf.save(cfg, os.path.join(run_dir, "config.yaml"))
+        # secrets stay out of the file: the held-out stage gives them back from the command's config
+        OmegaConf.save(OmegaConf.create(scrub(OmegaConf.to_container(cfg), ())), os.path.join(run_dir, "config.yaml"))
         plain = OmegaConf.to_container(cfg, resolve=True)
         configs = seed_configs(plain, self.s.n_seeds)
         trial.set_user_attr("tuning_seeds", [c["seed"] for c in configs])  # held-out seeds must avoid them

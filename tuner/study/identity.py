@@ -35,6 +35,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from ..common.errors import ConfigError
+from ..common.redact import scrub
 from .storage import describe, journal_path
 
 __all__ = ["IDENTITY_FILE", "ATTR", "RESUME_MODES", "StudyIdentity", "definition", "storage_text",
@@ -58,7 +59,8 @@ def definition(cfg: DictConfig, n_seeds: int, aggregation: str, searched: dict[s
     out: dict[str, Any] = {}
     for key in DEFINING:
         value = OmegaConf.select(cfg, key, default=None)
-        out[key] = OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
+        value = OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
+        out[key] = scrub({key: value}, ())[key]  # env.kwargs.api_token: recorded (file, study attr) masked
     out["tuner.n_seeds"], out["tuner.aggregation"] = n_seeds, aggregation
     out.update(searched)
     return out

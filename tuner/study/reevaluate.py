@@ -108,6 +108,8 @@ class Trust:
 
     names: frozenset[str] = frozenset()
     code: bool = False
+    #: the command's own config: gives back the secrets a trial's config.yaml was written without
+    config: Any = field(default=None, compare=False, hash=False)
 
     @classmethod
     def of(cls, trusted_cfg: Any) -> "Trust":
@@ -117,7 +119,7 @@ class Trust:
         from ..config.untrusted import walk
 
         return cls(frozenset(name for _, node in walk(trusted_cfg) if isinstance(node, str)
-                             for name in re.findall(r"[\w.:/-]+", node)))
+                             for name in re.findall(r"[\w.:/-]+", node)), config=trusted_cfg)
 
 
 def _config(trial: FrozenTrial, trust: Trust = Trust()) -> dict[str, Any] | None:
@@ -127,7 +129,8 @@ def _config(trial: FrozenTrial, trust: Trust = Trust()) -> dict[str, Any] | None
     if not os.path.isfile(os.path.join(folder, "config.yaml")):
         return None
     try:
-        cfg, _ = load_run_config(folder, trust_code=trust.code, trusted=trust.names, name="config.yaml")
+        cfg, _ = load_run_config(folder, trust_code=trust.code, trusted=trust.names, name="config.yaml",
+                                 secrets_from=trust.config)
     except UntrustedFileError as exc:
         raise ConfigError(f"trial {trial.number}: {exc}") from None
     return cfg
