@@ -25,7 +25,7 @@ AGENTS = {"dqn": [], "ppo": [], "td3": ["env=pendulum"], "ddpg": ["env=pendulum"
 _NOWHERE = object()
 # every corpus command runs against the existing study "keep"; should a case ever pass validation,
 # these keep its study short (a case's own override comes last and wins)
-STUDY = ["tuner=optuna", "tuner.study_name=keep", "tuner.n_trials=1", NO_REEVAL, "budget.steps=256"]
+STUDY = ["tuner=optuna", "tuner.study_name=keep", "tuner.n_trials=1", *NO_REEVAL, "budget.steps=256"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -227,7 +227,7 @@ def test_corpus_size() -> None:
 
 
 def test_bad_commands_leave_an_existing_study_unchanged(tmp_path) -> None:
-    common = ["tuner=optuna", NO_REEVAL, "tuner.study_name=keep", "search=none", "tuner.pruner=none",
+    common = ["tuner=optuna", *NO_REEVAL, "tuner.study_name=keep", "search=none", "tuner.pruner=none",
               "+search.values.agent.gamma='choice(0.9, 0.99)'", *TINY]
     run_app(common + ["tuner.n_trials=1"], cwd=str(tmp_path))
     study_dir = tmp_path / "studies" / "keep"
@@ -272,7 +272,7 @@ def test_bad_config_dirs_storages_and_study_dirs_are_one_line(tmp_path) -> None:
         assert out.returncode == 2 and len(lines) == 1 and lines[0].startswith(message), (args, out.stderr)
     assert (tmp_path / "afile").read_text() == "x"  # not "repaired"
     # a SQLite file in a directory that does not exist yet: the directory is made, as for a journal
-    run_app(["tuner=optuna", NO_REEVAL, f"tuner.storage='sqlite:///{tmp_path}/new/dir/t.db'", "tuner.n_trials=1",
+    run_app(["tuner=optuna", *NO_REEVAL, f"tuner.storage='sqlite:///{tmp_path}/new/dir/t.db'", "tuner.n_trials=1",
              "search=none", *TINY], cwd=str(tmp_path))
     assert (tmp_path / "new" / "dir" / "t.db").exists()
 

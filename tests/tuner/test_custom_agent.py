@@ -34,7 +34,7 @@ def test_custom_agent_trains_and_is_tuned(user_project) -> None:
     assert result["config"]["agent"]["hidden"] == 24 and result["env_steps"] == 400
     assert result["gradient_steps"] > 0 and result["final_mean_return"] is not None
 
-    run_app([*args, "tuner=optuna", NO_REEVAL, "tuner.n_trials=3", "tuner.sampler=random"], cwd=str(root), env=env)
+    run_app([*args, "tuner=optuna", *NO_REEVAL, "tuner.n_trials=3", "tuner.sampler=random"], cwd=str(root), env=env)
     storage = optuna.storages.JournalStorage(
         optuna.storages.journal.JournalFileBackend(str(root / "studies" / "dueling_CartPole-v1" / "journal.log")))
     study = optuna.load_study(study_name="dueling_CartPole-v1", storage=storage)

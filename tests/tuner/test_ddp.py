@@ -49,7 +49,7 @@ def test_single_run_with_two_replicas(tmp_path) -> None:
 def test_study_trials_run_as_replica_groups(tmp_path) -> None:
     """Two trials, each two replicas; the second is pruned (a threshold no return reaches), which
     stops its other replica too, and the study goes on."""
-    run_app(["tuner=optuna", NO_REEVAL, "tuner.study_name=ddp", "search=none", "tuner.n_trials=2",
+    run_app(["tuner=optuna", *NO_REEVAL, "tuner.study_name=ddp", "search=none", "tuner.n_trials=2",
              "+search.values.agent.gamma='choice(0.9, 0.99)'", "tuner.sampler=grid", *TINY,
              "strategy=ddp", "budget.steps=800", "tuner.pruner=threshold", "tuner.threshold_lower=1e9",
              "tuner.report_every=1", "tuner.n_warmup_steps=0"], cwd=str(tmp_path))

@@ -41,7 +41,7 @@ def _wait_for(predicate, timeout=300.0):
 
 
 def test_sigkill_then_rerun_finishes_with_exactly_n_trials(tmp_path) -> None:
-    args = ["tuner=optuna", NO_REEVAL, "tuner.study_name=kill", "search=none", "tuner.sampler=random",
+    args = ["tuner=optuna", *NO_REEVAL, "tuner.study_name=kill", "search=none", "tuner.sampler=random",
             "+search.values.agent.gamma='interval(0.9, 0.99)'", "tuner.n_trials=4", "tuner.pruner=none",
             *SLOW, *TINY]
     study_dir = tmp_path / "studies" / "kill"
@@ -72,7 +72,7 @@ def test_sigkill_then_rerun_finishes_with_exactly_n_trials(tmp_path) -> None:
 
 
 def test_surviving_driver_finishes_when_the_other_is_sigkilled(tmp_path) -> None:
-    args = ["tuner=optuna", NO_REEVAL, "tuner.study_name=survive", "search=none", "tuner.sampler=random",
+    args = ["tuner=optuna", *NO_REEVAL, "tuner.study_name=survive", "search=none", "tuner.sampler=random",
             "+search.values.agent.gamma='interval(0.9, 0.99)'", "tuner.n_trials=4", "tuner.pruner=none",
             *SLOW, *TINY]
     study_dir = tmp_path / "studies" / "survive"
@@ -100,7 +100,7 @@ def test_surviving_driver_finishes_when_the_other_is_sigkilled(tmp_path) -> None
 def _two_drivers(tmp_path, storage_args, name, machines=False):
     """Two drivers of one study; ``machines``: as on two machines, each in its own working dir (its
     own outputs, studies/ and run dirs) and its own session (process tree)."""
-    args = ["tuner=optuna", NO_REEVAL, f"tuner.study_name={name}", "search=none", "tuner.sampler=random",
+    args = ["tuner=optuna", *NO_REEVAL, f"tuner.study_name={name}", "search=none", "tuner.sampler=random",
             "+search.values.agent.gamma='interval(0.9, 0.99)'", "tuner.n_trials=10", "tuner.max_total_trials=4",
             "tuner.pruner=none", "tuner.n_jobs=2", *storage_args, *SLOW, *TINY]
     cwds = [str(tmp_path)] * 2

@@ -182,7 +182,7 @@ def test_finders_from_the_config(tmp_path) -> None:
     for name in ("lr_reward.png", "lr_reward_change.png"):
         assert (lr_dir / name).stat().st_size > 1000
     # the one-line chain: a study searching the suggested interval
-    run_app(["tuner=optuna", NO_REEVAL, "tuner.n_trials=1", "search=none", override.replace("search.values", "+search.values"),
+    run_app(["tuner=optuna", *NO_REEVAL, "tuner.n_trials=1", "search=none", override.replace("search.values", "+search.values"),
              "budget.steps=200", *TINY], cwd=str(tmp_path))
     (study,) = _journal(tmp_path / "studies" / "dqn_CartPole-v1")
     low, high = json.loads((lr_dir / "lr_finder.json").read_text())["interval"]

@@ -48,7 +48,7 @@ pytestmark = pytest.mark.timeout(0 if PROFILE == "long" else 1200)
 
 AGENTS = {"dqn": [], "ppo": [], "sac": ["env=pendulum"], "td3": ["env=pendulum"]}
 # should a value be accepted after all, the study it would start is one short trial
-STUDY = ["tuner=optuna", "tuner.study_name=keep", "tuner.n_trials=1", NO_REEVAL]
+STUDY = ["tuner=optuna", "tuner.study_name=keep", "tuner.n_trials=1", *NO_REEVAL]
 # string keys whose value is free text (a name) or a path: any text is a valid value there
 FREE_TEXT = ("agent.name", "optimizer.name", "buffer.name", "logger.project", "logger.entity", "logger.group",
              "logger.dir", "tuner.study_name", "tuner.study_dir", "tuner.storage", "env.kwargs")

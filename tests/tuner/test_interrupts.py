@@ -174,7 +174,7 @@ def test_sigterm_while_the_report_is_written_finishes_it(tmp_path) -> None:
     hooks = tmp_path / "hooks"
     hooks.mkdir()
     (hooks / "sitecustomize.py").write_text(SLOW_REPORT)
-    proc, out, err = _start([*STUDY, "tuner.n_trials=1", "tuner.reevaluate.top_k=0", *TINY], tmp_path,
+    proc, out, err = _start([*STUDY, "tuner.n_trials=1", "tuner.reevaluate.top_k=0", "tuner.seeds.test=0", *TINY], tmp_path,
                             pythonpath=os.pathsep.join([str(hooks), REPO]))
     _wait_for(proc, out, "writing the report")
     proc.send_signal(signal.SIGTERM)
@@ -260,7 +260,7 @@ def test_ctrl_c_of_a_finder_fails_its_candidate_without_traceback(tmp_path) -> N
 def test_sigterm_of_note_tune_reevaluate_keeps_its_scores(tmp_path) -> None:
     """``note-tune reevaluate`` (the subcommand) interrupted while its held-out runs train: exit 143,
     one line, study.json rewritten with the stage marked interrupted."""
-    run = subprocess.run([sys.executable, "-m", "tuner", *STUDY, "tuner.n_trials=1", "tuner.reevaluate.top_k=0",
+    run = subprocess.run([sys.executable, "-m", "tuner", *STUDY, "tuner.n_trials=1", "tuner.reevaluate.top_k=0", "tuner.seeds.test=0",
                           *SLOW, "budget.steps=300"], cwd=str(tmp_path), capture_output=True, text=True,
                          env=dict(os.environ, PYTHONPATH=REPO, HYDRA_FULL_ERROR="0"), timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]

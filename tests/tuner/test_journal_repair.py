@@ -50,7 +50,7 @@ def test_a_damaged_middle_line_is_one_line_and_changes_nothing(tmp_path) -> None
 
 
 def test_a_study_with_a_torn_journal_resumes_with_nothing_lost(tmp_path) -> None:
-    common = ["tuner=optuna", NO_REEVAL, "tuner.study_name=torn", "search=none", "tuner.pruner=none",
+    common = ["tuner=optuna", *NO_REEVAL, "tuner.study_name=torn", "search=none", "tuner.pruner=none",
               "+search.values.agent.gamma='choice(0.9, 0.95, 0.99)'", "tuner.sampler=grid", *TINY]
     run_app(common + ["tuner.n_trials=2"], cwd=str(tmp_path))
     journal = tmp_path / "studies" / "torn" / "journal.log"

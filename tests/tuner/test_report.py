@@ -21,7 +21,7 @@ ALWAYS = ("optimization_history", "param_importances", "parallel_coordinate", "i
 def study(tmp_path_factory):
     """A three-trial study made by the tuner (logger=none: no wandb here)."""
     cwd = tmp_path_factory.mktemp("report_study")
-    out = run_app(["tuner=optuna", NO_REEVAL, "tuner.study_name=rep", "tuner.n_trials=3", "tuner.sampler=random",
+    out = run_app(["tuner=optuna", *NO_REEVAL, "tuner.study_name=rep", "tuner.n_trials=3", "tuner.sampler=random",
                    "tuner.sampler_seed=1", "tuner.report_every=2", *SEARCH, *TINY], cwd=str(cwd))
     return cwd, cwd / "studies" / "rep", out
 
@@ -46,7 +46,8 @@ def test_end_of_study_report_has_plots_and_best_params(study) -> None:
     assert not (report / "lr_finder.png").exists()  # not an LR-finder study
     text = (report / "report.md").read_text()
     summary = json.loads((study_dir / "study.json").read_text())
-    assert f"best value: {summary['best_value']:.6g} (trial {summary['best_trial']})" in text
+    assert f"best tuning value: {summary['best_value']:.6g} (trial {summary['best_trial']};" in text
+    assert f"- answer: trial {summary['best_trial']} (best tuning score)" in text and "## AutoRL checklist" in text
     for key, value in summary["best_params"].items():
         assert f"| `{key}` | {value!r} |" in text
     assert "complete 3, pruned 0, failed 0" in text

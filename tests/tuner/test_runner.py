@@ -122,7 +122,7 @@ def test_timed_out_trial_is_killed_with_its_pool_workers(front, tmp_path) -> Non
     """Every process of the timed-out trial's group ends (the trial, its pool workers, whatever else
     it started), and once the driver exits nothing of its session is left (its forkserver and
     multiprocessing's resource tracker, which the trial's workers share, included)."""
-    args = {"study": ["tuner=optuna", NO_REEVAL, "tuner.n_trials=1", "tuner.trial_timeout=20", "search=none"],
+    args = {"study": ["tuner=optuna", *NO_REEVAL, "tuner.n_trials=1", "tuner.trial_timeout=20", "search=none"],
             "sweeper": ["-m", "hydra/sweeper=optuna", "hydra.sweeper.n_trials=1", "hydra.sweeper.trial_timeout=20",
                         "agent.gamma=choice(0.9,0.99)"],
             "finder": ["tuner=opt_finder", "tuner.optimizers=[adam]", "tuner.trial_timeout=20"]}[front]
@@ -145,7 +145,7 @@ def test_a_killed_drivers_trial_ends_with_its_pool_workers(tmp_path) -> None:
     """SIGKILL of the driver (which can clean up nothing): its running trial leads its own process
     group, so nothing signals it; the trial sees its driver gone and ends its group, pool workers
     included, instead of running on as orphans."""
-    proc, pids = _launch(["tuner=optuna", NO_REEVAL, "tuner.n_trials=1", "search=none", *HANG], tmp_path)
+    proc, pids = _launch(["tuner=optuna", *NO_REEVAL, "tuner.n_trials=1", "search=none", *HANG], tmp_path)
     group: set[int] = set()
     try:
         found, group = _trial_group(pids, proc)
@@ -161,7 +161,7 @@ def test_sigterm_to_a_driver_fails_its_trial_and_ends_its_group(tmp_path) -> Non
     """SIGTERM to the driver alone (as ``kill <pid>`` or a job scheduler sends it): the driver kills
     its running trial's process group, fails the trial with that reason, writes the study's outputs
     and exits 143 without a traceback."""
-    proc, pids = _launch(["tuner=optuna", NO_REEVAL, "tuner.n_trials=1", "search=none", *HANG], tmp_path)
+    proc, pids = _launch(["tuner=optuna", *NO_REEVAL, "tuner.n_trials=1", "search=none", *HANG], tmp_path)
     group: set[int] = set()
     try:
         found, group = _trial_group(pids, proc)

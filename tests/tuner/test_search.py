@@ -75,7 +75,7 @@ def test_group_names_and_options_are_checked(group, expected) -> None:
 def test_group_typo_stops_the_study_before_any_trial(tmp_path) -> None:
     from tests.tuner.conftest import NO_REEVAL, TINY, run_app
 
-    out = run_app(["tuner=optuna", NO_REEVAL, "tuner.study_name=typo", '+search.groups.optmizer="choice(adam,sgd)"', *TINY],
+    out = run_app(["tuner=optuna", *NO_REEVAL, "tuner.study_name=typo", '+search.groups.optmizer="choice(adam,sgd)"', *TINY],
                   cwd=str(tmp_path), check=False)
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == ["error: search.groups.optmizer: no config group 'optmizer'"]

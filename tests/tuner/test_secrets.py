@@ -115,7 +115,7 @@ def _files_containing(root, needle: bytes) -> list[str]:
 def test_password_stays_out_of_outputs_and_bad_connections_are_one_line(tmp_path) -> None:
     with postgres_server(password=PASSWORD) as url:
         # a study logging to wandb (offline): config, recorded argv, Hydra's files, trial runs
-        out = run_app(["tuner=optuna", NO_REEVAL, "tuner.study_name=secret", f"tuner.storage='{url}'",
+        out = run_app(["tuner=optuna", *NO_REEVAL, "tuner.study_name=secret", f"tuner.storage='{url}'",
                        "tuner.n_trials=1", "search=none", *TINY, "logger=wandb"], cwd=str(tmp_path))
         assert PASSWORD not in out.stdout + out.stderr
         assert list(tmp_path.glob("studies/secret/trials/0000/wandb/offline-run-*"))  # wandb did run
@@ -125,7 +125,7 @@ def test_password_stays_out_of_outputs_and_bad_connections_are_one_line(tmp_path
 
         # the password from the environment (libpq's PGPASSWORD): nothing secret on the command line
         bare = url.replace(f":{PASSWORD}@", "@")
-        run_app(["tuner=optuna", NO_REEVAL, "tuner.study_name=secret", f"tuner.storage='{bare}'",
+        run_app(["tuner=optuna", *NO_REEVAL, "tuner.study_name=secret", f"tuner.storage='{bare}'",
                  "tuner.n_trials=2", "search=none", *TINY], cwd=str(tmp_path), env={"PGPASSWORD": PASSWORD})
 
         port = url.rsplit(":", 1)[1].split("/")[0]
@@ -136,7 +136,7 @@ def test_password_stays_out_of_outputs_and_bad_connections_are_one_line(tmp_path
                  (url.replace("/optuna", "/nodb"), 'database "nodb" does not exist'),
                  (url.replace(f":{port}/", f":{closed}/"), "Connection refused")]
         for bad, why in cases:
-            out = run_app(["tuner=optuna", NO_REEVAL, "tuner.study_name=secret2", f"tuner.storage='{bad}'",
+            out = run_app(["tuner=optuna", *NO_REEVAL, "tuner.study_name=secret2", f"tuner.storage='{bad}'",
                            "tuner.n_trials=1", "search=none", *TINY], cwd=str(tmp_path), check=False)
             lines = out.stderr.strip().splitlines()
             assert out.returncode == 2 and len(lines) == 1, out.stderr
@@ -182,7 +182,7 @@ def test_the_password_can_come_from_optuna_storage_or_a_pgpass_file(tmp_path) ->
     work.mkdir()
     private.mkdir()
     with postgres_server(password=PASSWORD) as url:
-        common = ["tuner=optuna", NO_REEVAL, "tuner.study_name=fromenv", "search=none", *TINY]
+        common = ["tuner=optuna", *NO_REEVAL, "tuner.study_name=fromenv", "search=none", *TINY]
         out = run_app([*common, "tuner.n_trials=1"], cwd=str(work), env={"OPTUNA_STORAGE": url})
         report = run_app(["report", "study_name=fromenv", "wandb=none"], cwd=str(work), env={"OPTUNA_STORAGE": url})
         printed = out.stdout + out.stderr + report.stdout + report.stderr
@@ -214,7 +214,7 @@ def test_a_query_parameter_password_stays_out_of_every_file_and_line(tmp_path) -
     with postgres_server(password=PASSWORD) as url:
         url = url.replace(f":{PASSWORD}@", "@") + f"?application_name=tuner&password={PASSWORD}"
         masked = url.replace(PASSWORD, MASK)
-        study = run_app(["tuner=optuna", NO_REEVAL, "tuner.study_name=q", f"tuner.storage='{url}'",
+        study = run_app(["tuner=optuna", *NO_REEVAL, "tuner.study_name=q", f"tuner.storage='{url}'",
                          "tuner.n_trials=1", "search=none", *TINY, "logger=wandb"], cwd=str(tmp_path))
         report = run_app(["report", f"storage={url}", "study_name=q", "out=again", "wandb=offline"],
                          cwd=str(tmp_path))

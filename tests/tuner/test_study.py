@@ -29,7 +29,7 @@ def _check_table(stdout, params, states):
 
 def test_outcomes_complete_and_each_failure_mode(tmp_path) -> None:
     envs = "choice(CartPole-v1, Crash-v0, Segfault-v0, Hang-v0, NaNReward-v0, Hog-v0)"
-    out = run_app(["tuner=optuna", NO_REEVAL, "tuner.study_name=outcomes", "search=none", f"+search.values.env.id='{envs}'",
+    out = run_app(["tuner=optuna", *NO_REEVAL, "tuner.study_name=outcomes", "search=none", f"+search.values.env.id='{envs}'",
                    FAULTY, "tuner.sampler=grid", "tuner.n_trials=6", "tuner.max_total_trials=6",
                    "tuner.max_failures=10", "tuner.trial_timeout=40", "tuner.trial_memory_mb=1024",
                    "tuner.pruner=none", *TINY], cwd=str(tmp_path))
@@ -50,12 +50,12 @@ def test_outcomes_complete_and_each_failure_mode(tmp_path) -> None:
     best_run = by_env["CartPole-v1"].user_attrs["run_dir"]
     result = json.loads(open(os.path.join(best_run, "result.json")).read())
     assert result["env_steps"] == 300 and result["status"] == "complete"
-    assert "re-run the best configuration" in out.stdout
+    assert "re-run the answer (trial" in out.stdout
     _check_table(out.stdout, ["env.id"], {t.number: t.state.name for t in study.trials})
 
 
 def test_pruned_trial_stops_mid_training_and_best_config_reruns(tmp_path) -> None:
-    common = ["tuner=optuna", NO_REEVAL, "tuner.study_name=prune", "search=none",
+    common = ["tuner=optuna", *NO_REEVAL, "tuner.study_name=prune", "search=none",
               "+search.values.agent.gamma='choice(0.9, 0.99)'", "tuner.sampler=grid", *TINY]
     run_app(common + ["tuner.n_trials=2", "tuner.pruner=none"], cwd=str(tmp_path))
     # the same command with more trials resumes the study; a threshold no return can reach prunes
@@ -79,7 +79,7 @@ def test_pruned_trial_stops_mid_training_and_best_config_reruns(tmp_path) -> Non
 
 def test_sqlite_storage_is_accepted(tmp_path) -> None:
     url = f"sqlite:///{tmp_path / 'tuning.db'}"
-    run_app(["tuner=optuna", NO_REEVAL, "tuner.study_name=lite", f"tuner.storage='{url}'", "tuner.n_trials=2",
+    run_app(["tuner=optuna", *NO_REEVAL, "tuner.study_name=lite", f"tuner.storage='{url}'", "tuner.n_trials=2",
              "tuner.pruner=none", "search=none", "+search.values.agent.gamma='choice(0.9, 0.99)'", *TINY],
             cwd=str(tmp_path))
     study = optuna.load_study(study_name="lite", storage=url)
@@ -88,7 +88,7 @@ def test_sqlite_storage_is_accepted(tmp_path) -> None:
 
 
 def test_tpe_median_study_prints_its_summary_table(tmp_path) -> None:
-    out = run_app(["tuner=optuna", NO_REEVAL, "tuner.study_name=tpe", "search=none", "tuner.sampler=tpe", "tuner.pruner=median",
+    out = run_app(["tuner=optuna", *NO_REEVAL, "tuner.study_name=tpe", "search=none", "tuner.sampler=tpe", "tuner.pruner=median",
                    "tuner.n_startup_trials=1", "tuner.n_warmup_steps=0", "tuner.report_every=1", "tuner.n_trials=3",
                    "+search.values.agent.gamma='interval(0.9, 0.99)'", *TINY], cwd=str(tmp_path))
     study = _load(tmp_path / "studies" / "tpe", "tpe")
@@ -99,7 +99,7 @@ def test_tpe_median_study_prints_its_summary_table(tmp_path) -> None:
 
 def test_trial_compose_error_fails_only_that_trial(tmp_path) -> None:
     # adjuster=none has no `every`: composing that trial fails, the study goes on with the next one
-    out = run_app(["tuner=optuna", NO_REEVAL, "tuner.study_name=compose", "search=none", "adjuster=gns",
+    out = run_app(["tuner=optuna", *NO_REEVAL, "tuner.study_name=compose", "search=none", "adjuster=gns",
                    "+search.groups.adjuster='choice(none, gns)'", "+search.values.adjuster.every=5",
                    "tuner.sampler=grid", "tuner.n_trials=2", "tuner.max_total_trials=2", "tuner.pruner=none", *TINY],
                   cwd=str(tmp_path))

@@ -39,7 +39,7 @@ def _one_line(out, start: str) -> str:
 
 
 def test_a_study_pointed_at_another_studys_dir_is_refused_and_changes_nothing(tmp_path) -> None:
-    keep = ["tuner=optuna", NO_REEVAL, "search=none", "tuner.pruner=none", "tuner.n_trials=1",
+    keep = ["tuner=optuna", *NO_REEVAL, "search=none", "tuner.pruner=none", "tuner.n_trials=1",
             "tuner.study_name=keep", *TINY]
     run_app(keep, cwd=str(tmp_path))
     folder = tmp_path / "studies" / "keep"

@@ -112,7 +112,7 @@ def test_sqlite_storage_minimize_report_and_wandb_by_default(tmp_path) -> None:
     assert results.best_value == min(values) and dict(results.best_params) == study.best_params
     # the end-of-study report in the sweep dir
     text = (sweep / "report" / "report.md").read_text()
-    assert f"best value: {min(values):.6g} (trial {study.best_trial.number})" in text and "| `seed` |" in text
+    assert f"best tuning value: {min(values):.6g} (trial {study.best_trial.number}" in text and "| `seed` |" in text
     with Image.open(sweep / "report" / "optimization_history.png") as img:
         img.verify()
     # wandb: one run per trial (group = study name) and the study's own run

@@ -227,7 +227,7 @@ def test_a_failed_recording_keeps_the_earlier_file(run_dir, tmp_path, capsys, mo
 def test_reevaluate_refuses_a_trial_config_naming_code(tmp_path, capsys) -> None:
     """A study folder someone sent: its trials' config.yaml files are data for ``note-tune
     reevaluate`` too."""
-    run_app([*TINY, "tuner=optuna", "tuner.n_trials=1", "tuner.reevaluate.top_k=0",
+    run_app([*TINY, "tuner=optuna", "tuner.n_trials=1", "tuner.reevaluate.top_k=0", "tuner.seeds.test=0",
              f"tuner.study_dir={tmp_path / 'study'}"], cwd=str(tmp_path))
     config = next((tmp_path / "study" / "trials").glob("*/config.yaml"))
     text = config.read_text()

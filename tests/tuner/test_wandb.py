@@ -82,7 +82,7 @@ def test_pruned_run_reports_its_state(tmp_path) -> None:
 def test_study_trials_are_grouped_and_failures_reach_wandb(tmp_path) -> None:
     # logger=wandb is the default of tuner=optuna; one trial completes, one crashes inside training
     envs = "choice(CartPole-v1, Crash-v0)"
-    run_app(["tuner=optuna", NO_REEVAL, "tuner.study_name=wb", "search=none", f"+search.values.env.id='{envs}'",
+    run_app(["tuner=optuna", *NO_REEVAL, "tuner.study_name=wb", "search=none", f"+search.values.env.id='{envs}'",
              "env.module=tests.tuner.faulty_envs", "tuner.sampler=grid", "tuner.n_trials=2",
              "tuner.max_total_trials=2", "tuner.pruner=none", *BASE], cwd=str(tmp_path))
     study_dir = tmp_path / "studies" / "wb"

@@ -162,6 +162,8 @@ def _run_study(cfg: DictConfig) -> dict[str, Any]:
     from ..study.driver import Driver
     from ..study.outputs import summary_table, write_outputs
     from ..study.progress import StudyProgress
+    from ..study.outputs import describe_answer
+    from ..study.protocol import format_test, run_test
     from ..study.reevaluate import Trust, format_reevaluation, reevaluate
     from ..study.settings import tuner_settings
 
@@ -171,30 +173,37 @@ def _run_study(cfg: DictConfig) -> dict[str, Any]:
     driver = Driver(cfg, settings, lambda extra: compose(hc.job.config_name, overrides=extra), overrides)
     print(f"study {settings.study_name!r} in {driver.study_dir} (storage {driver.storage_desc})", flush=True)
     progress = StudyProgress(driver.study, settings.n_trials)  # the driver's output, whatever the logger
-    heldout = None
+    heldout = test = None
+    trust = Trust.of(OmegaConf.to_container(cfg, resolve=True))
+    jobs = dict(n_jobs=settings.n_jobs, job_timeout=settings.trial_timeout, memory_mb=settings.trial_memory_mb,
+                trust=trust)
     try:
         driver.run(on_change=progress.update)
         progress.close()
-        heldout = reevaluate(driver.study, driver.study_dir, settings.reevaluate, n_jobs=settings.n_jobs,
-                             job_timeout=settings.trial_timeout, memory_mb=settings.trial_memory_mb,
-                             trust=Trust.of(OmegaConf.to_container(cfg, resolve=True)))
-    except KeyboardInterrupt as exc:  # Ctrl-C / SIGTERM: the held-out stage hands over what it scored
+        heldout = reevaluate(driver.study, driver.study_dir, settings.reevaluate, **jobs)
+        test = run_test(driver.study, driver.study_dir, settings.seeds, settings.reevaluate, heldout, **jobs)
+    except KeyboardInterrupt as exc:  # Ctrl-C / SIGTERM: the held-out and test stages hand over what they scored
         heldout = getattr(exc, "heldout", heldout)
+        test = getattr(exc, "test", test)
         raise
     finally:
         progress.close()
         with held():  # a first signal now waits until study.json, best_config.yaml and the report are written
-            summary = write_outputs(driver.study, driver.study_dir, driver.storage_desc, heldout)
+            summary = write_outputs(driver.study, driver.study_dir, driver.storage_desc, heldout, test)
             report_study(driver.study, driver.study_dir, driver.storage_desc,
                          OmegaConf.to_container(cfg, resolve=True))
             keep(_study_kept(summary, driver.study_dir, heldout))
         print(summary_table(driver.study))
         print(f"complete {summary['n_complete']}  pruned {summary['n_pruned']}  failed {summary['n_failed']}"
-              f"  best {summary['best_value']} {summary['best_params']}")
+              f"  best tuning score {summary['best_value']} (trial {summary['best_trial']})")
         if heldout is not None:
             print(format_reevaluation(heldout))
+        if test is not None:
+            print(format_test(test))
+        if summary["answer"] is not None:
+            print(describe_answer(summary["answer"]))
         if summary["rerun_command"]:
-            print(f"re-run the best configuration (trial {summary['best_config_trial']}, "
+            print(f"re-run the answer (trial {summary['best_config_trial']}, "
                   f"{'held-out winner' if summary['best_config_source'] == 'heldout' else 'best tuning score'}): "
                   f"{summary['rerun_command']}")
     raise_held()  # a signal held while the outputs were written ends the command now (130 / 143)

@@ -26,7 +26,8 @@ from optuna.trial import FrozenTrial, TrialState
 
 from ..common.redact import redact_text, scrub
 from ..logs.curves import pyplot, reward_curve, training_figure
-from ..study.outputs import rerun_command, study_summary
+from ..study.outputs import describe_answer, rerun_command, study_answer, study_summary
+from .checklist import checklist
 
 __all__ = ["write_report", "log_study_run", "report_study", "trials_table", "PLOTS"]
 
@@ -74,11 +75,14 @@ def _results(trial: FrozenTrial) -> dict[str, Any] | None:
 
 
 def _best_curves(study: optuna.Study) -> Any:
-    best = study.best_trial
-    data = _results(best)
+    """Reward and loss of the study's answer (:func:`tuner.study.outputs.study_answer`)."""
+    answer = study_answer(study)
+    trial = study.trials[answer["trial"]] if answer else study.best_trial
+    data = _results(trial)
     if data is None:
-        raise ValueError(f"trial {best.number} has no result.json with returns")
-    return training_figure(data, f"best trial {best.number} (value {best.value:.4g})")
+        raise ValueError(f"trial {trial.number} has no result.json with returns")
+    how = "held-out winner" if answer and answer["source"] == "heldout" else "best tuning score"
+    return training_figure(data, f"answer: trial {trial.number}, {how} (tuning score {trial.value:.4g})")
 
 
 def _finder_arrays(study: optuna.Study) -> list[tuple[int, dict[str, np.ndarray]]]:
@@ -141,7 +145,7 @@ PLOTS: dict[str, tuple[str, Callable[[optuna.Study], Any]]] = {
     "parallel_coordinate": ("Parallel coordinates", _optuna_plot("plot_parallel_coordinate")),
     "intermediate_values": ("Intermediate values (pruning reports)", _optuna_plot("plot_intermediate_values")),
     "lr_finder": ("LR finder curves", _lr_finder),
-    "best_trial_curves": ("Reward and loss of the best trial", _best_curves),
+    "best_trial_curves": ("Reward and loss of the answer", _best_curves),
 }
 
 
@@ -221,14 +225,18 @@ def _markdown(study: optuna.Study, summary: dict[str, Any], images: dict[str, st
              f"- storage: `{summary['storage']}`", f"- direction: {summary['direction']}",
              f"- trials: {summary['n_trials']} (complete {summary['n_complete']}, pruned {summary['n_pruned']}, "
              f"failed {summary['n_failed']}, running {summary['n_running']})"]
-    if summary["best_trial"] is not None:
-        lines += [f"- best value: {summary['best_value']:.6g} (trial {summary['best_trial']})", "",
-                  "## Best parameters", "", "| parameter | value |", "| --- | --- |"]
-        lines += [f"| `{k}` | {v!r} |" for k, v in sorted(summary["best_params"].items())]
+    answer = summary.get("answer")
+    if answer is not None:
+        lines += [f"- {describe_answer(answer)}",
+                  f"- best tuning value: {summary['best_value']:.6g} (trial {summary['best_trial']}; one "
+                  f"evaluation per trial, chosen among all of them: not the answer's expected score)", "",
+                  f"## The answer's parameters (trial {answer['trial']})", "", "| parameter | value |", "| --- | --- |"]
+        lines += [f"| `{k}` | {v!r} |" for k, v in sorted(answer["params"].items())]
         if rerun:
-            lines += ["", "Re-run the best configuration:", "", "```bash", rerun, "```"]
+            lines += ["", "Re-run the answer:", "", "```bash", rerun, "```"]
+        lines += ["", *checklist(study)]
     else:
-        lines += ["- best value: none (no trial completed)"]
+        lines += ["- answer: none (no trial completed)"]
     lines += ["", "## Plots", ""]
     for name, path in images.items():
         lines += [f"### {PLOTS[name][0]}", "", f"![{name}]({os.path.basename(path)})", ""]
@@ -279,9 +287,13 @@ def log_study_run(study: optuna.Study, report: dict[str, Any], opts: dict[str, A
     rows = scrub(rows)  # the fail reasons
     session.log({"trial": len(rows), "trials": wandb.Table(columns=columns, data=rows, allow_mixed_types=True),
                  **{f"plots/{name}": wandb.Image(path) for name, path in report["images"].items()}})
+    answer = summary.get("answer") or {}
     session.summary({k: summary[k] for k in ("best_value", "best_trial", "n_trials", "n_complete", "n_pruned",
                                               "n_failed", "direction") if summary[k] is not None}
-                    | {"best_params": summary["best_params"] or {}})
+                    | {"best_params": summary["best_params"] or {}}
+                    | {f"answer_{k}": answer[k] for k in ("trial", "source", "tuning_value", "heldout_mean",
+                                                          "test_mean", "start_test_mean") if answer.get(k) is not None}
+                    | ({"answer_params": answer["params"]} if answer else {}))
     files = [report["markdown"], *report["images"].values()]
     session.artifact(f"report-{study.study_name}", "report", files)
     return session.finish()

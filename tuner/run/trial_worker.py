@@ -87,12 +87,21 @@ def _run(conn: Any, spec: TrialSpec) -> Result:
             break
     value = aggregate([f for f in finals if f is not None] or [float("nan")], spec.aggregation)
     attrs = {"seeds": seeds, "env_steps": sum(s["env_steps"] for s in seeds),
-             "wall_time_s": sum(s["wall_time_s"] for s in seeds)}
+             "wall_time_s": sum(s["wall_time_s"] for s in seeds), "cpu_time_s": cpu_seconds()}
     result = Result("pruned" if pruned else "complete", value, attrs)
     if len(spec.configs) > 1:
         write_json(os.path.join(spec.run_dir, "result.json"),
                    {"status": result.status, "value": value, "attrs": attrs, "trial": spec.trial})
     return result
+
+
+def cpu_seconds() -> float:
+    """CPU seconds this trial process and its waited-for children (pool workers) have used: the
+    study report's compute budget (the AutoRL protocol reports CPU time beside wall time)."""
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def _seed_meta(spec: TrialSpec, cfg: dict[str, Any], i: int) -> dict[str, Any] | None:

@@ -100,6 +100,10 @@ class Driver:
                                              pruner=pruner, direction=settings.direction)
         self._check_existing(cfg, settings)  # before this command changes anything in the study
         self.identity.record(self.study)
+        # how this command searched (the report's AutoRL checklist: the optimiser beside the budget)
+        self.study.set_user_attr("optimiser", {"sampler": settings.sampler, "pruner": settings.pruner,
+                                               "n_startup_trials": settings.n_startup_trials,
+                                               "n_jobs": settings.n_jobs, "aggregation": settings.aggregation})
         self._enqueue(cfg, settings)
 
     def _identity(self, cfg: DictConfig, settings: TunerSettings) -> StudyIdentity:
@@ -108,7 +112,7 @@ class Driver:
         command's own study ``<agent>_<env>-<digest>`` (settings are updated: the app prints them)."""
         searched = {f"search.{'groups' if p.is_group else 'values'}.{p.name}":
                     _show(p.distribution) if p.distribution is not None else p.fixed for p in self.space}
-        defn = definition(cfg, settings.n_seeds, settings.aggregation, searched)
+        defn = definition(cfg, settings.n_seeds, settings.aggregation, searched, settings.seeds.tuning)
         variant = default_variant(settings.study_name, settings.study_dir, settings.storage,
                                   f"{cfg.agent.name}_{cfg.env.id}", settings.resume, defn)
         if variant is not None:
@@ -180,7 +184,8 @@ class Driver:
         # secrets stay out of the file: the held-out stage gives them back from the command's config
         OmegaConf.save(OmegaConf.create(scrub(OmegaConf.to_container(cfg), ())), os.path.join(run_dir, "config.yaml"))
         plain = OmegaConf.to_container(cfg, resolve=True)
-        configs = seed_configs(plain, self.s.n_seeds)
+        tuning = self.s.seeds.tuning
+        configs = [dict(plain, seed=int(x)) for x in tuning] if tuning else seed_configs(plain, self.s.n_seeds)
         trial.set_user_attr("tuning_seeds", [c["seed"] for c in configs])  # held-out seeds must avoid them
         return TrialSpec(trial=trial.number, backend=plain["backend"]["name"], run_dir=run_dir,
                          configs=configs, report_every=self.s.report_every,

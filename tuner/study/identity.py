@@ -52,7 +52,8 @@ DEFINING = ("agent.name", "env.id", "env.kwargs", "backend.name", "budget.steps"
             "budget.max_updates", "objective.source", "objective.last_k", "objective.criterion")
 
 
-def definition(cfg: DictConfig, n_seeds: int, aggregation: str, searched: dict[str, str]) -> dict[str, Any]:
+def definition(cfg: DictConfig, n_seeds: int, aggregation: str, searched: dict[str, str],
+               tuning_seeds: Any = None) -> dict[str, Any]:
     """What defines a ``tuner=optuna`` study: :data:`DEFINING` read off ``cfg``, the settings that
     change a trial's score (seeds per trial and their aggregation), and ``searched`` (the search
     space, ``search.values.<key>`` / ``search.groups.<group>`` -> its expression)."""
@@ -62,6 +63,8 @@ def definition(cfg: DictConfig, n_seeds: int, aggregation: str, searched: dict[s
         value = OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
         out[key] = scrub({key: value}, ())[key]  # env.kwargs.api_token: recorded (file, study attr) masked
     out["tuner.n_seeds"], out["tuner.aggregation"] = n_seeds, aggregation
+    if tuning_seeds:  # recorded only when named, so studies made before tuner.seeds keep their identity
+        out["tuner.seeds.tuning"] = [int(x) for x in tuning_seeds]
     out.update(searched)
     return out
 

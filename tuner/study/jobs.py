@@ -8,7 +8,7 @@ import signal
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import wait
-from typing import Any
+from typing import Any, Callable
 
 from ..common.interrupts import Terminated
 from ..common.messages import Failure, Report, Result, TrialSpec
@@ -44,15 +44,16 @@ def run_in_fresh_process(cfg: dict[str, Any], run_dir: str, ctx: Any, concurrent
 
 def run_jobs(jobs: list[Job], n_jobs: int = 1, deadline: float | None = None, ctx: Any = None,
              job_timeout: float | None = None, memory_mb: int | None = None,
-             threads_for: int | None = None) -> None:
+             threads_for: int | None = None, on_done: Callable[[Job], None] | None = None) -> None:
     """Train every job, each in its own fresh process, at most ``n_jobs`` at once, filling in
     ``result`` or ``error``.  Past ``deadline`` (a ``time.monotonic()`` value) running jobs are
     killed and jobs not started are left with ``error="not started: time limit"``.  Each job gets
-    ``cores // threads_for`` framework threads (default: ``cores // n_jobs``)."""
+    ``cores // threads_for`` framework threads (default: ``cores // n_jobs``); ``on_done`` is
+    called with each job as it ends (progress lines)."""
     pending: list[Job] = list(jobs)
     running: dict[int, tuple[Job, TrialProcess]] = {}
     try:
-        _run_loop(pending, running, n_jobs, deadline, ctx, job_timeout, memory_mb, threads_for)
+        _run_loop(pending, running, n_jobs, deadline, ctx, job_timeout, memory_mb, threads_for, on_done)
     except BaseException as exc:
         # Ctrl-C / SIGTERM (tuner.common.interrupts) or an error of the driver: no job outlives it; each
         # running job's process group is killed (its pool workers too), none is left orphaned
@@ -72,7 +73,7 @@ def run_jobs(jobs: list[Job], n_jobs: int = 1, deadline: float | None = None, ct
 
 def _run_loop(pending: list[Job], running: dict[int, tuple[Job, TrialProcess]], n_jobs: int,
               deadline: float | None, ctx: Any, job_timeout: float | None, memory_mb: int | None,
-              threads_for: int | None) -> None:
+              threads_for: int | None, on_done: Callable[[Job], None] | None = None) -> None:
     """:func:`run_jobs`' loop: start jobs, wait for news, collect the ended ones."""
     while pending or running:
         over = deadline is not None and time.monotonic() > deadline
@@ -99,6 +100,8 @@ def _run_loop(pending: list[Job], running: dict[int, tuple[Job, TrialProcess]], 
                 proc.kill()
                 proc.close()
                 del running[key]
+                if on_done is not None:
+                    on_done(job)
 
 
 #: seconds a stopped job may take to save its model and result.json before its group is killed

@@ -12,7 +12,7 @@ from optuna.trial import TrialState
 from ..common.redact import redact_text, scrub
 from ..logs.results import write_json
 
-__all__ = ["study_summary", "write_outputs", "summary_table", "rerun_command"]
+__all__ = ["study_summary", "write_outputs", "summary_table", "rerun_command", "study_answer"]
 
 
 def rerun_command(study_dir: str, config_name: str = "best_config") -> str:
@@ -31,14 +31,58 @@ def _best(study: optuna.Study) -> optuna.trial.FrozenTrial | None:
         return None
 
 
+def study_answer(study: optuna.Study) -> dict[str, Any] | None:
+    """The study's one answer, as every output names it: the held-out winner (study user attr
+    ``heldout_winner``) when the held-out stage chose one, else the best tuning trial; with its
+    tuning score, held-out mean and test mean (``test`` stage) where they exist, and the best tuning
+    score beside it (which may be another trial's: selection among noisy one-seed scores)."""
+    best = _best(study)
+    if best is None:
+        return None
+    winner = study.user_attrs.get("heldout_winner")
+    trial, source = (study.trials[winner], "heldout") if isinstance(winner, int) and winner < len(study.trials) \
+        else (best, "tuning")
+    held = study.user_attrs.get(f"heldout:{trial.number:04d}") or {}
+    test = study.user_attrs.get("test") or {}
+    tested = test.get("answer_trial") == trial.number
+    return {"trial": trial.number, "source": source, "params": trial.params, "tuning_value": trial.value,
+            "heldout_mean": held.get("mean"), "test_mean": test.get("answer_mean") if tested else None,
+            "test_seeds": test.get("seeds") if tested else None,
+            "start_trial": test.get("start_trial") if tested else None,
+            "start_test_mean": test.get("start_mean") if tested else None,
+            "verdict": test.get("verdict") if tested else None,
+            "best_tuning_trial": best.number, "best_tuning_value": best.value}
+
+
+def describe_answer(answer: dict[str, Any]) -> str:
+    """One line naming the answer, its scores, and the best tuning score labelled as such."""
+    def fmt(v: Any) -> str:
+        return "-" if v is None else f"{v:.4g}"
+
+    how = "held-out winner" if answer["source"] == "heldout" else "best tuning score"
+    parts = [f"answer: trial {answer['trial']} ({how})", f"tuning score {fmt(answer['tuning_value'])}"]
+    if answer.get("heldout_mean") is not None:
+        parts.append(f"held-out mean {fmt(answer['heldout_mean'])}")
+    if answer.get("test_mean") is not None:
+        parts.append(f"test mean {fmt(answer['test_mean'])} on seeds {answer['test_seeds']}")
+    if answer["best_tuning_trial"] != answer["trial"]:
+        parts.append(f"best tuning score {fmt(answer['best_tuning_value'])} was trial {answer['best_tuning_trial']}")
+    return "; ".join(parts)
+
+
 def study_summary(study: optuna.Study, study_dir: str, storage: str) -> dict[str, Any]:
     trials = study.get_trials(deepcopy=False)
     count = {s: sum(t.state == s for t in trials) for s in TrialState}
     best = _best(study)
+    answer = study_answer(study)
     return {
         "study_name": study.study_name,
         "storage": storage,
         "direction": study.direction.name.lower(),
+        # the study's one answer (held-out winner, else best tuning trial) with its tuning/held-out/test scores
+        "answer": answer,
+        "answer_trial": answer["trial"] if answer else None,
+        # best_*: the best *tuning* score (one noisy evaluation per trial), which may not be the answer
         "best_value": best.value if best else None,
         "best_params": best.params if best else None,
         "best_trial": best.number if best else None,
@@ -53,10 +97,14 @@ def study_summary(study: optuna.Study, study_dir: str, storage: str) -> dict[str
 
 
 def write_outputs(study: optuna.Study, study_dir: str, storage: str,
-                  reevaluation: dict[str, Any] | None = None) -> dict[str, Any]:
+                  reevaluation: dict[str, Any] | None = None, test: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write ``study.json`` and, when a trial completed, ``best_config.yaml``: the held-out winner
-    of ``reevaluation`` (:mod:`tuner.study.reevaluate`) when there is one, else the best tuning score."""
+    of ``reevaluation`` (:mod:`tuner.study.reevaluate`) when there is one, else the best tuning score;
+    ``test``: the test stage's summary (:mod:`tuner.study.protocol`)."""
+    if reevaluation is None and study.user_attrs.get("heldout_winner") is not None:
+        study.set_user_attr("heldout_winner", None)  # an earlier stage's winner: the study has changed since
     summary = study_summary(study, study_dir, storage)
+    summary["test"] = test
     best = _best(study)
     source = "tuning"
     if reevaluation is not None and reevaluation.get("winner") is not None:
@@ -75,6 +123,8 @@ def write_outputs(study: optuna.Study, study_dir: str, storage: str,
                    f"{c['mean']:.4g} +- {c['std']:.3g} over seeds {reevaluation['seeds']}; tuning value {best.value})")
         else:
             why = f"best trial {best.number} of study {study.study_name} (value {best.value})"
+        if test is not None and test["answer"]["trial"] == best.number and test["answer"]["mean"] is not None:
+            why += f"\n# test mean {test['answer']['mean']:.4g} on seeds {test['seeds']}: {test['verdict']}"
         header = f"# {why}\n# re-run: {rerun_command(study_dir)}\n"
         with open(os.path.join(study_dir, "best_config.yaml"), "w") as f:
             f.write(redact_text(header + OmegaConf.to_yaml(scrub(OmegaConf.to_container(cfg)))))

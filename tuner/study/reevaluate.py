@@ -31,7 +31,7 @@ from optuna.trial import FrozenTrial, TrialState
 from ..common.errors import ConfigError
 from .jobs import Job, run_jobs
 
-__all__ = ["ReevalSettings", "check_reeval", "reevaluate", "heldout_seeds", "top_configs",
+__all__ = ["ReevalSettings", "check_reeval", "reevaluate", "heldout_seeds", "top_configs", "start_trial",
            "format_reevaluation", "HELDOUT_EVAL_SEED", "ATTR_PREFIX"]
 
 #: first reset seed of held-out evaluation episodes; run with seed s uses HELDOUT_EVAL_SEED + 1000 s ...
@@ -184,6 +184,26 @@ def top_configs(study: optuna.Study, k: int, trust: Trust = Trust()) -> list[tup
     return out
 
 
+def start_trial(study: optuna.Study) -> FrozenTrial | None:
+    """The study's starting point: the COMPLETE trial that played the config's own values (the
+    agent's defaults, or the env's preset), enqueued as trial 0 (``tuner.enqueue_defaults``)."""
+    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        if t.user_attrs.get("enqueued") == "defaults" and t.value is not None:
+            return t
+    return None
+
+
+def with_start(study: optuna.Study, top: list[tuple[FrozenTrial, dict[str, Any]]],
+               trust: Trust = Trust()) -> list[tuple[FrozenTrial, dict[str, Any]]]:
+    """``top`` plus the starting config (:func:`start_trial`) when it is not among them: the answer
+    is then never worse than where the study started on held-out seeds without the stage showing it."""
+    start = start_trial(study)
+    if start is None or any(t.number == start.number or t.params == start.params for t, _ in top):
+        return top
+    cfg = _config(start, trust)
+    return top if cfg is None else [*top, (start, cfg)]
+
+
 def _heldout_cfg(cfg: dict[str, Any], seed: int, episodes: int, model: str = "final") -> dict[str, Any]:
     cfg = dict(cfg, seed=seed, tuner={"name": "none"}, logger={"name": "none", "p": 0})
     steps = cfg["budget"].get("steps")
@@ -219,7 +239,7 @@ def reevaluate(study: optuna.Study, study_dir: str, settings: ReevalSettings, n_
     check_reeval(settings)
     if settings.top_k == 0:
         return None
-    top = top_configs(study, settings.top_k, trust)
+    top = with_start(study, top_configs(study, settings.top_k, trust), trust)
     if not top:
         return None
     used = tuning_seeds(study, trust)
@@ -267,7 +287,10 @@ def _interrupted(study: optuna.Study, entries: list[_Entry], seeds: list[int], s
 @dataclass
 class _Runner:
     """Trains ``entries`` x ``seeds`` (those not already scored with the same settings) in fresh
-    processes and records each score on its entry."""
+    processes and records each score on its entry.  Before it starts it prints how many runs and
+    its estimate of their time (from the study's own trials); as each run ends, a progress line.
+    ``prefix`` / ``folder`` / ``label``: where scores are kept (study user attrs), where runs go
+    (``<study_dir>/<folder>/<trial>/seed_<seed>``) and what the lines call the stage."""
 
     study: optuna.Study
     study_dir: str
@@ -277,26 +300,42 @@ class _Runner:
     job_timeout: float | None
     memory_mb: int | None
     log: Any
+    prefix: str = ATTR_PREFIX
+    folder: str = "heldout"
+    label: str = "held-out"
 
     def __call__(self, entries: list[_Entry], seeds: list[int], title: str) -> None:
         s = self.settings
         jobs: list[tuple[_Entry, int, Job]] = []
         for entry in entries:  # best config first: under a time limit the top configs finish first
-            cached = self.study.user_attrs.get(f"{ATTR_PREFIX}{entry.trial.number:04d}") or {}
+            cached = self.study.user_attrs.get(f"{self.prefix}{entry.trial.number:04d}") or {}
             same = cached.get("episodes") == s.episodes and cached.get("model", "final") == s.model
             for seed in seeds:
                 if same and str(seed) in cached.get("scores", {}):
                     entry.scores[seed] = float(cached["scores"][str(seed)])
                     continue
-                run_dir = os.path.join(self.study_dir, "heldout", f"{entry.trial.number:04d}", f"seed_{seed}")
+                run_dir = os.path.join(self.study_dir, self.folder, f"{entry.trial.number:04d}", f"seed_{seed}")
                 jobs.append((entry, seed, Job(_heldout_cfg(entry.cfg, seed, s.episodes, s.model), run_dir,
                                               os.path.join(run_dir, "train.log"))))
         if not jobs:
             return
-        self.log(f"{title} ({len(jobs)} runs to train, {s.episodes} deterministic episodes each)", flush=True)
+        n_jobs = s.n_jobs or self.n_jobs
+        self.log(f"{title} ({len(jobs)} runs to train, {s.episodes} deterministic episodes each"
+                 f"{estimate(self.study, len(jobs), n_jobs)})", flush=True)
+        by_job = {id(job): (entry, seed) for entry, seed, job in jobs}
+        done = [0]
+
+        def progress(job: Job) -> None:
+            done[0] += 1
+            entry, seed = by_job[id(job)]
+            score = (job.result or {}).get(_SCORE[s.model])
+            what = f"{score:.4g}" if isinstance(score, (int, float)) else (job.error or "no evaluation")
+            self.log(f"  [{self.label}] {done[0]}/{len(jobs)} runs done (trial {entry.trial.number}, seed {seed}: "
+                     f"{what})", flush=True)
+
         try:
-            run_jobs([j for _, _, j in jobs], n_jobs=s.n_jobs or self.n_jobs, deadline=self.deadline,
-                     job_timeout=self.job_timeout, memory_mb=self.memory_mb)
+            run_jobs([j for _, _, j in jobs], n_jobs=n_jobs, deadline=self.deadline,
+                     job_timeout=self.job_timeout, memory_mb=self.memory_mb, on_done=progress)
         finally:  # interrupted too: the runs that finished count (run_jobs killed the others)
             for entry, seed, job in jobs:
                 score = (job.result or {}).get(_SCORE[s.model])
@@ -304,6 +343,23 @@ class _Runner:
                     entry.scores[seed] = float(score)
                 else:
                     entry.errors[seed] = job.error or "no evaluation"
+
+
+def estimate(study: optuna.Study, runs: int, n_jobs: int) -> str:
+    """``"; about N s at n_jobs=J"``: ``runs`` retrainings at the median time per seed of the study's
+    complete trials (each trains the same budget), ``n_jobs`` at a time; empty without such trials."""
+    per_seed = []
+    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        seeds = len(t.user_attrs.get("tuning_seeds") or [0])
+        wall = t.user_attrs.get("wall_time_s")
+        if not isinstance(wall, (int, float)) and t.duration is not None:
+            wall = t.duration.total_seconds()
+        if isinstance(wall, (int, float)) and wall > 0:
+            per_seed.append(wall / max(1, seeds))
+    if not per_seed:
+        return ""
+    seconds = math.ceil(runs / max(1, n_jobs)) * float(np.median(per_seed))
+    return f"; about {seconds:.0f} s at n_jobs={n_jobs}" if seconds >= 1 else f"; under a second at n_jobs={n_jobs}"
 
 
 def _leaders(study: optuna.Study, entries: list[_Entry], seeds: list[int], raced: list[int]) -> list[_Entry]:
@@ -334,6 +390,7 @@ def _summary(study: optuna.Study, entries: list[_Entry], seeds: list[int], s: Re
             "mean": mean, "std": float(np.std(values)) if values else None,
             "gap": e.trial.value - mean if mean is not None else None,
             "complete": len(values) == len(seeds),
+            "start": e.trial.user_attrs.get("enqueued") == "defaults",  # the study's starting config
             # the mean over the base seeds and the seeds it raced on (ties between equal means)
             "race_mean": float(np.mean(values + extra)) if extra and not failed else None,
             "race_failed": failed,
@@ -376,7 +433,7 @@ def format_reevaluation(summary: dict[str, Any]) -> str:
         per_seed = ", ".join(f"{s}: {v:.4g}" for s, v in c["scores"].items())
         if c["errors"]:
             per_seed += ("; " if per_seed else "") + "; ".join(f"{s}: {m}" for s, m in c["errors"].items())
-        rows.append([str(c["trial"]), _fmt(c["tuning_value"]), _fmt(c["mean"]), _fmt(c["std"]), _fmt(c["gap"]),
+        rows.append([str(c["trial"]) + (" (start)" if c.get("start") else ""), _fmt(c["tuning_value"]), _fmt(c["mean"]), _fmt(c["std"]), _fmt(c["gap"]),
                      per_seed])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     lines = ["  ".join([c.ljust(w) for c, w in zip(r, widths)] + [r[-1]]) for r in rows]

@@ -13,6 +13,7 @@ from omegaconf.errors import OmegaConfBaseException
 from ..common.errors import ConfigError
 from ..config.search import Param
 from .identity import RESUME_MODES
+from .protocol import SeedSettings, check_seeds
 from .reevaluate import ReevalSettings, check_reeval
 from .storage import check_storage
 
@@ -55,6 +56,8 @@ class TunerSettings:
     max_cost_ratio: float = 100.0
     # held-out re-evaluation of the top configs when the study ends (tuner.reevaluate)
     reevaluate: ReevalSettings = field(default_factory=ReevalSettings)
+    # the AutoRL protocol's seeds: what trials tune on, what the answer is tested on (tuner/study/protocol.py)
+    seeds: SeedSettings = field(default_factory=SeedSettings)
     # an existing study whose definition (agent, env, backend, budget, objective, search space: see
     # tuner/study/identity.py) differs from the command's: auto refuses it, force continues it with the new one
     resume: str = "auto"
@@ -104,6 +107,7 @@ def tuner_settings(node: Any) -> TunerSettings:
         if not ok:
             raise ConfigError(message)
     check_reeval(s.reevaluate)
+    check_seeds(s.seeds, s.n_seeds)
     check_storage(s.storage)  # before the driver creates the study dir or connects anywhere
     return s
 

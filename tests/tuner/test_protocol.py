@@ -1,0 +1,90 @@
+"""The AutoRL protocol (tuner/study/protocol.py): tuning, held-out and test seeds kept apart; the
+answer and the starting config scored on test seeds nothing was tuned or chosen on."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+
+import pytest
+
+from tests.tuner.conftest import TINY, run_app
+from tuner.common.errors import ConfigError
+from tuner.study.protocol import TEST_SEED_BASE, SeedSettings, check_seeds, pick_test_seeds
+
+
+def test_test_seeds_skip_every_seed_used_before_and_a_listed_one_that_was_is_refused() -> None:
+    base = TEST_SEED_BASE
+    assert pick_test_seeds(3, set()) == [base, base + 1, base + 2]
+    assert pick_test_seeds(2, {base, 5, base + 2}) == [base + 1, base + 3]
+    assert pick_test_seeds([7, 8], {0, 1}) == [7, 8]
+    with pytest.raises(ConfigError, match=r"^tuner.seeds.test: seed 1 was used to tune or choose"):
+        pick_test_seeds([9, 1], {0, 1})
+    assert pick_test_seeds(0, set()) == []
+
+
+@pytest.mark.parametrize("seeds,n_seeds,message", [
+    (SeedSettings(tuning=[1, 2], test=[2, 5]), 1, "tuner.seeds.test: seed 2 is a tuning seed"),
+    (SeedSettings(tuning=[1, 2, 3]), 2, "tuner.seeds.tuning: 3 seeds, but tuner.n_seeds=2"),
+    (SeedSettings(tuning=[1, 1]), 1, "tuner.seeds.tuning: must be distinct seeds"),
+    (SeedSettings(tuning=4), 1, "tuner.seeds.tuning: must be a list of seeds or null"),
+    (SeedSettings(test=-1), 1, "tuner.seeds.test: must be a count from 0"),
+    (SeedSettings(test=[2**40]), 1, "tuner.seeds.test: must be distinct seeds from 0")])
+def test_bad_seed_settings_are_one_line(seeds, n_seeds, message) -> None:
+    with pytest.raises(ConfigError, match="^" + message.replace(".", r"\.")):
+        check_seeds(seeds, n_seeds)
+    check_seeds(SeedSettings(tuning=[1, 2, 3], test=[4]), 3)  # n_seeds may also match the list
+
+
+def _seeds_of(folder: str) -> set[int]:
+    return {json.load(open(p))["seed"] for p in glob.glob(os.path.join(folder, "**", "result.json"), recursive=True)
+            if "seed" in json.load(open(p))}
+
+
+def test_the_answer_is_chosen_on_tuning_and_heldout_seeds_and_scored_on_test_seeds_beside_the_start(tmp_path) -> None:
+    """Trial 1 is the starting config (the config's own env, Lucky-v0: it pays 100 on the tuning
+    evaluations only); trial 0 is enqueued (Steady-v0, 50 everywhere).  Tuning prefers Lucky; the
+    held-out stage picks Steady; the test stage retrains both on seeds nothing used before and says
+    the answer beats where the study started.  No run but the test stage's ever trained on a test seed."""
+    out = run_app(["tuner=optuna", "tuner.study_name=proto", "env.module=tests.tuner.lucky_envs", "env.id=Lucky-v0",
+                   "search=none", "+search.values.env.id='choice(Lucky-v0, Steady-v0)'", "tuner.sampler=random",
+                   "tuner.n_trials=2", "tuner.pruner=none", "+tuner.enqueue=[{env.id: Steady-v0}]",
+                   "tuner.seeds.tuning=[3]", "tuner.seeds.test=2", "tuner.reevaluate.top_k=2",
+                   "tuner.reevaluate.seeds=1", "tuner.reevaluate.episodes=2", "tuner.reevaluate.tie_seeds=0",
+                   "eval.episodes=2", *TINY, "budget.steps=100"], cwd=str(tmp_path))
+    study_dir = tmp_path / "studies" / "proto"
+    summary = json.loads((study_dir / "study.json").read_text())
+    trials = {c["params"]["env.id"]: c["trial"] for c in summary["reevaluation"]["configs"]}
+    steady, lucky = trials["Steady-v0"], trials["Lucky-v0"]
+    assert (steady, lucky) == (0, 1)
+    # tuning: every trial trained on the named tuning seed; the best tuning score is luck
+    assert _seeds_of(str(study_dir / "trials")) == {3} and summary["best_trial"] == lucky
+    assert summary["best_value"] == 100.0
+    # held-out (choosing): seed 10000; the winner is Steady
+    assert summary["reevaluation"]["seeds"] == [10000] and summary["reevaluation"]["winner"] == steady
+    assert _seeds_of(str(study_dir / "heldout")) == {10000}
+    # test (scoring only): two new seeds, the answer and the start, nothing chosen there
+    test = summary["test"]
+    assert test["seeds"] == [TEST_SEED_BASE, TEST_SEED_BASE + 1]
+    assert _seeds_of(str(study_dir / "test")) == set(test["seeds"])
+    assert sorted(os.listdir(study_dir / "test")) == [f"{steady:04d}", f"{lucky:04d}"]
+    assert test["answer"]["trial"] == steady and test["answer"]["mean"] == 50.0 and test["answer"]["gap"] == 0.0
+    assert test["start"]["trial"] == lucky and test["start"]["mean"] == 0.0
+    assert test["verdict"] == f"the answer beats the starting config (trial {lucky}) by 50 on the test seeds"
+    # one answer everywhere: study.json, best_config.yaml, report.md, the printed lines
+    answer = summary["answer"]
+    assert answer["trial"] == steady == summary["best_config_trial"] and answer["source"] == "heldout"
+    assert answer["test_mean"] == 50.0 and answer["start_test_mean"] == 0.0 and answer["best_tuning_trial"] == lucky
+    assert "# test mean 50 on seeds [20000, 20001]" in (study_dir / "best_config.yaml").read_text()
+    report = (study_dir / "report" / "report.md").read_text()
+    line = (f"answer: trial {steady} (held-out winner); tuning score 50; held-out mean 50; test mean 50 on seeds "
+            f"[20000, 20001]; best tuning score 100 was trial {lucky}")
+    assert f"- {line}" in report and line in out.stdout
+    assert "## AutoRL checklist" in report and "tuning 3; held-out (choosing among the top configs) 10000; " \
+        "test (scoring only) 20000, 20001" in report
+    assert "sampler random, pruner none" in report and "| `env.id` | choice('Lucky-v0', 'Steady-v0') |" in report
+    # the stages say what they will train and how long before they start, and count runs as they end
+    assert "held-out re-evaluation: 2 configs x 1 seeds (2 runs to train, 2 deterministic episodes each; about" \
+        in out.stdout
+    assert "  [held-out] 2/2 runs done" in out.stdout and "  [test] 4/4 runs done" in out.stdout

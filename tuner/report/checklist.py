@@ -1,0 +1,100 @@
+"""The study report's AutoRL checklist: what a reader needs to judge a tuning result.
+
+Following the AutoRL protocol (Eimer et al. 2023; ARLBench): the search space, the budget counted
+in full training runs x seeds, the seeds of each job (tuning, held-out, test), the optimiser, the
+answer's tuning score beside its test score and the gap between them, the starting config's test
+score, and the wall and CPU time spent.  Everything is read off the study (trials and user
+attributes), so ``note-tune report`` on a study made elsewhere writes the same section.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+
+from ..study.outputs import study_answer
+
+__all__ = ["checklist"]
+
+
+def _fmt(v: Any) -> str:
+    return "-" if v is None else f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def _seeds(values: list[int]) -> str:
+    """``0-4`` for a run of consecutive seeds, else the list (at most 10 shown)."""
+    values = sorted(set(values))
+    if not values:
+        return "-"
+    if len(values) > 2 and values == list(range(values[0], values[-1] + 1)):
+        return f"{values[0]}-{values[-1]} ({len(values)} seeds)"
+    shown = ", ".join(map(str, values[:10]))
+    return shown + (f", ... ({len(values)} seeds)" if len(values) > 10 else "")
+
+
+def _space(study: optuna.Study) -> list[str]:
+    """One row per searched parameter: its distribution as Optuna stores it."""
+    dists: dict[str, Any] = {}
+    for t in study.get_trials(deepcopy=False):
+        dists.update(t.distributions)
+    rows = []
+    for name, d in sorted(dists.items()):
+        if isinstance(d, optuna.distributions.CategoricalDistribution):
+            text = "choice(" + ", ".join(map(repr, d.choices)) + ")"
+        else:
+            text = f"{'log-' if getattr(d, 'log', False) else ''}{type(d).__name__.replace('Distribution', '').lower()}" \
+                   f"[{d.low}, {d.high}]" + (f" step {d.step}" if getattr(d, "step", None) not in (None, 1) else "")
+        rows.append(f"| `{name}` | {text} |")
+    return rows
+
+
+def _times(study: optuna.Study) -> tuple[float | None, float | None]:
+    """Wall seconds from the first trial's start to the last one's end, and the trials' CPU seconds."""
+    trials = study.get_trials(deepcopy=False)
+    starts = [t.datetime_start for t in trials if t.datetime_start]
+    ends = [t.datetime_complete for t in trials if t.datetime_complete]
+    wall = (max(ends) - min(starts)).total_seconds() if starts and ends else None
+    cpu = [t.user_attrs.get("cpu_time_s") for t in trials]
+    cpu_total = sum(c for c in cpu if isinstance(c, (int, float))) if any(isinstance(c, (int, float)) for c in cpu) \
+        else None
+    return wall, cpu_total
+
+
+def checklist(study: optuna.Study) -> list[str]:
+    """Markdown lines of the checklist section."""
+    trials = study.get_trials(deepcopy=False)
+    finished = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
+    tuning = [int(s) for t in trials for s in t.user_attrs.get("tuning_seeds") or []]
+    per_trial = max((len(t.user_attrs.get("tuning_seeds") or [0]) for t in finished), default=1)
+    steps = sum(t.user_attrs.get("env_steps") or 0 for t in trials)
+    heldout = study.user_attrs.get("heldout_seeds") or []
+    test = study.user_attrs.get("test") or {}
+    opt = study.user_attrs.get("optimiser") or {}
+    answer = study_answer(study)
+    wall, cpu = _times(study)
+    n_complete = sum(t.state == TrialState.COMPLETE for t in trials)
+    lines = ["## AutoRL checklist", "",
+             f"- optimiser: sampler {opt.get('sampler', '?')}, pruner {opt.get('pruner', '?')}, "
+             f"{opt.get('n_jobs', '?')} trials at a time; trial score = {opt.get('aggregation', 'mean')} over "
+             f"{per_trial} seed(s)",
+             f"- budget: {len(finished)} trials ({n_complete} complete, {len(finished) - n_complete} pruned) x "
+             f"{per_trial} seed(s) = up to {len(finished) * per_trial} training runs; {steps} env steps in trials",
+             f"- seeds: tuning {_seeds(tuning)}; held-out (choosing among the top configs) {_seeds(heldout)}; "
+             f"test (scoring only) {_seeds(test.get('seeds') or [])}",
+             f"- time: {_fmt(wall)} s wall for the trials, {_fmt(cpu)} s CPU in trial processes"
+             + (f"; test stage {_fmt(test.get('wall_time_s'))} s wall" if test else "")]
+    if answer is not None:
+        how = "held-out winner" if answer["source"] == "heldout" else "best tuning score"
+        gap = answer["tuning_value"] - answer["test_mean"] if answer.get("test_mean") is not None \
+            and answer.get("tuning_value") is not None else None
+        lines += [f"- answer: trial {answer['trial']} ({how}): tuning score {_fmt(answer['tuning_value'])}, "
+                  f"held-out mean {_fmt(answer.get('heldout_mean'))}, test mean {_fmt(answer.get('test_mean'))}, "
+                  f"gap (tuning - test) {_fmt(gap)}",
+                  f"- starting config (trial {_fmt(answer.get('start_trial'))}): test mean "
+                  f"{_fmt(answer.get('start_test_mean'))}" + (f"; {answer['verdict']}" if answer.get("verdict") else "")]
+    space = _space(study)
+    if space:
+        lines += ["", "Search space:", "", "| parameter | distribution |", "| --- | --- |", *space]
+    return lines
