@@ -43,6 +43,11 @@ gym.register("Lucky-v0", entry_point=Lucky, max_episode_steps=1)
 gym.register("Steady-v0", entry_point=Steady, max_episode_steps=1)
 
 
+class Broke(_OneStep):
+    def payoff(self, seed) -> float:
+        return 0.0
+
+
 class Gated(_OneStep):
     """Pays 50, but only opens with the right ``api_token`` (a secret the run needs to be rebuilt)."""
 
@@ -56,3 +61,4 @@ class Gated(_OneStep):
 
 GATE_TOKEN = "gate-T0ken-9931"
 gym.register("Gated-v0", entry_point=Gated, max_episode_steps=1)
+gym.register("Broke-v0", entry_point=Broke, max_episode_steps=1)

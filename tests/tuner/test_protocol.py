@@ -88,3 +88,41 @@ def test_the_answer_is_chosen_on_tuning_and_heldout_seeds_and_scored_on_test_see
     assert "held-out re-evaluation: 2 configs x 1 seeds (2 runs to train, 2 deterministic episodes each; about" \
         in out.stdout
     assert "  [held-out] 2/2 runs done" in out.stdout and "  [test] 4/4 runs done" in out.stdout
+
+
+def test_lower_quantile_objective_and_seed_robust_settings() -> None:
+    from tuner.run.trial_worker import aggregate
+    from tuner.study.settings import tuner_settings
+
+    # numpy's linear percentile: q25 of five values sits at index 0.25 x 4 = 1
+    assert aggregate([40, 0, 20, 10, 30], "q25") == 10.0 and aggregate([0, 10], "q25") == 2.5
+    assert aggregate([3, 1, 2], "min") == 1.0 and aggregate([3, 1, 2], "median") == 2.0
+    assert tuner_settings({"aggregation": "q10", "pruner": "wilcoxon", "n_seeds": 3}).aggregation == "q10"
+    for bad, message in (({"aggregation": "q75"}, "tuner.aggregation: 'q75' must be mean, median, min or a lower"),
+                         ({"aggregation": "qx"}, "tuner.aggregation: 'qx'"),
+                         ({"pruner": "wilcoxon"}, "tuner.pruner: wilcoxon compares a trial with the best one seed by "
+                                                  "seed; it needs tuner.n_seeds >= 2"),
+                         ({"pruner": "wilcoxon", "n_seeds": 2, "wilcoxon_p": 1.5}, "tuner.wilcoxon_p: must be in (0, 1)")):
+        with pytest.raises(ConfigError, match="^" + message.replace(".", r"\.").replace("(", r"\(").replace(")", r"\)")):
+            tuner_settings(bad)
+
+
+def test_wilcoxon_pruner_stops_a_trial_worse_on_every_seed_after_four_seeds(tmp_path) -> None:
+    """Trial 0 (Steady-v0) scores 50 on each of 6 seeds; trial 1 (Broke-v0) scores 0.  Each seed's
+    score is an instance: after k seeds, all k differences are negative, and the exact one-sided
+    Wilcoxon signed-rank p-value is 1 / 2**k: 0.125 after 3 seeds (> 0.1, go on), 0.0625 after 4
+    (< 0.1): trial 1 is pruned after its fourth seed and never trains seeds 5 and 6."""
+    import optuna
+
+    run_app(["tuner=optuna", "tuner.study_name=wx", "env.module=tests.tuner.lucky_envs", "env.id=Broke-v0",
+             "search=none", "+search.values.env.id='choice(Steady-v0, Broke-v0)'", "tuner.sampler=random",
+             "tuner.n_trials=2", "tuner.pruner=wilcoxon", "tuner.n_warmup_steps=0", "tuner.n_seeds=6",
+             "+tuner.enqueue=[{env.id: Steady-v0}]", "tuner.reevaluate.top_k=0", "tuner.seeds.test=0",
+             "eval.episodes=1", *TINY, "budget.steps=40"], cwd=str(tmp_path))
+    study = optuna.load_study(study_name="wx", storage=optuna.storages.JournalStorage(
+        optuna.storages.journal.JournalFileBackend(str(tmp_path / "studies" / "wx" / "journal.log"))))
+    steady, broke = study.trials
+    assert steady.params["env.id"] == "Steady-v0" and steady.state.name == "COMPLETE" and steady.value == 50.0
+    assert steady.intermediate_values == {i: 50.0 for i in range(6)}  # every instance, the last one too
+    assert broke.params["env.id"] == "Broke-v0" and broke.state.name == "PRUNED"
+    assert broke.intermediate_values == {i: 0.0 for i in range(4)} and len(broke.user_attrs["seeds"]) == 4

@@ -23,7 +23,10 @@ class TrialSpec:
     :param run_dir: where the trial writes ``result.json``, its log and its checkpoints
     :param configs: the resolved config of each training run (one per seed, see :func:`seed_configs`)
     :param report_every: episodes between two intermediate reports
-    :param aggregation: how the seeds' scores combine into the objective (``mean``, ``median``, ``min``)
+    :param aggregation: how the seeds' scores combine into the objective (``mean``, ``median``, ``min``,
+        or ``q<percent>``, a lower quantile such as ``q25``: risk-averse)
+    :param instances: each seed's final score is an *instance* reported as step ``i`` (seed index) for
+        Optuna's ``WilcoxonPruner``, which may stop the trial between seeds; no per-episode reports
     :param memory_mb: MiB the trial may allocate beyond its start-up size (``None``: no cap)
     :param log_path: file that receives the trial's stdout and stderr (``None``: inherited)
     :param wandb: the wandb identity of the trial's runs (study, trial number, params)
@@ -50,6 +53,7 @@ class TrialSpec:
     threads: int | None = None
     driver_pid: int | None = None
     graceful: bool = False
+    instances: bool = False
 
 
 @dataclass(frozen=True)

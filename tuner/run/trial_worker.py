@@ -37,7 +37,12 @@ AGGREGATIONS = {"mean": np.mean, "median": np.median, "min": np.min}
 
 
 def aggregate(values: list[float], how: str) -> float:
-    return float(AGGREGATIONS[how](np.asarray(values, dtype=float)))
+    """The seeds' scores combined: ``mean``, ``median``, ``min``, or ``q<percent>`` (``q25``: the
+    lower quartile, linear interpolation as numpy's percentile; a risk-averse objective)."""
+    data = np.asarray(values, dtype=float)
+    if how.startswith("q"):
+        return float(np.percentile(data, float(how[1:])))
+    return float(AGGREGATIONS[how](data))
 
 
 def _reporter(conn: Any, offset: int = 0) -> Any:
@@ -74,8 +79,9 @@ def _run(conn: Any, spec: TrialSpec) -> Result:
 
     finals, seeds, pruned = [], [], False
     for i, cfg in enumerate(spec.configs):
-        # a plain job (no trial: Hydra multirun) has no pruner to report to
-        reporter = _reporter(conn, i * SEED_STEP_OFFSET) if spec.trial is not None else None
+        # a plain job (no trial: Hydra multirun) has no pruner to report to; with instances (Wilcoxon)
+        # the pruner hears each seed's final score, not its learning curve
+        reporter = _reporter(conn, i * SEED_STEP_OFFSET) if spec.trial is not None and not spec.instances else None
         run_dir = spec.run_dir if len(spec.configs) == 1 else os.path.join(spec.run_dir, f"seed_{cfg['seed']}")
         res = run_training(cfg, run_dir, reporter, spec.report_every, meta=_seed_meta(spec, cfg, i),
                            interruptible=spec.graceful)
@@ -85,6 +91,12 @@ def _run(conn: Any, spec: TrialSpec) -> Result:
         if res["status"] == "pruned":
             pruned = True
             break
+        if spec.instances and spec.trial is not None and res["objective"] is not None:
+            # every seed is reported, the last one too: later trials are compared with this one's instances
+            prune = _reporter(conn)(i, float(res["objective"]))
+            if prune and i + 1 < len(spec.configs):
+                pruned = True  # significantly worse than the best trial on the seeds so far (WilcoxonPruner)
+                break
     value = aggregate([f for f in finals if f is not None] or [float("nan")], spec.aggregation)
     attrs = {"seeds": seeds, "env_steps": sum(s["env_steps"] for s in seeds),
              "wall_time_s": sum(s["wall_time_s"] for s in seeds), "cpu_time_s": cpu_seconds()}

@@ -190,6 +190,7 @@ class Driver:
         return TrialSpec(trial=trial.number, backend=plain["backend"]["name"], run_dir=run_dir,
                          configs=configs, report_every=self.s.report_every,
                          aggregation=self.s.aggregation, memory_mb=self.s.trial_memory_mb,
+                         instances=self.s.pruner == "wilcoxon",
                          log_path=os.path.join(run_dir, "trial.log"),
                          wandb=trial_meta(self.s.study_name, trial.number, trial.params))
 

@@ -20,7 +20,7 @@ from .storage import check_storage
 __all__ = ["TunerSettings", "tuner_settings", "make_sampler", "make_pruner"]
 
 SAMPLERS = ("tpe", "random", "cmaes", "gp", "grid", "qmc")
-PRUNERS = ("median", "percentile", "successive_halving", "hyperband", "threshold", "none")
+PRUNERS = ("median", "percentile", "successive_halving", "hyperband", "threshold", "wilcoxon", "none")
 
 
 @dataclass
@@ -36,6 +36,9 @@ class TunerSettings:
     n_warmup_steps: int = 2
     percentile: float = 25.0
     threshold_lower: Optional[float] = None
+    # pruner=wilcoxon: prune a trial whose seeds so far are worse than the best trial's same seeds at this
+    # one-sided p-value (Optuna's WilcoxonPruner; each seed's final score is an instance)
+    wilcoxon_p: float = 0.1
     direction: str = "maximize"
     n_trials: int = 20
     max_total_trials: Optional[int] = None
@@ -77,7 +80,12 @@ def tuner_settings(node: Any) -> TunerSettings:
         (s.sampler in SAMPLERS, f"tuner.sampler: {s.sampler!r} is not one of {', '.join(SAMPLERS)}"),
         (s.pruner in PRUNERS, f"tuner.pruner: {s.pruner!r} is not one of {', '.join(PRUNERS)}"),
         (s.direction in ("maximize", "minimize"), f"tuner.direction: {s.direction!r} must be maximize or minimize"),
-        (s.aggregation in ("mean", "median", "min"), f"tuner.aggregation: {s.aggregation!r} must be mean, median or min"),
+        (_aggregation_ok(s.aggregation),
+         f"tuner.aggregation: {s.aggregation!r} must be mean, median, min or a lower quantile q<percent> (q25)"),
+        (s.pruner != "wilcoxon" or _n_seeds(s) >= 2,
+         f"tuner.pruner: wilcoxon compares a trial with the best one seed by seed; it needs tuner.n_seeds >= 2 "
+         f"(or tuner.seeds.tuning with two seeds or more), got {_n_seeds(s)}"),
+        (0.0 < s.wilcoxon_p < 1.0, f"tuner.wilcoxon_p: must be in (0, 1), got {s.wilcoxon_p}"),
         (s.resume in RESUME_MODES, f"tuner.resume: {s.resume!r} must be {' or '.join(RESUME_MODES)}"),
         (s.n_trials > 0, f"tuner.n_trials: must be > 0, got {s.n_trials}"),
         (s.n_jobs > 0, f"tuner.n_jobs: must be > 0, got {s.n_jobs}"),
@@ -110,6 +118,21 @@ def tuner_settings(node: Any) -> TunerSettings:
     check_seeds(s.seeds, s.n_seeds)
     check_storage(s.storage)  # before the driver creates the study dir or connects anywhere
     return s
+
+
+def _aggregation_ok(how: str) -> bool:
+    """``mean``, ``median``, ``min`` or ``q<percent>`` with a percent from 0 to 50 (a *lower* quantile)."""
+    if how in ("mean", "median", "min"):
+        return True
+    try:
+        return how.startswith("q") and 0.0 <= float(how[1:]) <= 50.0 and math.isfinite(float(how[1:]))
+    except ValueError:
+        return False
+
+
+def _n_seeds(s: TunerSettings) -> int:
+    tuning = s.seeds.tuning
+    return len(tuning) if tuning else s.n_seeds
 
 
 def make_sampler(s: TunerSettings, space: list[Param]) -> optuna.samplers.BaseSampler:
@@ -154,4 +177,6 @@ def make_pruner(s: TunerSettings) -> optuna.pruners.BasePruner:
         return optuna.pruners.HyperbandPruner()
     if s.pruner == "threshold":
         return optuna.pruners.ThresholdPruner(lower=s.threshold_lower)
+    if s.pruner == "wilcoxon":
+        return optuna.pruners.WilcoxonPruner(p_threshold=s.wilcoxon_p, n_startup_steps=s.n_warmup_steps)
     return optuna.pruners.NopPruner()
