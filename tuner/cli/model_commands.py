@@ -34,12 +34,12 @@ class _Bad(ValueError):
 def load_run_config(model: str, trust_code: bool = False) -> tuple[dict[str, Any], str]:
     """The resolved config of the run that wrote ``model`` and the file it came from (its run dir's
     result.json or config.yaml), checked as data (:mod:`tuner.config.untrusted`) unless ``trust_code``."""
-    from ..config.untrusted import UntrustedFileError, load_run_config as load
+    from ..run.loading import ModelLoadError, load_run_config as load
 
     try:
-        return load(os.path.dirname(os.path.abspath(model)), trust_code=trust_code)
-    except UntrustedFileError as exc:
-        raise _Bad(f"model: {exc}") from None
+        return load(model, trust_code)
+    except ModelLoadError as exc:
+        raise _Bad(str(exc)) from None
 
 
 def flag(args: dict[str, str], key: str) -> bool:
@@ -83,43 +83,13 @@ def _model_path(args: dict[str, str]) -> str:
 
 
 def _load_agent(model: str, trust_code: bool = False) -> tuple[Any, dict[str, Any]]:
-    """The agent of the run that wrote ``model``, with the model's weights."""
-    from note_rl.core.checkpoint import CheckpointError
-    from omegaconf import OmegaConf
+    """The agent of the run that wrote ``model``, with the model's weights (:mod:`tuner.run.loading`)."""
+    from ..run.loading import ModelLoadError, load_agent
 
-    from ..common.errors import ConfigError
-    from ..config.envs import make_env
-    from ..config.schema import validate
-    from ..run.build import build_agent, set_threads
-
-    cfg, source = load_run_config(model, trust_code)
-    try:  # the schema's types and ranges (a huge backend.threads, a bad seed) before anything is built
-        validate(OmegaConf.create(cfg), check_env=False)
-    except ConfigError as exc:
-        raise _Bad(f"model: {source}: {_first_line(exc)}{_import_hint(exc)}") from None
-    set_threads(cfg)
     try:
-        make_env(cfg["env"]).close()
-    except Exception as exc:  # noqa: BLE001 - gymnasium raises many kinds: unknown id, unknown kwargs...
-        raise _Bad(f"model: {source}: env: cannot make {cfg['env'].get('id')!r} "
-                   f"({type(exc).__name__}: {_first_line(exc)})") from None
-    try:
-        agent = build_agent(cfg)
-    except ConfigError as exc:
-        raise _Bad(f"model: {model}: {_first_line(exc)}{_import_hint(exc)}") from None
-    except Exception as exc:  # noqa: BLE001 - a config that validates but does not build is the file's fault
-        raise _Bad(f"model: {source}: cannot rebuild the agent ({type(exc).__name__}: {_first_line(exc)})") from None
-    try:
-        agent.restore_param(model)
-    except (CheckpointError, ValueError, KeyError) as exc:
-        raise _Bad(f"model: {model} does not load into this agent ({_first_line(exc)})") from None
-    return agent, cfg
-
-
-def _import_hint(exc: BaseException) -> str:
-    """A user's class whose module is not importable from here (a trusted run of examples/custom_agent
-    evaluated without its PYTHONPATH): say where to run it."""
-    return " (run it where the run's code imports, e.g. with the run's PYTHONPATH)" if "import" in str(exc) else ""
+        return load_agent(model, trust_code)
+    except ModelLoadError as exc:
+        raise _Bad(str(exc)) from None
 
 
 def _first_line(exc: BaseException) -> str:
