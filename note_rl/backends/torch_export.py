@@ -86,8 +86,19 @@ def save_torchscript(spec: Any, path: str, meta: dict[str, Any]) -> None:
 
 
 def save_onnx(spec: Any, path: str, meta: dict[str, Any]) -> None:
-    """``path``: an ONNX graph of the policy, input ``obs`` ``(batch, state_dim)``, output ``action``
-    (TorchScript-based exporter: needs the ``onnx`` package, not ``onnxscript``)."""
+    """``path``: an ONNX graph of the policy, input ``obs`` ``(batch, state_dim)``, output ``action``,
+    ``policy.json`` in its metadata.  Written with PyTorch's TorchScript-based exporter, which needs
+    the ``onnx`` package only (the torch.export-based one also needs ``onnxscript``; for an MLP both
+    give the same graph)."""
+    import onnx
+
     example = torch.zeros(2, spec.state_dim)
-    torch.onnx.export(_module(spec), (example,), path, input_names=["obs"], output_names=["action"],
-                      dynamic_axes={"obs": {0: "batch"}, "action": {0: "batch"}}, dynamo=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        torch.onnx.export(_module(spec), (example,), path, input_names=["obs"], output_names=["action"],
+                          dynamic_axes={"obs": {0: "batch"}, "action": {0: "batch"}}, dynamo=False)
+    model = onnx.load(path)
+    entry = model.metadata_props.add()
+    entry.key, entry.value = "policy.json", json.dumps(meta)
+    onnx.checker.check_model(model)
+    onnx.save(model, path)

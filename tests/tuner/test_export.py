@@ -83,6 +83,11 @@ READER = textwrap.dedent("""
         meta = {"policy.json": ""}
         torch.jit.load(path, _extra_files=meta)
         info = json.loads(meta["policy.json"])
+    elif fmt == "onnx":
+        import onnxruntime
+        session = onnxruntime.InferenceSession(path)
+        actions = session.run(["action"], {"obs": obs})[0]
+        info = json.loads(session.get_modelmeta().custom_metadata_map["policy.json"])
     else:
         import tensorflow as tf
         policy = tf.saved_model.load(path)
@@ -97,10 +102,14 @@ READER = textwrap.dedent("""
 
 def _read_back(fmt: str, path: str, obs: np.ndarray, tmp_path) -> dict:
     """Actions of the exported policy at ``path``, computed in a fresh process run outside the repo
-    (cwd is a temporary folder, PYTHONPATH unset: note_rl cannot even be found there)."""
+    (cwd is a temporary folder, the repo off PYTHONPATH: note_rl cannot even be found there)."""
     obs_file = str(tmp_path / "obs.npy")
     np.save(obs_file, obs)
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env = dict(os.environ)
+    # PYTHONPATH without the repo (entries that hold a note_rl package): note_rl cannot be imported there
+    paths = [p for p in env.pop("PYTHONPATH", "").split(os.pathsep) if p and not os.path.isdir(os.path.join(p, "note_rl"))]
+    if paths:
+        env["PYTHONPATH"] = os.pathsep.join(paths)
     env["TF_CPP_MIN_LOG_LEVEL"] = "3"
     proc = subprocess.run([sys.executable, "-c", READER, fmt, path, obs_file], capture_output=True, text=True,
                           cwd=str(tmp_path), env=env, timeout=300)
@@ -118,18 +127,23 @@ def _same(expected: np.ndarray, got: np.ndarray) -> None:
 
 # every run in its backend's own format, and one of each backend in the other's
 EXPORTS = [("torch_dqn", "torchscript"), ("torch_sac", "torchscript"), ("tf_ppo", "saved_model"),
-           ("tf_td3", "saved_model"), ("torch_dqn", "saved_model"), ("tf_td3", "torchscript")]
+           ("tf_td3", "saved_model"), ("torch_dqn", "saved_model"), ("tf_td3", "torchscript"),
+           ("torch_dqn", "onnx"), ("torch_sac", "onnx"), ("tf_ppo", "onnx")]
+SUFFIX = {"torchscript": ".pt", "onnx": ".onnx", "saved_model": ""}
 
 
 @pytest.mark.parametrize(("run", "fmt"), EXPORTS)
 def test_exported_policy_acts_as_predict_without_note_rl(runs, run, fmt, tmp_path) -> None:
     import note_rl
 
+    if fmt == "onnx":  # the [onnx] extra, and onnxruntime to read it back ([dev] installs both)
+        pytest.importorskip("onnx")
+        pytest.importorskip("onnxruntime")
     agent = note_rl.load(runs[run])
     obs = _observations(ENV_IDS[RUNS[run][2]])
     expected, state = agent.predict(obs, deterministic=True)
     assert state is None and len(expected) == len(obs)
-    path = note_rl.export(agent, str(tmp_path / ("policy.pt" if fmt == "torchscript" else "policy")), fmt)
+    path = note_rl.export(agent, str(tmp_path / f"policy{SUFFIX[fmt]}"), fmt)
     back = _read_back(fmt, path, obs, tmp_path)
     _same(expected, np.asarray(back["actions"]))
     discrete = RUNS[run][2] == "cartpole"
