@@ -2,7 +2,9 @@
 description of a greedy policy that :mod:`note_rl.export` writes as TorchScript or a TF SavedModel.
 
 ``predict`` follows Stable-Baselines3's habit: it takes one observation or a batch (a leading axis)
-and returns ``(action, None)`` (the ``None`` is SB3's recurrent state; no agent here has one).  The
+and returns ``(action, None)`` (the ``None`` is SB3's recurrent state; no agent here has one).  A goal env's
+dict observation (HER) is read as the agent reads it, ``concat(observation, desired_goal)``; the
+exported files take that vector.  The
 actions are the env's own: a continuous agent (DDPG, TD3, SAC) acts in ``[-1, 1]`` internally and its
 env is wrapped with ``RescaleAction``; ``predict`` returns actions in the bounds of the env the agent
 was given (``gym.make("Pendulum-v1")``'s ``[-2, 2]``), as SB3 does.
@@ -21,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from .buffers.her import flatten_goal_obs
 from .utils import log_softmax
 
 __all__ = ["PolicySpec", "policy_spec", "predict", "spec_forward", "check_spec", "ExportError"]
@@ -102,8 +105,9 @@ def _as_batch(agent: Any, obs: Any) -> tuple[np.ndarray, bool]:
         if idx.size and (idx.min() < 0 or idx.max() >= one_hot.n):
             raise ValueError(f"predict(obs): observations must be in [{one_hot.start}, {one_hot.start + one_hot.n})")
         return np.eye(one_hot.n, dtype=np.float32)[idx], single
-    if isinstance(obs, dict):
-        raise ValueError("predict(obs): dict (goal) observations are not supported; pass the flattened vector")
+    if isinstance(obs, dict):  # a goal env's observation (HER): the agent reads concat(observation, goal)
+        x = flatten_goal_obs(obs)
+        return (x[None], True) if x.ndim == 1 else (x, False)
     x = np.asarray(obs, dtype=np.float32)
     shape = getattr(getattr(_env(agent), "observation_space", None), "shape", None)
     single = x.ndim == (len(shape) if shape else 1)
@@ -206,7 +210,7 @@ def sample_observations(agent: Any, n: int = 64, seed: int = 0) -> np.ndarray:
     obs, _ = env.reset(seed=seed)
     out = []
     while len(out) < n:
-        out.append(np.asarray(obs, np.float32).ravel())
+        out.append(flatten_goal_obs(obs) if isinstance(obs, dict) else np.asarray(obs, np.float32).ravel())
         obs, _, terminated, truncated, _ = env.step(env.action_space.sample())
         if terminated or truncated:
             obs, _ = env.reset(seed=int(rng.integers(2**31)))
