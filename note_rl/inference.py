@@ -118,21 +118,50 @@ def _as_batch(agent: Any, obs: Any) -> tuple[np.ndarray, bool]:
 def predict(agent: Any, obs: Any, state: Any = None, episode_start: Any = None,
             deterministic: bool = True) -> tuple[Any, None]:
     """``(action, None)`` for one observation, or ``(actions, None)`` for a batch (see the module
-    docstring); ``state`` and ``episode_start`` are SB3's recurrent arguments, accepted and unused."""
-    if not deterministic:
-        raise ValueError("predict(deterministic=False) is not supported: the greedy action "
-                         "(deterministic=True) is what a saved model plays")
+    docstring); ``state`` and ``episode_start`` are SB3's recurrent arguments, accepted and unused.
+    ``deterministic=True`` (the default; SB3's is False) plays the greedy action (argmax, the
+    Gaussian's mean, SAC's ``tanh(mean)``); ``False`` samples the agent's stochastic policy where it
+    has one (:func:`_sampled`)."""
     if getattr(agent, "MARL", False):
         raise ValueError("predict: not supported for MARL agents (one action(s, i) per agent)")
     batch, single = _as_batch(agent, obs)
     outputs = agent.act_output(batch)
-    actions = np.asarray([agent.greedy_action(o) for o in outputs])
+    actions = None if deterministic else _sampled(agent, outputs)
+    if actions is None:
+        actions = np.asarray([agent.greedy_action(o) for o in outputs])
     rescale = _rescaler(agent)
     if rescale is not None:
         actions = np.asarray([rescale.action(a) for a in actions], dtype=np.float32)
     elif actions.dtype.kind == "f":
         actions = actions.astype(np.float32)
     return (actions[0] if single else actions), None
+
+
+def _sampled(agent: Any, outputs: np.ndarray) -> np.ndarray | None:
+    """``deterministic=False``: actions drawn from the agent's own stochastic policy (PPO and A2C: the
+    softmax or the Gaussian with its learned std, clipped to the bounds; SAC: its squashed Gaussian), or
+    ``None`` for a deterministic policy (DQN, DDPG, TD3: no exploration is added, their greedy action
+    is the policy).  Draws come from generators seeded from the agent's seed."""
+    from .core.runners import sample_rollout_actions
+
+    rng = getattr(agent, "_predict_rng", None)
+    if rng is None:
+        seed = getattr(agent, "seed", None)
+        rng = agent._predict_rng = np.random.default_rng(None if seed is None else seed + 7919)
+    if callable(getattr(agent, "rollout_log_std", None)):
+        log_std = agent.rollout_log_std()
+        actions, _ = sample_rollout_actions(np.asarray(outputs, np.float32), rng, log_std)
+        bounds = getattr(agent, "action_bounds", None)
+        return np.clip(actions, *bounds) if log_std is not None and bounds is not None else actions
+    sample = getattr(agent, "sample_action", None)
+    if not callable(sample) or _owner(agent, "sample_action") != "SACMixin":
+        return None
+    return np.asarray(sample(np.asarray(outputs, np.float32)), np.float32)  # its own generator, from its seed
+
+
+def _owner(agent: Any, method: str) -> str:
+    """The name of the class in ``agent``'s MRO that defines ``method``."""
+    return next((k.__name__ for k in type(agent).__mro__ if method in vars(k)), "")
 
 
 def policy_spec(agent: Any) -> PolicySpec:
@@ -143,7 +172,7 @@ def policy_spec(agent: Any) -> PolicySpec:
     name = type(agent).__name__
     if getattr(agent, "MARL", False) or getattr(agent, "IRL", False):
         raise ExportError(f"{name}: MARL and IRL agents cannot be exported (one policy per agent / an aux output)")
-    owner = next((k.__name__ for k in type(agent).__mro__ if "greedy_action" in vars(k)), "")
+    owner = _owner(agent, "greedy_action")
     head = _HEADS.get(owner, "argmax" if owner == "RLBase" else None)
     actor = agent.numpy_actor() if callable(getattr(agent, "numpy_actor", None)) else None
     mlp = getattr(actor, "actor", None)

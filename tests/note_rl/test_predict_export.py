@@ -80,12 +80,27 @@ def test_predict_reads_discrete_and_goal_observations_as_the_agent_does() -> Non
     check_spec(reach, policy_spec(reach))
 
 
-def test_predict_refusals_are_one_line() -> None:
-    from note_rl.agents.torch import DQN
-
-    dqn = DQN(4, 16, 2, seed=0, env="CartPole-v1")
-    with pytest.raises(ValueError, match="deterministic=False"):
-        dqn.predict(np.zeros(4), deterministic=False)
+@pytest.mark.parametrize("backend", ["torch", "tf"])
+def test_predict_deterministic_false_samples_the_agents_own_policy(backend) -> None:
+    """SB3's ``deterministic=False``: PPO draws from its softmax (frequencies follow the probabilities)
+    or its Gaussian (clipped to the bounds), SAC from its squashed Gaussian (in the env's bounds);
+    DQN, DDPG and TD3 are deterministic policies: the greedy action."""
+    agents = _agents(backend)
+    ppo = agents["ppo"]
+    obs = np.repeat(sample_observations(ppo, 1), 4000, axis=0)
+    drawn, state = ppo.predict(obs, deterministic=False)
+    assert state is None and drawn.dtype == np.int64 and set(drawn) == {0, 1}
+    assert abs(drawn.mean() - ppo.act_output(obs[:1])[0, 1]) < 0.03
+    for name in ("ppo_box", "sac"):
+        agent = agents[name]
+        obs = sample_observations(agent, 200)
+        sampled, greedy = agent.predict(obs, deterministic=False)[0], agent.predict(obs)[0]
+        assert sampled.shape == greedy.shape and not np.allclose(sampled, greedy)
+        assert np.all(np.abs(sampled) <= 2.0)  # Pendulum's bounds
+    for name in ("dqn", "ddpg", "td3"):
+        agent = agents[name]
+        obs = sample_observations(agent, 16)
+        assert np.array_equal(agent.predict(obs, deterministic=False)[0], agent.predict(obs)[0]), name
 
 
 def test_a_users_own_agent_predicts_but_does_not_export(tmp_path) -> None:
