@@ -18,13 +18,14 @@ Only the built-in agents' MLP policies export (DQN, PPO, A2C, DDPG, TD3, SAC).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import shutil
 from typing import Any
 
 from .inference import ExportError, check_spec, policy_spec
 
-__all__ = ["export", "FORMATS", "ExportError"]
+__all__ = ["export", "default_path", "FORMATS", "ExportError"]
 
 #: format -> (backend that writes it, module, function, default file suffix)
 FORMATS = {
@@ -53,7 +54,7 @@ def default_path(base: str, fmt: str) -> str:
     return base + FORMATS[fmt][3]
 
 
-def export(agent: Any, path: str, format: str = "torchscript") -> str:  # noqa: A002 - the CLI's word
+def export(agent: Any, path: str, format: str = "torchscript") -> str:
     """Write ``agent``'s greedy policy to ``path`` in ``format`` (see the module docstring); returns
     ``path``.  A file is written under a temporary name and renamed, so a failed export leaves no
     partial file; a SavedModel replaces an earlier SavedModel at ``path`` but no other directory."""
