@@ -61,7 +61,11 @@ def export(agent: Any, path: str, format: str = "torchscript") -> str:
     write = _writer(format)
     spec = policy_spec(agent)
     check_spec(agent, spec)
-    meta = {"format": format, "agent": type(agent).__name__, "obs_dim": spec.state_dim,
+    from . import __version__
+
+    env = agent.env[0] if isinstance(agent.env, (list, tuple)) else agent.env
+    meta = {"format": format, "agent": type(agent).__name__, "env": getattr(getattr(env, "spec", None), "id", None),
+            "note_rl": __version__, "obs_dim": spec.state_dim,
             "action": "discrete" if spec.discrete else "continuous", "input": "obs float32 (batch, obs_dim)",
             "output": "action int64 (batch,)" if spec.discrete else "action float32 (batch, action_dim)"}
     path = os.path.abspath(path)

@@ -148,6 +148,7 @@ def test_exported_policy_acts_as_predict_without_note_rl(runs, run, fmt, tmp_pat
     _same(expected, np.asarray(back["actions"]))
     discrete = RUNS[run][2] == "cartpole"
     assert back["info"]["action"] == ("discrete" if discrete else "continuous") and back["info"]["obs_dim"] == obs.shape[1]
+    assert back["info"]["env"] == ENV_IDS[RUNS[run][2]] and back["info"]["format"] == fmt
 
 
 @pytest.mark.parametrize("run", sorted(RUNS))
