@@ -314,6 +314,15 @@ class RLBase(AdjusterMixin):
             return int(np.argmax(output))
         return output
 
+    def predict(self, obs: Any, state: Any = None, episode_start: Any = None,
+                deterministic: bool = True) -> tuple[Any, None]:
+        """``(action, None)`` for one observation, ``(actions, None)`` for a batch: the greedy action
+        in the env's own action space, as Stable-Baselines3's ``predict`` returns it (``state`` /
+        ``episode_start``: SB3's recurrent arguments, unused); see :mod:`note_rl.inference`."""
+        from ..inference import predict
+
+        return predict(self, obs, state, episode_start, deterministic)
+
     def greedy_action(self, output: np.ndarray) -> Any:
         """The action without exploration for one network output (``run_agent``, evaluation): the
         best discrete action, or the output itself for continuous actions."""

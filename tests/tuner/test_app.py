@@ -56,6 +56,7 @@ def test_quick_start_run_solves_cartpole(tmp_path) -> None:
     commands = [line.split()[:3] for line in lines[steps + 1:]]
     assert commands == [["note-tune", "eval", f"model={run}/model.npz"],
                         ["note-tune", "play", f"model={run}/model.npz"],
+                        ["note-tune", "export", f"model={run}"],
                         ["note-tune", "tuner=optuna", "tuner.n_trials=20"],
                         ["note-tune", "dashboard", "study_dir=studies/ppo_CartPole-v1"]]
 

@@ -266,6 +266,7 @@ def test_fuzzed_subcommand_arguments_are_one_line(server, home, case) -> None:
     command, extra, key = case
     base = {"eval": [f"model={home / 'run' / 'model.npz'}", "episodes=1", "seeds=0"],
             "play": [f"model={home / 'run' / 'model.npz'}", "max_steps=5", f"out={home / 'made.gif'}"],
+            "export": [f"model={home / 'run'}", "format=torchscript", f"out={home / 'made.pt'}"],
             "report": ["study_dir=studies/keep", "wandb=none", f"out={home / 'made'}"],
             "reevaluate": ["study_dir=studies/keep", "top_k=1", "seeds=1"],
             "dashboard": ["study_dir=studies/keep", "port=99999"]}[command]

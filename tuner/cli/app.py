@@ -115,6 +115,7 @@ def _next_steps(result: dict[str, Any], run_dir: str) -> str:
     study = f"{cfg.get('agent', {}).get('name', 'agent')}_{cfg.get('env', {}).get('id', 'env')}"
     commands = [(f"note-tune eval model={model}", "evaluate the saved model"),
                 (f"note-tune play model={model} out=episode.gif", "record a greedy episode"),
+                (f"note-tune export model={run}", "export the policy (TorchScript / SavedModel) for other tools"),
                 (" ".join(["note-tune", *_run_overrides(), "tuner=optuna", "tuner.n_trials=20"]),
                  "tune this agent with an Optuna study"),
                 (f"note-tune dashboard study_dir=studies/{study}", "watch that study in optuna-dashboard")]
@@ -472,7 +473,7 @@ def main() -> None:
 
 
 def _main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] in ("report", "dashboard", "eval", "play", "reevaluate"):
+    if len(sys.argv) > 1 and sys.argv[1] in ("report", "dashboard", "eval", "play", "export", "reevaluate"):
         from .subcommands import main as subcommand
 
         raise SystemExit(subcommand(sys.argv[1], sys.argv[2:]))

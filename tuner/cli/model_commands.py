@@ -1,6 +1,8 @@
 """``note-tune eval model=<file> [episodes=20] [seeds=0,1,2]``: evaluate a saved model;
 ``note-tune play model=<file> [out=<file.gif|file.mp4>] [seed=0] [max_steps=N] [fps=N]``: record one
-greedy episode of it (GIF with Pillow, MP4 with ffmpeg), like rl-zoo3's ``enjoy`` / ``record_video``.
+greedy episode of it (GIF with Pillow, MP4 with ffmpeg), like rl-zoo3's ``enjoy`` / ``record_video``;
+``note-tune export model=<run dir|file> [format=torchscript|onnx|saved_model] [out=<path>]``: write its greedy
+policy in a format other tools load without note_rl (:mod:`note_rl.exporting`).
 
 The model is a ``model.npz`` / ``best_eval_model.npz`` that a run or trial wrote into its run dir;
 the agent is rebuilt from the ``result.json`` (or ``config.yaml``) beside it.  Each seed ``s``
@@ -20,7 +22,7 @@ import numpy as np
 
 from ..common.files import name_too_long
 
-__all__ = ["eval_model", "play_model", "load_run_config"]
+__all__ = ["eval_model", "play_model", "export_model", "load_run_config"]
 
 SEED_STRIDE = 10_000
 SEED_LIMIT = (2**32 - 1) // SEED_STRIDE  # reset seeds s * SEED_STRIDE + k stay below numpy's 2**32
@@ -34,12 +36,12 @@ class _Bad(ValueError):
 def load_run_config(model: str, trust_code: bool = False) -> tuple[dict[str, Any], str]:
     """The resolved config of the run that wrote ``model`` and the file it came from (its run dir's
     result.json or config.yaml), checked as data (:mod:`tuner.config.untrusted`) unless ``trust_code``."""
-    from ..config.untrusted import UntrustedFileError, load_run_config as load
+    from ..run.loading import ModelLoadError, load_run_config as load
 
     try:
-        return load(os.path.dirname(os.path.abspath(model)), trust_code=trust_code)
-    except UntrustedFileError as exc:
-        raise _Bad(f"model: {exc}") from None
+        return load(model, trust_code)
+    except ModelLoadError as exc:
+        raise _Bad(str(exc)) from None
 
 
 def flag(args: dict[str, str], key: str) -> bool:
@@ -83,43 +85,13 @@ def _model_path(args: dict[str, str]) -> str:
 
 
 def _load_agent(model: str, trust_code: bool = False) -> tuple[Any, dict[str, Any]]:
-    """The agent of the run that wrote ``model``, with the model's weights."""
-    from note_rl.core.checkpoint import CheckpointError
-    from omegaconf import OmegaConf
+    """The agent of the run that wrote ``model``, with the model's weights (:mod:`tuner.run.loading`)."""
+    from ..run.loading import ModelLoadError, load_agent
 
-    from ..common.errors import ConfigError
-    from ..config.envs import make_env
-    from ..config.schema import validate
-    from ..run.build import build_agent, set_threads
-
-    cfg, source = load_run_config(model, trust_code)
-    try:  # the schema's types and ranges (a huge backend.threads, a bad seed) before anything is built
-        validate(OmegaConf.create(cfg), check_env=False)
-    except ConfigError as exc:
-        raise _Bad(f"model: {source}: {_first_line(exc)}{_import_hint(exc)}") from None
-    set_threads(cfg)
     try:
-        make_env(cfg["env"]).close()
-    except Exception as exc:  # noqa: BLE001 - gymnasium raises many kinds: unknown id, unknown kwargs...
-        raise _Bad(f"model: {source}: env: cannot make {cfg['env'].get('id')!r} "
-                   f"({type(exc).__name__}: {_first_line(exc)})") from None
-    try:
-        agent = build_agent(cfg)
-    except ConfigError as exc:
-        raise _Bad(f"model: {model}: {_first_line(exc)}{_import_hint(exc)}") from None
-    except Exception as exc:  # noqa: BLE001 - a config that validates but does not build is the file's fault
-        raise _Bad(f"model: {source}: cannot rebuild the agent ({type(exc).__name__}: {_first_line(exc)})") from None
-    try:
-        agent.restore_param(model)
-    except (CheckpointError, ValueError, KeyError) as exc:
-        raise _Bad(f"model: {model} does not load into this agent ({_first_line(exc)})") from None
-    return agent, cfg
-
-
-def _import_hint(exc: BaseException) -> str:
-    """A user's class whose module is not importable from here (a trusted run of examples/custom_agent
-    evaluated without its PYTHONPATH): say where to run it."""
-    return " (run it where the run's code imports, e.g. with the run's PYTHONPATH)" if "import" in str(exc) else ""
+        return load_agent(model, trust_code)
+    except ModelLoadError as exc:
+        raise _Bad(str(exc)) from None
 
 
 def _first_line(exc: BaseException) -> str:
@@ -200,3 +172,70 @@ def play_model(args: dict[str, str]) -> str:
             os.remove(partial)
     print(f"recorded one greedy episode of {cfg['agent']['name']} on {cfg['env']['id']} (reset seed {seed}) -> {out}")
     return out
+
+
+#: ``format=`` when none is given: the trained backend's own
+_DEFAULT_FORMAT = {"torch": "torchscript", "tf": "saved_model"}
+
+
+def export_model(args: dict[str, str]) -> str:
+    """Write the greedy policy of ``args['model']`` (a run dir or its model file) as ``format``
+    (:mod:`note_rl.exporting`) to ``out`` (default: beside the model, ``policy.pt`` / ``policy.onnx`` /
+    ``saved_model``); returns the path written."""
+    from note_rl.exporting import FORMATS, ExportError, default_path, export
+
+    from ..run.loading import ModelLoadError, model_file
+
+    if not args.get("model"):
+        raise _Bad("model: give model=<run dir or a model.npz written by a run>")
+    try:
+        model = model_file(args["model"])
+    except ModelLoadError as exc:
+        raise _Bad(str(exc)) from None
+    fmt = args.get("format")
+    if fmt is not None and fmt not in FORMATS:
+        raise _Bad(f"format: {fmt!r} is not one of {', '.join(FORMATS)}")
+    out = args.get("out")
+    if out is not None:
+        _check_export_out(out, fmt)
+    agent, cfg = _load_agent(model, flag(args, "trust_code"))
+    fmt = fmt or _DEFAULT_FORMAT.get(cfg["backend"]["name"], "torchscript")
+    if out is not None:
+        _check_export_out(out, fmt)
+    if out is None:
+        out = default_path(os.path.join(os.path.dirname(model), "policy" if FORMATS[fmt][3] else "saved_model"), fmt)
+    try:
+        path = export(agent, out, fmt)
+    except ExportError as exc:
+        raise _Bad(str(exc)) from None
+    except OSError as exc:
+        raise _Bad(f"out: cannot write {out} ({exc.strerror or _first_line(exc)})") from None
+    print(f"exported the greedy policy of {cfg['agent']['name']} on {cfg['env']['id']} as {fmt} -> {path}")
+    return path
+
+
+def _check_export_out(out: str, fmt: str | None) -> None:
+    """``out`` is a name that can be written: in an existing writable directory, short enough."""
+    folder, name = os.path.split(os.path.abspath(out))
+    if not name:
+        raise _Bad(f"out: {out!r} names no file")
+    if not os.path.isdir(folder):
+        raise _Bad(f"out: no such directory {folder}")
+    if not os.access(folder, os.W_OK):
+        raise _Bad(f"out: directory {folder} is not writable")
+    if name_too_long(out, folder):
+        raise _Bad(f"out: file name {name[:40]}... is longer than the file system allows")
+    if fmt is None:
+        return
+    suffixes = _EXPORT_SUFFIXES[fmt]
+    if fmt == "saved_model":
+        if os.path.exists(out) and not os.path.isfile(os.path.join(out, "saved_model.pb")):
+            raise _Bad(f"out: {out} exists and is not a SavedModel; give a new directory name")
+    elif os.path.isdir(out):
+        raise _Bad(f"out: {out} is a directory; give a file name ending in {' or '.join(suffixes)}")
+    elif not out.lower().endswith(suffixes):
+        raise _Bad(f"out: {out!r} must end in {' or '.join(suffixes)} for format={fmt}")
+
+
+#: file names ``out=`` may have per format (an existing file of another kind is never overwritten)
+_EXPORT_SUFFIXES = {"torchscript": (".pt", ".pth"), "onnx": (".onnx",), "saved_model": ()}

@@ -31,6 +31,7 @@ ALLOWED = {
     "dashboard": ("storage", "study_dir", "study_name", "port"),
     "eval": ("model", "episodes", "seeds", "trust_code"),
     "play": ("model", "out", "seed", "max_steps", "fps", "trust_code"),
+    "export": ("model", "format", "out", "trust_code"),
     "reevaluate": ("study_name", "storage", "study_dir", "top_k", "seeds", "episodes", "timeout", "n_jobs", "model",
                    "tie_seeds", "trust_code"),
 }
@@ -51,6 +52,11 @@ USAGE = {
              "[trust_code=false]",
              "Record one greedy episode of a saved model as a GIF or an MP4 (ffmpeg). The run's config may name "
              "only note_rl's own classes unless trust_code=true."),
+    "export": ("note-tune export model=RUN_DIR|FILE [format=torchscript|onnx|saved_model] [out=PATH] "
+               "[trust_code=false]",
+               "Write a saved model's greedy policy as TorchScript, ONNX or a TensorFlow SavedModel, loadable "
+               "without note_rl (default format: the run's backend's; default out: beside the model). The run's "
+               "config may name only note_rl's own classes unless trust_code=true."),
     "reevaluate": ("note-tune reevaluate study_name=NAME [storage=URL|FILE] [study_dir=DIR] [top_k=5] "
                    "[seeds=3|[100,101]] [episodes=20] [timeout=SECONDS] [n_jobs=N] [model=final|best] [tie_seeds=1] "
                    "[trust_code=false]",
@@ -297,8 +303,8 @@ def _keep_heldout(study: Any, study_dir: str, desc: str, summary: dict[str, Any]
 
 
 def main(command: str, argv: list[str]) -> int:
-    """Run ``command`` (``report``, ``dashboard``, ``eval``, ``play`` or ``reevaluate``) with ``key=value`` arguments."""
-    from .model_commands import _Bad, eval_model, play_model
+    """Run ``command`` (``report``, ``dashboard``, ``eval``, ``play``, ``export`` or ``reevaluate``) with ``key=value`` arguments."""
+    from .model_commands import _Bad, eval_model, export_model, play_model
 
     if any(a in ("-h", "--help") for a in argv):
         print(usage(command), end="")
@@ -309,12 +315,17 @@ def main(command: str, argv: list[str]) -> int:
     # there first, and remember it for every file and line written below
     protect({})
     try:
+        if command == "export" and argv and "=" not in argv[0] and not argv[0].startswith("-"):
+            argv = [f"model={argv[0]}", *argv[1:]]  # note-tune export <run dir> ...
         args = parse_args(command, argv)
         if command == "eval":
             eval_model(args)
             return 0
         if command == "play":
             play_model(args)
+            return 0
+        if command == "export":
+            export_model(args)
             return 0
         if command == "reevaluate":
             return reevaluate_study(args)
