@@ -25,13 +25,15 @@ def test_trial_cost_by_hand() -> None:
 @pytest.mark.parametrize("agent,env", [("dqn", "cartpole"), ("ppo", "cartpole"), ("a2c", "cartpole"),
                                        ("sac", "pendulum"), ("td3", "pendulum"), ("ddpg", "pendulum")])
 def test_default_spaces_are_within_the_limit(agent, env) -> None:
+    # the spaces reach rl-zoo3's / ARLBench's ranges (tests/tuner/test_search_spaces.py), under the limit
     cfg = compose_cfg(["tuner=optuna", f"agent={agent}", f"env={env}"])
     ratio = check_cost(parse_space(cfg.search, cfg), cfg, 100)
-    assert ratio is None or ratio < 20
+    assert ratio is None or ratio < 100
 
 
 def test_a_lopsided_space_is_refused_in_one_line_unless_allowed(tmp_path) -> None:
-    space = ["search.values.agent.train_freq='choice(1, 256)'", "+search.values.agent.num_updates='int(interval(1, 8))'"]
+    space = ["search=none", "+search.values.agent.batch='choice(32, 64, 128)'",
+             "+search.values.agent.train_freq='choice(1, 256)'", "+search.values.agent.num_updates='int(interval(1, 8))'"]
     cfg = compose_cfg(["tuner=optuna", "agent=dqn", *space])
     with pytest.raises(ConfigError, match=r"^search: one trial may cost 2202x another \(agent.batch=128, "
                                           r"agent.train_freq=1, agent.num_updates=8 against agent.batch=32, "
@@ -57,8 +59,10 @@ def test_dqn_gradient_steps_follow_train_freq() -> None:
     # the default space (train_freq 64-256, batch 32-128, 50,000 steps, learning_starts 1000) at 0.5
     # updates per step: 24,500 updates whatever train_freq, so only the batch moves the cost:
     # (50,000 + 3 * 24,500 * 128) / (50,000 + 3 * 24,500 * 32) = 3.94
-    cfg = compose_cfg(["tuner=optuna", "agent=dqn", "budget.steps=50000"])
+    old = ["search=none", "+search.values.agent.batch='choice(32, 64, 128)'",
+           "+search.values.agent.train_freq='choice(64, 128, 256)'"]  # DQN's default space before #34
+    cfg = compose_cfg(["tuner=optuna", "agent=dqn", "budget.steps=50000", *old])
     assert check_cost(parse_space(cfg.search, cfg), cfg, 100) == pytest.approx(9_458_000 / 2_402_000)
     # with num_updates fixed at 128, train_freq 64 makes 98,000 updates: (50,000 + 3 * 98,000 * 128) / 2,402,000
-    fixed = compose_cfg(["tuner=optuna", "agent=dqn", "budget.steps=50000", "agent.num_updates=128"])
+    fixed = compose_cfg(["tuner=optuna", "agent=dqn", "budget.steps=50000", "agent.num_updates=128", *old])
     assert check_cost(parse_space(fixed.search, fixed), fixed, 100) == pytest.approx(37_682_000 / 2_402_000)

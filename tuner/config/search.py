@@ -70,10 +70,30 @@ def _parse(name: str, expr: Any) -> tuple[Distribution | None, Any]:
     return _distribution(name, expr, override.value()), None
 
 
+def encode_choice(value: Any) -> Any:
+    """A choice as Optuna stores it: a list (``[64, 64]``, a network's hidden sizes) becomes its text
+    ``"[64, 64]"``, since Optuna's storages keep only None, bool, int, float and str choices."""
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(str(encode_choice(v)) for v in value) + "]"
+    return value
+
+
+def decode_choice(value: Any) -> Any:
+    """The value a choice stands for (:func:`encode_choice` undone): ``"[64, 64]"`` is ``[64, 64]``."""
+    if isinstance(value, str) and value.startswith("[") and value.endswith("]"):
+        import yaml
+
+        try:
+            return yaml.safe_load(value)
+        except yaml.YAMLError:
+            return value
+    return value
+
+
 def _distribution(name: str, expr: str, sweep: Any) -> Distribution:
     log = "log" in getattr(sweep, "tags", set())
     if isinstance(sweep, ChoiceSweep):
-        return optuna.distributions.CategoricalDistribution(list(sweep.list))
+        return optuna.distributions.CategoricalDistribution([encode_choice(v) for v in sweep.list])
     if isinstance(sweep, IntervalSweep):
         return _interval(name, sweep.start, sweep.end, log)
     if isinstance(sweep, RangeSweep):
@@ -172,14 +192,15 @@ def default_params(space: list[Param], cfg: DictConfig) -> dict[str, Any]:
         value = OmegaConf.select(cfg, f"{p.name}.name" if p.is_group else p.name)
         if value is None and p.name == "optimizer.lr":
             value = OmegaConf.select(cfg, "agent.lr")
+        value = OmegaConf.to_container(value) if OmegaConf.is_config(value) else value
         if value is not None and _contains(d, value):
-            out[p.name] = value
+            out[p.name] = encode_choice(value)
     return out
 
 
 def _contains(d: Distribution, value: Any) -> bool:
     if isinstance(d, optuna.distributions.CategoricalDistribution):
-        return value in d.choices
+        return encode_choice(value) in d.choices
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
     if isinstance(d, optuna.distributions.IntDistribution) and value != int(value):
@@ -231,4 +252,5 @@ def to_overrides(params: Mapping[str, Any], space: list[Param]) -> list[str]:
             values[p.name] = p.fixed
     groups = [p.name for p in space if p.is_group]
     ordered = [k for k in values if k in groups] + [k for k in values if k not in groups]
-    return [f"{k}={format_value(values[k])}" for k in ordered]
+    encoded = {p.name for p in space if isinstance(p.distribution, optuna.distributions.CategoricalDistribution)}
+    return [f"{k}={format_value(decode_choice(values[k]) if k in encoded else values[k])}" for k in ordered]

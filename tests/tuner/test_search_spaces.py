@@ -1,0 +1,42 @@
+"""The default search spaces (conf/search/<agent>.yaml) on every env preset they meet: they parse against
+the config, pass the cost guard, and contain the config's own values, so trial 0 of a study (enqueued
+from them) is exactly the agent's defaults or the env's rl-zoo3 preset."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+from omegaconf import OmegaConf
+
+from tests.tuner.conftest import compose_cfg
+from tuner.config.search import default_params, parse_space
+from tuner.config.search_cost import check_cost
+
+DISCRETE = ["cartpole", "acrobot", "lunar_lander", "mountain_car"]
+CONTINUOUS = ["pendulum", "mountain_car_continuous", "lunar_lander_continuous", "hopper", "half_cheetah"]
+COMBOS = [("dqn", e) for e in DISCRETE] + [(a, e) for a in ("ppo", "a2c") for e in DISCRETE + CONTINUOUS] \
+    + [(a, e) for a in ("sac", "td3", "ddpg") for e in CONTINUOUS]
+# rl-zoo3's / ARLBench's ranges a space must reach (shared/reference/autorl_protocol.md)
+REACH = {"ppo": {"agent.gamma": 0.9999, "agent.n_steps": 2048, "agent.entropy_coef": 0.1, "agent.n_epochs": 20},
+         "dqn": {"agent.gamma": 0.9999, "agent.update_steps": 5000, "buffer.pool_size": 1000000},
+         "sac": {"agent.gamma": 0.9999, "agent.tau": 0.08, "agent.ent_coef": "auto"},
+         "td3": {"agent.gamma": 0.9999, "agent.tau": 0.08, "agent.hidden_size": "[400, 300]"},
+         "a2c": {"agent.gamma": 0.9999, "agent.n_steps": 2048}}
+
+
+@pytest.mark.parametrize("agent,env", COMBOS)
+def test_default_space_parses_passes_the_cost_guard_and_holds_the_starting_config(agent, env) -> None:
+    cfg = compose_cfg([f"agent={agent}", f"env={env}", "tuner=optuna"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a list choice Optuna's storages could not keep would warn
+        space = parse_space(cfg.search, cfg)
+    assert check_cost(space, cfg, cfg.tuner.max_cost_ratio) <= 100
+    searched = [p for p in space if p.distribution is not None]
+    start = default_params(space, cfg)
+    outside = {p.name: OmegaConf.select(cfg, p.name) for p in searched if p.name not in start}
+    assert outside == {}, f"the {agent} {env} config's own values must be in its space"
+    assert len(searched) >= (7 if agent in ("dqn", "ddpg", "sac") else 8)
+    for name, value in REACH.get(agent, {}).items():
+        (d,) = [p.distribution for p in searched if p.name == name]
+        assert value in getattr(d, "choices", ()) or getattr(d, "high", None) == value, name
