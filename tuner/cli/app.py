@@ -420,7 +420,8 @@ def main() -> None:
 
 
 def _main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] in ("report", "dashboard", "eval", "play", "reevaluate"):
+    if len(sys.argv) > 1 and sys.argv[1] in ("report", "dashboard", "eval", "play", "reevaluate",
+                                               "summary"):
         from .subcommands import main as subcommand
 
         raise SystemExit(subcommand(sys.argv[1], sys.argv[2:]))

@@ -8,6 +8,7 @@ They take ``key=value`` arguments (like Hydra overrides, but parsed before Hydra
     note-tune dashboard [storage=...] [study_dir=DIR] [port=8080]
     note-tune reevaluate study_name=NAME [storage=...] [study_dir=DIR] [top_k=5] [seeds=3|[100,101]]
                          [episodes=20] [timeout=SECONDS] [n_jobs=1]
+    note-tune summary DIR [DIR ...] [out=DIR] [metric=final_eval_mean_return]  (:mod:`tuner.cli.summary_command`)
 
 ``storage`` is a journal file path, ``sqlite:///path.db`` or ``postgresql://...``; without it,
 ``study_dir``, then ``$OPTUNA_STORAGE``, then ``studies/<study_name>`` locates the study (a directory
@@ -33,6 +34,7 @@ ALLOWED = {
     "play": ("model", "out", "seed", "max_steps", "fps", "trust_code"),
     "reevaluate": ("study_name", "storage", "study_dir", "top_k", "seeds", "episodes", "timeout", "n_jobs", "model",
                    "tie_seeds", "trust_code"),
+    "summary": ("out", "metric"),  # and the directories, as plain arguments
 }
 
 
@@ -56,6 +58,10 @@ USAGE = {
                    "[trust_code=false]",
                    "Retrain a study's top configs on held-out seeds and pick best_config.yaml by their scores. "
                    "The trials' configs may name only note_rl's own classes unless trust_code=true."),
+    "summary": ("note-tune summary DIR [DIR ...] [out=DIR] [metric=final_eval_mean_return]",
+                "Compare runs: n, mean, std, 95% t-interval, min and max of each config's scores across the job dirs "
+                "of multirun sweeps, run dirs and study dirs (grouped by overrides minus seed); printed and written "
+                "to out/summary.csv, summary.md and summary.png (default out: the first DIR)."),
 }
 
 
@@ -297,7 +303,8 @@ def _keep_heldout(study: Any, study_dir: str, desc: str, summary: dict[str, Any]
 
 
 def main(command: str, argv: list[str]) -> int:
-    """Run ``command`` (``report``, ``dashboard``, ``eval``, ``play`` or ``reevaluate``) with ``key=value`` arguments."""
+    """Run ``command`` (``report``, ``dashboard``, ``eval``, ``play``, ``reevaluate`` or ``summary``) with
+    ``key=value`` arguments (``summary`` also takes directories)."""
     from .model_commands import _Bad, eval_model, play_model
 
     if any(a in ("-h", "--help") for a in argv):
@@ -309,13 +316,17 @@ def main(command: str, argv: list[str]) -> int:
     # there first, and remember it for every file and line written below
     protect({})
     try:
-        args = parse_args(command, argv)
+        args = parse_args(command, argv) if command != "summary" else {}
         if command == "eval":
             eval_model(args)
             return 0
         if command == "play":
             play_model(args)
             return 0
+        if command == "summary":
+            from .summary_command import summary
+
+            return summary(argv)
         if command == "reevaluate":
             return reevaluate_study(args)
         return report(args) if command == "report" else dashboard(args)
