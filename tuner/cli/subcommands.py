@@ -1,6 +1,7 @@
 """``note-tune report ...`` and ``note-tune dashboard ...``: commands on an existing study storage;
 ``note-tune eval model=...`` / ``note-tune play model=...``: a saved model's evaluation or recording
-(:mod:`tuner.cli.model_commands`); ``note-tune reevaluate ...``: a study's held-out re-evaluation.
+(:mod:`tuner.cli.model_commands`); ``note-tune reevaluate ...``: a study's held-out re-evaluation;
+``note-tune summary DIR ...``: a table comparing configs across multirun jobs, runs and studies.
 
 They take ``key=value`` arguments (like Hydra overrides, but parsed before Hydra runs)::
 
@@ -8,7 +9,7 @@ They take ``key=value`` arguments (like Hydra overrides, but parsed before Hydra
     note-tune dashboard [storage=...] [study_dir=DIR] [port=8080]
     note-tune reevaluate study_name=NAME [storage=...] [study_dir=DIR] [top_k=5] [seeds=3|[100,101]]
                          [episodes=20] [timeout=SECONDS] [n_jobs=1]
-    note-tune summary DIR [DIR ...] [out=DIR] [metric=final_eval_mean_return]  (:mod:`tuner.cli.summary_command`)
+    note-tune summary DIR [DIR ...] [out=DIR] [metric=final_eval_mean_return]   (:mod:`tuner.report.summary`)
 
 ``storage`` is a journal file path, ``sqlite:///path.db`` or ``postgresql://...``; without it,
 ``study_dir``, then ``$OPTUNA_STORAGE``, then ``studies/<study_name>`` locates the study (a directory
@@ -302,6 +303,49 @@ def _keep_heldout(study: Any, study_dir: str, desc: str, summary: dict[str, Any]
              f"study.json and best_config.yaml ({summary['answer']}) written to {study_dir}")
 
 
+def split_args(argv: list[str]) -> tuple[list[str], dict[str, str]]:
+    """Directories and ``key=value`` options of ``note-tune summary``."""
+    dirs: list[str] = []
+    opts: dict[str, str] = {}
+    for arg in argv:
+        key, sep, value = arg.partition("=")
+        if sep and key in ALLOWED["summary"]:
+            opts[key] = value
+        elif arg.startswith("-"):
+            raise ArgError(f"summary: unknown option {arg!r} (expected directories and out=, metric=)")
+        else:
+            dirs.append(arg)
+    if not dirs:
+        raise ArgError("summary: give at least one directory (a multirun sweep dir, a run dir or a study dir)")
+    return dirs, opts
+
+
+def summary(argv: list[str]) -> int:
+    """``note-tune summary DIR [DIR ...] [out=DIR] [metric=NAME]`` (:mod:`tuner.report.summary`):
+    ``out`` defaults to the first directory, so the summary lies beside the sweep it describes;
+    an argument ``out=...`` / ``metric=...`` is an option, every other one a directory."""
+    from ..report.summary import SummaryError, collect, format_table, summarize, write_summary
+
+    dirs, opts = split_args(argv)
+    metric = opts.get("metric") or "final_eval_mean_return"
+    out = opts.get("out") or dirs[0]
+    try:
+        samples, warnings = collect(dirs, metric)
+    except SummaryError as exc:
+        raise ArgError(str(exc)) from None
+    _check_out_dir(out)
+    groups = summarize(samples)
+    for line in warnings:
+        print(f"warning: {line}", file=sys.stderr)
+    print(format_table(groups, metric))
+    try:
+        paths = write_summary(groups, samples, warnings, metric, out)
+    except OSError as exc:  # a read-only or full disk
+        raise ArgError(f"out: cannot write the summary ({exc.strerror or exc}: {exc.filename})") from None
+    print(f"{len(samples)} samples in {len(groups)} configs -> {', '.join(os.path.relpath(p) for p in paths.values())}")
+    return 0
+
+
 def main(command: str, argv: list[str]) -> int:
     """Run ``command`` (``report``, ``dashboard``, ``eval``, ``play``, ``reevaluate`` or ``summary``) with
     ``key=value`` arguments (``summary`` also takes directories)."""
@@ -324,8 +368,6 @@ def main(command: str, argv: list[str]) -> int:
             play_model(args)
             return 0
         if command == "summary":
-            from .summary_command import summary
-
             return summary(argv)
         if command == "reevaluate":
             return reevaluate_study(args)
