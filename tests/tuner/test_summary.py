@@ -122,6 +122,15 @@ def test_studies_and_run_dirs_are_grouped_by_name_and_config(tmp_path, capsys) -
     assert float(table["agent=dqn env=CartPole-v1 backend=torch"]["mean"]) == 12.0
     printed = capsys.readouterr().out
     assert printed.index("study ppo_cartpole") < printed.index("study dqn_cartpole")  # best mean first
+    assert "study rows: each study's best value" in printed
+
+    # a folder of study dirs (./studies): one sample per study
+    studies = tmp_path / "studies"
+    for i, best in enumerate([100.0, 140.0]):
+        _study(studies / f"s{i}", "ppo_cartpole", best)
+    assert main("summary", [str(studies)]) == 0
+    row = _read_csv(studies / "summary.csv")["study ppo_cartpole"]
+    assert (int(row["n"]), float(row["mean"])) == (2, 120.0)
 
 
 def test_a_password_in_the_overrides_stays_out_of_the_summary(tmp_path) -> None:

@@ -8,7 +8,8 @@ What each directory contributes (every file is read back as data, bounded, with
 * a **multirun sweep dir** (Hydra's ``-m`` output: ``multirun.yaml`` and one job dir per override set):
   one sample per job dir; a job without ``result.json`` (failed, killed, still running) is left out
   with a warning;
-* a **study dir** (it holds ``study.json``): one sample, the study's best value (its tuning objective).
+* a **study dir** (it holds ``study.json``): one sample, the study's best value (its tuning objective);
+  a folder of study dirs (``./studies``): one sample per study.
 
 Samples are grouped by config: a job's command-line overrides (``.hydra/overrides.yaml``) minus
 ``seed=`` and ``hydra.*`` ones; a run without saved overrides by ``agent=... env=... backend=...`` of its
@@ -117,6 +118,10 @@ def collect(dirs: list[str], metric: str = "final_eval_mean_return") -> tuple[li
             samples.append(_study_sample(folder))
         else:
             jobs = _job_dirs(folder)
+            studies = [] if jobs else _sub_dirs(folder, "study.json")
+            if studies:  # a folder of studies (./studies)
+                samples += [_study_sample(d) for d in studies]
+                continue
             if not jobs:
                 raise SummaryError(f"{folder}: no result.json, study.json or multirun job dirs in it "
                                    f"(give a run dir, a study dir or a multirun sweep dir)")
@@ -127,19 +132,23 @@ def collect(dirs: list[str], metric: str = "final_eval_mean_return") -> tuple[li
     return samples, warnings
 
 
-def _job_dirs(folder: str) -> list[str]:
-    """The job dirs of a multirun sweep dir: sub-dirs with ``result.json`` or Hydra's ``.hydra/``,
-    in Hydra's job order (numbers first)."""
+def _sub_dirs(folder: str, *marks: str) -> list[str]:
+    """The sub-dirs of ``folder`` (not symlinks) that hold one of ``marks``, numbers first in
+    numeric order (Hydra's job order), then by name."""
     try:
         names = os.listdir(folder)
     except OSError as exc:
         raise SummaryError(f"{folder}: cannot list ({exc.strerror})") from None
-    jobs = [os.path.join(folder, n) for n in names
-            if os.path.isdir(os.path.join(folder, n)) and not os.path.islink(os.path.join(folder, n))
-            and (os.path.lexists(os.path.join(folder, n, "result.json"))
-                 or os.path.isdir(os.path.join(folder, n, ".hydra")))]
-    return sorted(jobs, key=lambda p: (not os.path.basename(p).isdigit(), int(os.path.basename(p))
-                                       if os.path.basename(p).isdigit() else 0, p))
+    found = [os.path.join(folder, n) for n in names
+             if os.path.isdir(os.path.join(folder, n)) and not os.path.islink(os.path.join(folder, n))
+             and any(os.path.lexists(os.path.join(folder, n, m)) for m in marks)]
+    return sorted(found, key=lambda p: (not os.path.basename(p).isdigit(), int(os.path.basename(p))
+                                        if os.path.basename(p).isdigit() else 0, p))
+
+
+def _job_dirs(folder: str) -> list[str]:
+    """The job dirs of a multirun sweep dir: sub-dirs with ``result.json`` or Hydra's ``.hydra/``."""
+    return _sub_dirs(folder, "result.json", ".hydra")
 
 
 def _read_json(path: str, limit: int | None = None) -> Any:
@@ -231,6 +240,7 @@ def common_part(groups: list[Group]) -> list[str]:
 
 # -- writing -----------------------------------------------------------------------------------------
 
+STUDY_NOTE = "study rows: each study's best value (its tuning objective), one sample per study"
 COLUMNS = ("config", "n", "mean", "std", "ci95_low", "ci95_high", "min", "max", "seeds", "overrides")
 
 
@@ -262,6 +272,8 @@ def format_table(groups: list[Group], metric: str) -> str:
                                    for i, (c, w) in enumerate(zip(cells, widths)))
     common = common_part(groups)
     shared = [f"shared by all: {' '.join(common)}"] if common else []
+    if any(g.name.startswith("study ") for g in groups):
+        shared.append(STUDY_NOTE)
     return "\n".join([f"{metric} by config (95% CI: Student t over the seeds)", *shared, line(head),
                       "  ".join("-" * w for w in widths), *map(line, rows)])
 
@@ -287,6 +299,8 @@ def _markdown(groups: list[Group], samples: list[Sample], warnings: list[str], m
              "Grouped by config (overrides minus `seed`); 95% CI: mean +- t(0.975, n-1) * std / sqrt(n).", "",
              *([f"Overrides shared by all: `{' '.join(common_part(groups))}`", ""]
                if common_part(groups) else []),
+             *([STUDY_NOTE[0].upper() + STUDY_NOTE[1:] + ".", ""] if any(g.name.startswith("study ") for g in groups)
+               else []),
              "| config | n | mean | std | 95% CI | min | max | seeds |", "| --- | ---: | ---: | ---: | --- | ---: | ---: | --- |"]
     for g in groups:
         r = _row(g)
