@@ -54,6 +54,16 @@ def test_an_unknown_logger_kind_is_one_line(tmp_path) -> None:
     assert out.stderr.strip() == "error: logger.kinds.mlflow: 'mlflow' is not one of console, wandb, csv, tensorboard"
 
 
+def test_tensorboard_without_its_extra_is_one_line_before_training(tmp_path) -> None:
+    from tests.tuner.test_packaging import _run
+
+    out = _run(tmp_path, "tensorboardX", ["-m", "tuner", *BASE, "logger=[console,tensorboard]"])
+    assert out.returncode == 2 and out.stderr.strip().splitlines() == [
+        "error: logger: tensorboard needs tensorboardX, which is not installed: pip install "
+        "'note-rl-tuner[tensorboard]' (in a checkout: pip install -e '.[tensorboard]')"], out.stderr
+    assert not list(tmp_path.glob("outputs/*/*/result.json"))
+
+
 @pytest.mark.slow
 def test_csv_tensorboard_and_wandb_from_one_run_agree(tmp_path) -> None:
     run_app([*BASE, "logger=[wandb,csv,tensorboard]", "budget.steps=400", "hydra.run.dir=run"], cwd=str(tmp_path))

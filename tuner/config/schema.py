@@ -408,13 +408,24 @@ def _check_ranges(cfg: DictConfig) -> None:
         raise ConfigError("budget: set budget.steps or budget.episodes")
     _check_rollout_budget(cfg)
     _check_adjuster(cfg)
-    for kind in cfg.logger.kinds:
-        if kind not in LOGGER_KINDS:
-            raise ConfigError(f"logger.kinds.{kind}: {kind!r} is not one of {', '.join(LOGGER_KINDS)}")
+    _check_loggers(cfg)
     n_seeds = OmegaConf.select(cfg, "tuner.n_seeds", default=1)
     if isinstance(n_seeds, int) and isinstance(cfg.seed, int) and cfg.seed + n_seeds > SEED_LIMIT:
         # a trial trains seeds seed .. seed + n_seeds - 1 (tuner.common.messages.seed_configs)
         raise ConfigError(f"seed: {cfg.seed} + tuner.n_seeds={n_seeds} trains seeds past {SEED_LIMIT - 1}")
+
+
+def _check_loggers(cfg: DictConfig) -> None:
+    """``logger.kinds`` names known loggers; ``tensorboard`` has its writer (an extra) installed."""
+    import importlib.util
+
+    for kind in cfg.logger.kinds:
+        if kind not in LOGGER_KINDS:
+            raise ConfigError(f"logger.kinds.{kind}: {kind!r} is not one of {', '.join(LOGGER_KINDS)}")
+    if (cfg.logger.kinds.get("tensorboard") or cfg.logger.name == "tensorboard") and \
+            importlib.util.find_spec("tensorboardX") is None:
+        raise ConfigError("logger: tensorboard needs tensorboardX, which is not installed: pip install "
+                          "'note-rl-tuner[tensorboard]' (in a checkout: pip install -e '.[tensorboard]')")
 
 
 def _check_rollout_budget(cfg: DictConfig) -> None:
