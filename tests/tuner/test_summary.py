@@ -158,6 +158,10 @@ def test_a_password_in_the_overrides_stays_out_of_the_summary(tmp_path) -> None:
                                         "best_eval_mean_return, test_mean_return, objective, final_mean_return, "
                                         "best_mean_return"),
     (None, [], "error: summary: give at least one directory (a multirun sweep dir, a run dir or a study dir)"),
+    ("empty", ["empty", "outdir=x"], "error: summary: unknown argument 'outdir=x' (expected directories, out=, "
+                                     "metric=)"),
+    ("run", ["run", "out={tmp}/run/result.json/x"], "error: out: cannot make {tmp}/run/result.json/x "
+                                                    "({tmp}/run/result.json is not a writable directory)"),
 ])
 def test_bad_input_is_one_line_naming_the_path(tmp_path, capsys, make, args, message) -> None:
     if make == "empty":
@@ -170,10 +174,12 @@ def test_bad_input_is_one_line_naming_the_path(tmp_path, capsys, make, args, mes
         (tmp_path / "nonumber" / "result.json").write_text(json.dumps({"config": {}, "final_eval_mean_return": "high"}))
     elif make == "nostudy":
         _study(tmp_path / "nostudy", "s", None)
+    elif make == "run":
+        _run(tmp_path / "run", 1.0, 0)
     elif make == "deep":
         (tmp_path / "deep").mkdir()
         (tmp_path / "deep" / "result.json").write_text("[" * 100 + "]" * 100)
-    argv = [str(tmp_path / a) if "=" not in a else a for a in args]
+    argv = [str(tmp_path / a) if "=" not in a else a.format(tmp=tmp_path) for a in args]
     assert main("summary", argv) == 2
     err = capsys.readouterr().err
     assert err.strip() == message.format(tmp=tmp_path) and len(err.strip().splitlines()) == 1

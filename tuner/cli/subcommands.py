@@ -311,8 +311,8 @@ def split_args(argv: list[str]) -> tuple[list[str], dict[str, str]]:
         key, sep, value = arg.partition("=")
         if sep and key in ALLOWED["summary"]:
             opts[key] = value
-        elif arg.startswith("-"):
-            raise ArgError(f"summary: unknown option {arg!r} (expected directories and out=, metric=)")
+        elif arg.startswith("-") or (sep and not os.path.lexists(arg)):  # a dir may be named a=b (override_dirname)
+            raise ArgError(f"summary: unknown argument {arg!r} (expected directories, out=, metric=)")
         else:
             dirs.append(arg)
     if not dirs:
