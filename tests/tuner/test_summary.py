@@ -188,3 +188,22 @@ def test_bad_input_is_one_line_naming_the_path(tmp_path, capsys, make, args, mes
 def test_bad_dir_from_the_console_is_exit_2_and_one_line(tmp_path) -> None:
     out = run_app(["summary", "nowhere"], cwd=str(tmp_path), check=False)
     assert out.returncode == 2 and out.stderr.strip() == "error: nowhere: not a directory" and not out.stdout
+
+
+@pytest.mark.slow
+def test_a_real_study_is_one_sample_of_its_best_value_and_its_trials_log_csv(tmp_path) -> None:
+    from tests.tuner.conftest import NO_REEVAL
+
+    args = [*[o for o in TINY if not o.startswith("logger=")], "logger=[console,csv]", "tuner=optuna",
+            "tuner.n_trials=2", NO_REEVAL, "tuner.study_dir=studies/s1"]
+    run_app(args, cwd=str(tmp_path))
+    study = json.loads((tmp_path / "studies" / "s1" / "study.json").read_text())
+    for trial in ("0000", "0001"):  # each trial process wrote its own progress.csv
+        with open(tmp_path / "studies" / "s1" / "trials" / trial / "progress.csv", newline="") as f:
+            rows = list(csv.DictReader(f))
+        result = json.loads((tmp_path / "studies" / "s1" / "trials" / trial / "result.json").read_text())
+        assert [float(r["return"]) for r in rows if r["return"]] == result["returns"]
+    out = run_app(["summary", "studies", "out=cmp"], cwd=str(tmp_path))
+    row = _read_csv(tmp_path / "cmp" / "summary.csv")[f"study {study['study_name']}"]
+    assert (int(row["n"]), float(row["mean"])) == (1, study["best_value"])
+    assert "study rows: each study's best value" in out.stdout
