@@ -145,7 +145,8 @@ class TensorboardCallback(_FileLogger):
         try:
             from tensorboardX import SummaryWriter
         except ImportError:
-            raise ImportError("logger=tensorboard needs tensorboardX: pip install 'note-rl-tuner[tensorboard]'") from None
+            raise ImportError("logger=tensorboard needs tensorboardX: "
+                              "pip install 'note-rl-tuner[tensorboard]'") from None
         import yaml
 
         os.makedirs(self.path, exist_ok=True)

@@ -246,9 +246,9 @@ COLUMNS = ("config", "n", "mean", "std", "ci95_low", "ci95_high", "min", "max", 
 
 def _row(g: Group) -> dict[str, Any]:
     ci = g.ci95
-    return {"config": g.label or g.name, "overrides": g.name, "n": g.n, "mean": g.mean, "std": g.std, "ci95_low": ci[0] if ci else None,
-            "ci95_high": ci[1] if ci else None, "min": min(g.values), "max": max(g.values),
-            "seeds": " ".join(str(s) for s in g.seeds if s is not None)}
+    return {"config": g.label or g.name, "n": g.n, "mean": g.mean, "std": g.std,
+            "ci95_low": ci[0] if ci else None, "ci95_high": ci[1] if ci else None, "min": min(g.values),
+            "max": max(g.values), "seeds": " ".join(str(s) for s in g.seeds if s is not None), "overrides": g.name}
 
 
 def _fmt(value: Any) -> str:
@@ -295,13 +295,15 @@ def write_summary(groups: list[Group], samples: list[Sample], warnings: list[str
 
 
 def _markdown(groups: list[Group], samples: list[Sample], warnings: list[str], metric: str) -> str:
+    common = common_part(groups)
     lines = [f"# Summary: {metric}", "",
-             "Grouped by config (overrides minus `seed`); 95% CI: mean +- t(0.975, n-1) * std / sqrt(n).", "",
-             *([f"Overrides shared by all: `{' '.join(common_part(groups))}`", ""]
-               if common_part(groups) else []),
-             *([STUDY_NOTE[0].upper() + STUDY_NOTE[1:] + ".", ""] if any(g.name.startswith("study ") for g in groups)
-               else []),
-             "| config | n | mean | std | 95% CI | min | max | seeds |", "| --- | ---: | ---: | ---: | --- | ---: | ---: | --- |"]
+             "Grouped by config (overrides minus `seed`); 95% CI: mean +- t(0.975, n-1) * std / sqrt(n).", ""]
+    if common:
+        lines += [f"Overrides shared by all: `{' '.join(common)}`", ""]
+    if any(g.name.startswith("study ") for g in groups):
+        lines += [STUDY_NOTE[0].upper() + STUDY_NOTE[1:] + ".", ""]
+    lines += ["| config | n | mean | std | 95% CI | min | max | seeds |",
+              "| --- | ---: | ---: | ---: | --- | ---: | ---: | --- |"]
     for g in groups:
         r = _row(g)
         ci = f"[{_fmt(r['ci95_low'])}, {_fmt(r['ci95_high'])}]" if g.ci95 else "-"
