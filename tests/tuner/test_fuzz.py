@@ -269,7 +269,8 @@ def test_fuzzed_subcommand_arguments_are_one_line(server, home, case) -> None:
             "export": [f"model={home / 'run'}", "format=torchscript", f"out={home / 'made.pt'}"],
             "report": ["study_dir=studies/keep", "wandb=none", f"out={home / 'made'}"],
             "reevaluate": ["study_dir=studies/keep", "top_k=1", "seeds=1"],
-            "dashboard": ["study_dir=studies/keep", "port=99999"]}[command]
+            "dashboard": ["study_dir=studies/keep", "port=99999"],
+            "summary": [str(home / "run"), f"out={home / 'made'}"]}[command]
     kept = [a for a in base if a.split("=")[0] != key]
     args = [command, *kept, *extra]
     try:

@@ -473,7 +473,8 @@ def main() -> None:
 
 
 def _main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] in ("report", "dashboard", "eval", "play", "export", "reevaluate"):
+    if len(sys.argv) > 1 and sys.argv[1] in ("report", "dashboard", "eval", "play", "export", "reevaluate",
+                                               "summary"):
         from .subcommands import main as subcommand
 
         raise SystemExit(subcommand(sys.argv[1], sys.argv[2:]))

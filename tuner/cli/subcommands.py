@@ -1,6 +1,7 @@
 """``note-tune report ...`` and ``note-tune dashboard ...``: commands on an existing study storage;
 ``note-tune eval model=...`` / ``note-tune play model=...``: a saved model's evaluation or recording
-(:mod:`tuner.cli.model_commands`); ``note-tune reevaluate ...``: a study's held-out re-evaluation.
+(:mod:`tuner.cli.model_commands`); ``note-tune reevaluate ...``: a study's held-out re-evaluation;
+``note-tune summary DIR ...``: a table comparing configs across multirun jobs, runs and studies.
 
 They take ``key=value`` arguments (like Hydra overrides, but parsed before Hydra runs)::
 
@@ -8,6 +9,7 @@ They take ``key=value`` arguments (like Hydra overrides, but parsed before Hydra
     note-tune dashboard [storage=...] [study_dir=DIR] [port=8080]
     note-tune reevaluate study_name=NAME [storage=...] [study_dir=DIR] [top_k=5] [seeds=3|[100,101]]
                          [episodes=20] [timeout=SECONDS] [n_jobs=1]
+    note-tune summary DIR [DIR ...] [out=DIR] [metric=final_eval_mean_return]   (:mod:`tuner.report.summary`)
 
 ``storage`` is a journal file path, ``sqlite:///path.db`` or ``postgresql://...``; without it,
 ``study_dir``, then ``$OPTUNA_STORAGE``, then ``studies/<study_name>`` locates the study (a directory
@@ -34,6 +36,7 @@ ALLOWED = {
     "export": ("model", "format", "out", "trust_code"),
     "reevaluate": ("study_name", "storage", "study_dir", "top_k", "seeds", "episodes", "timeout", "n_jobs", "model",
                    "tie_seeds", "trust_code"),
+    "summary": ("out", "metric"),  # and the directories, as plain arguments
 }
 
 
@@ -62,6 +65,10 @@ USAGE = {
                    "[trust_code=false]",
                    "Retrain a study's top configs on held-out seeds and pick best_config.yaml by their scores. "
                    "The trials' configs may name only note_rl's own classes unless trust_code=true."),
+    "summary": ("note-tune summary DIR [DIR ...] [out=DIR] [metric=final_eval_mean_return]",
+                "Compare runs: n, mean, std, 95% t-interval, min and max of each config's scores across the job dirs "
+                "of multirun sweeps, run dirs and study dirs (grouped by overrides minus seed); printed and written "
+                "to out/summary.csv, summary.md and summary.png (default out: the first DIR)."),
 }
 
 
@@ -302,8 +309,52 @@ def _keep_heldout(study: Any, study_dir: str, desc: str, summary: dict[str, Any]
              f"study.json and best_config.yaml ({summary['answer']}) written to {study_dir}")
 
 
+def split_args(argv: list[str]) -> tuple[list[str], dict[str, str]]:
+    """Directories and ``key=value`` options of ``note-tune summary``."""
+    dirs: list[str] = []
+    opts: dict[str, str] = {}
+    for arg in argv:
+        key, sep, value = arg.partition("=")
+        if sep and key in ALLOWED["summary"]:
+            opts[key] = value
+        elif arg.startswith("-") or (sep and not os.path.lexists(arg)):  # a dir may be named a=b (override_dirname)
+            raise ArgError(f"summary: unknown argument {arg!r} (expected directories, out=, metric=)")
+        else:
+            dirs.append(arg)
+    if not dirs:
+        raise ArgError("summary: give at least one directory (a multirun sweep dir, a run dir or a study dir)")
+    return dirs, opts
+
+
+def summary(argv: list[str]) -> int:
+    """``note-tune summary DIR [DIR ...] [out=DIR] [metric=NAME]`` (:mod:`tuner.report.summary`):
+    ``out`` defaults to the first directory, so the summary lies beside the sweep it describes;
+    an argument ``out=...`` / ``metric=...`` is an option, every other one a directory."""
+    from ..report.summary import SummaryError, collect, format_table, summarize, write_summary
+
+    dirs, opts = split_args(argv)
+    metric = opts.get("metric") or "final_eval_mean_return"
+    out = opts.get("out") or dirs[0]
+    try:
+        samples, warnings = collect(dirs, metric)
+    except SummaryError as exc:
+        raise ArgError(str(exc)) from None
+    _check_out_dir(out)
+    groups = summarize(samples)
+    for line in warnings:
+        print(f"warning: {line}", file=sys.stderr)
+    print(format_table(groups, metric))
+    try:
+        paths = write_summary(groups, samples, warnings, metric, out)
+    except OSError as exc:  # a read-only or full disk
+        raise ArgError(f"out: cannot write the summary ({exc.strerror or exc}: {exc.filename})") from None
+    print(f"{len(samples)} samples in {len(groups)} configs -> {', '.join(os.path.relpath(p) for p in paths.values())}")
+    return 0
+
+
 def main(command: str, argv: list[str]) -> int:
-    """Run ``command`` (``report``, ``dashboard``, ``eval``, ``play``, ``export`` or ``reevaluate``) with ``key=value`` arguments."""
+    """Run ``command`` (``report``, ``dashboard``, ``eval``, ``play``, ``export``, ``reevaluate`` or
+    ``summary``) with ``key=value`` arguments (``summary`` also takes directories, ``export`` a run dir)."""
     from .model_commands import _Bad, eval_model, export_model, play_model
 
     if any(a in ("-h", "--help") for a in argv):
@@ -317,7 +368,7 @@ def main(command: str, argv: list[str]) -> int:
     try:
         if command == "export" and argv and "=" not in argv[0] and not argv[0].startswith("-"):
             argv = [f"model={argv[0]}", *argv[1:]]  # note-tune export <run dir> ...
-        args = parse_args(command, argv)
+        args = parse_args(command, argv) if command != "summary" else {}
         if command == "eval":
             eval_model(args)
             return 0
@@ -327,6 +378,8 @@ def main(command: str, argv: list[str]) -> int:
         if command == "export":
             export_model(args)
             return 0
+        if command == "summary":
+            return summary(argv)
         if command == "reevaluate":
             return reevaluate_study(args)
         return report(args) if command == "report" else dashboard(args)

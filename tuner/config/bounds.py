@@ -9,8 +9,10 @@ from typing import Any
 from note_rl.backends import backend_names
 from note_rl.core.set_args import SEED_LIMIT  # the training core's seed rule (Keras: < 2**32)
 
-__all__ = ["CHOICES", "POSITIVE", "UNIT", "NON_NEGATIVE", "MAX_THREADS", "AT_MOST", "bound_violation"]
+__all__ = ["LOGGER_KINDS", "CHOICES", "POSITIVE", "UNIT", "NON_NEGATIVE", "MAX_THREADS", "AT_MOST", "bound_violation"]
 
+#: the loggers ``logger.kinds`` may switch on (``logger=[wandb,csv]`` selects several)
+LOGGER_KINDS = ("console", "wandb", "csv", "tensorboard")
 
 CHOICES = {
     "backend.name": tuple(backend_names()),
@@ -18,7 +20,7 @@ CHOICES = {
     "agent.loss": ("mse", "huber"),
     "strategy.name": ("single", "pool_network", "ddp", "mirrored", "multi_worker", "parameter_server"),
     "strategy.start_method": ("spawn", "forkserver"),
-    "logger.name": ("none", "console", "wandb"),
+    "logger.name": ("none", *LOGGER_KINDS),
     "logger.mode": ("offline", "online", "disabled"),
     "objective.source": ("eval", "train"),
     "eval.answer": ("final", "best"),

@@ -24,7 +24,7 @@ from note_rl.utils import machine_memory_bytes
 
 from ..common.errors import ConfigError
 from .agent_confs import AGENT_CONTEXT, BUILTIN_AGENTS, AgentCommon, DQNConf, builtin_target
-from .bounds import AT_MOST, CHOICES, NON_NEGATIVE, POSITIVE, UNIT, bound_violation
+from .bounds import AT_MOST, CHOICES, LOGGER_KINDS, NON_NEGATIVE, POSITIVE, UNIT, bound_violation
 from .env_check import check_env as check_env_of  # user code (env.module, ...) in a child
 from .feature_check import check_features
 from .strategy_check import check_strategy
@@ -106,9 +106,12 @@ class OptimizerCommon:
 
 @dataclass
 class LoggerConf:
-    """``console`` / ``none`` use ``name`` and ``p``; ``wandb`` also reads the fields below."""
+    """``console`` / ``none`` use ``name`` and ``p``; ``wandb`` also reads the fields below; ``csv`` and
+    ``tensorboard`` read ``log_every`` and ``dir``.  ``kinds`` maps each selected logger to true:
+    ``logger=[wandb,csv]`` merges both configs, so their maps add up (``logger.kinds.csv=true`` adds one)."""
 
     name: str = "console"
+    kinds: dict[str, bool] = field(default_factory=dict)
     p: int = 10
     project: str = "note-rl-tuner"
     entity: Optional[str] = None
@@ -405,10 +408,24 @@ def _check_ranges(cfg: DictConfig) -> None:
         raise ConfigError("budget: set budget.steps or budget.episodes")
     _check_rollout_budget(cfg)
     _check_adjuster(cfg)
+    _check_loggers(cfg)
     n_seeds = OmegaConf.select(cfg, "tuner.n_seeds", default=1)
     if isinstance(n_seeds, int) and isinstance(cfg.seed, int) and cfg.seed + n_seeds > SEED_LIMIT:
         # a trial trains seeds seed .. seed + n_seeds - 1 (tuner.common.messages.seed_configs)
         raise ConfigError(f"seed: {cfg.seed} + tuner.n_seeds={n_seeds} trains seeds past {SEED_LIMIT - 1}")
+
+
+def _check_loggers(cfg: DictConfig) -> None:
+    """``logger.kinds`` names known loggers; ``tensorboard`` has its writer (an extra) installed."""
+    import importlib.util
+
+    for kind in cfg.logger.kinds:
+        if kind not in LOGGER_KINDS:
+            raise ConfigError(f"logger.kinds.{kind}: {kind!r} is not one of {', '.join(LOGGER_KINDS)}")
+    if (cfg.logger.kinds.get("tensorboard") or cfg.logger.name == "tensorboard") and \
+            importlib.util.find_spec("tensorboardX") is None:
+        raise ConfigError("logger: tensorboard needs tensorboardX, which is not installed: pip install "
+                          "'note-rl-tuner[tensorboard]' (in a checkout: pip install -e '.[tensorboard]')")
 
 
 def _check_rollout_budget(cfg: DictConfig) -> None:

@@ -41,12 +41,11 @@ import numpy as np
 from note_rl import Callback, NonFiniteLossError
 
 from ..common.redact import find_secrets, known_secrets, redact_text, remember, scrub
+from .metrics import RowMaker, eval_row
 from .results import moving_best
 
 __all__ = ["WandbSession", "WandbCallback", "trial_meta", "run_name", "set_process_meta", "JOB_TYPES", "warn_once"]
 
-# counters the adjusters add to their logs; the row has env_steps already
-_COUNTERS = ("env_steps", "batch_counter")
 JOB_TYPES = ("train", "trial", "lr_finder", "opt_finder", "parallel_finder", "study")
 MODES = ("offline", "online", "disabled")
 
@@ -239,18 +238,17 @@ class WandbCallback(Callback):
         self.every = max(1, int(self.opts.get("log_every") or 1))
         self.session = WandbSession(self.opts, run_dir, self.meta, _run_config(cfg, self.meta))
         self.session.start()  # before the run's clock starts: wandb.init takes about a second
-        self._adjust: dict[str, float] = {}
+        self._rows = RowMaker()
         self._last_eval: dict[str, Any] | None = None
         self._best = -math.inf
         self._best_path: str | None = None
-        self._last = (time.perf_counter(), None)
         self._started = time.perf_counter()
         self.rows = 0
         self.run_path: str | None = None
 
     # -- per episode -------------------------------------------------------------------------
     def on_adjust(self, logs: dict[str, Any] | None = None) -> None:
-        self._adjust.update(logs or {})
+        self._rows.on_adjust(logs)
 
     def on_episode_end(self, episode: int, logs: dict[str, Any] | None = None) -> None:
         logs = logs or {}
@@ -270,8 +268,7 @@ class WandbCallback(Callback):
         at its env step; the last one also goes to the summary."""
         self._last_eval = record
         if self.session.active:
-            self.session.log({"env_steps": record["step"], "eval/mean_return": record["mean"],
-                              "eval/std_return": record["std"]})
+            self.session.log(eval_row(record))
             self.rows += 1
 
     def log_point(self, row: dict[str, Any]) -> None:
@@ -281,26 +278,7 @@ class WandbCallback(Callback):
         self.rows += 1
 
     def _row(self, logs: dict[str, Any]) -> dict[str, Any]:
-        agent = self.model
-        steps = int(logs.get("env_steps", agent.step_counter))
-        now = time.perf_counter()
-        t0, s0 = self._last
-        s0 = s0 if s0 is not None else 0
-        self._last = (now, steps)
-        row: dict[str, Any] = {"env_steps": steps, "episode": int(logs.get("total_episode", agent.total_episode)),
-                               "return": float(logs["reward"])}
-        if logs.get("mean_reward") is not None:
-            row["mean_return"] = float(logs["mean_reward"])
-        if logs.get("loss") is not None:
-            row["loss"] = float(logs["loss"])
-        if now > t0:
-            row["env_steps_per_s"] = (steps - s0) / (now - t0)
-        row.update(_hparams(agent))
-        adjust = {k[len("adjust/"):]: v for k, v in logs.items() if k.startswith("adjust/")}
-        adjust.update(self._adjust)
-        row.update({f"adjust/{k}": _number(v) for k, v in adjust.items()
-                    if k not in _COUNTERS and _number(v) is not None})
-        return row
+        return self._rows.row(self.model, logs)
 
     def _keep_best(self) -> None:
         """Save the weights whenever the mean of the last ``last_k`` returns is a new best."""
@@ -389,39 +367,6 @@ class WandbCallback(Callback):
             warn_once(f"animated agent: {_first_line(exc)}")
             return
         self.session.artifact(f"agent-{name}", "animation", [path])
-
-
-def _number(value: Any) -> float | None:
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        return None
-    return out if math.isfinite(out) else None
-
-
-def _hparams(agent: Any) -> dict[str, float]:
-    """Learning rate(s) (``lr``, and ``lr/1``, ``lr/2``... for further optimizers), batch size and
-    epsilon as they are now (adjusters change them)."""
-    out: dict[str, float] = {}
-    from note_rl.update import optimizer_list
-
-    opts = optimizer_list(agent.optimizer)
-    for i, opt in enumerate(opts):
-        try:
-            lr = agent.backend.get_hparam(opt, "lr")
-        except Exception:  # noqa: BLE001 - an optimizer without lr
-            lr = None
-        if lr is not None:  # plain `lr` is the first optimizer's, so that it can be an x-axis
-            out["lr" if i == 0 else f"lr/{i}"] = float(lr)
-    if getattr(agent, "batch", None) is not None:
-        out["batch"] = float(agent.batch)
-    policies = agent.policy if isinstance(agent.policy, (list, tuple)) else [agent.policy]
-    eps = [float(p.eps) for p in policies if p is not None and _number(getattr(p, "eps", None)) is not None]
-    if len(eps) == 1:
-        out["eps"] = eps[0]
-    else:
-        out.update({f"eps/{i}": e for i, e in enumerate(eps)})
-    return out
 
 
 def _run_config(cfg: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:

@@ -329,7 +329,9 @@ def report_study(study: optuna.Study, study_dir: str, storage_desc: str, config:
         return None
     print(f"report: {report['markdown']} ({len(report['images'])} plots)", flush=True)
     opts = (config or {}).get("logger") or {}
-    if opts.get("name") == "wandb":
+    from ..logs.metrics import logger_kinds
+
+    if "wandb" in logger_kinds(opts):
         path = log_study_run(study, report, opts, study_dir, config)
         if path:
             report["wandb_run"] = path

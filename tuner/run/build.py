@@ -15,7 +15,7 @@ from ..config.agent_confs import AGENT_SETTINGS
 from ..config.envs import make_env
 from ..config.schema import check_agent_backend
 from ..config.targets import build, import_target
-from ..logs.wandb_logger import WandbCallback
+from ..logs.metrics import logger_kinds
 
 __all__ = ["build_agent", "build_optimizer", "train_kwargs", "logger_callbacks", "set_threads", "attach_adjuster",
            "agent_class"]
@@ -121,18 +121,30 @@ def train_kwargs(cfg: dict[str, Any]) -> dict[str, Any]:
     return dict(pool_network=pool, processes=s["processes"] if pool else None, num_store=s["num_store"],
                 parallel_store_and_training=s["parallel_store_and_training"],
                 start_method=s["start_method"], jit_compile=cfg["backend"]["jit_compile"],
-                steps=cfg["budget"]["steps"], p=logger.get("p", 0) if logger["name"] != "none" else 0,
+                steps=cfg["budget"]["steps"], p=logger.get("p", 0) if logger_kinds(logger) else 0,
                 **{k: s[k] for k in ("processes_pr", "processes_her", "shuffle", "parallel_training_and_save")
                    if k in s})
 
 
 def logger_callbacks(cfg: dict[str, Any], run_dir: str | None, meta: dict[str, Any] | None = None,
                      pruned: Any = None) -> list[Any]:
-    """Callbacks of ``cfg['logger']``: a :class:`tuner.logs.wandb_logger.WandbCallback` for ``wandb`` (wandb
-    is imported only then; ``meta`` names the run); ``console`` / ``none`` print through ``p`` only."""
-    if cfg["logger"]["name"] != "wandb":
-        return []
-    return [WandbCallback(cfg, run_dir, meta, pruned=pruned)]
+    """Callbacks of the loggers ``cfg['logger']`` selects (:func:`tuner.logs.metrics.logger_kinds`): a
+    :class:`tuner.logs.wandb_logger.WandbCallback` for ``wandb`` (wandb is imported only then; ``meta``
+    names the run), :class:`tuner.logs.file_loggers.CsvCallback` for ``csv`` and
+    :class:`~tuner.logs.file_loggers.TensorboardCallback` for ``tensorboard``; ``console`` / ``none``
+    print through ``p`` only."""
+    kinds = logger_kinds(cfg["logger"])
+    out: list[Any] = []
+    if "wandb" in kinds:
+        from ..logs.wandb_logger import WandbCallback
+
+        out.append(WandbCallback(cfg, run_dir, meta, pruned=pruned))
+    if "csv" in kinds or "tensorboard" in kinds:
+        from ..logs.file_loggers import CsvCallback, TensorboardCallback
+
+        out += [cls(cfg, run_dir) for kind, cls in (("csv", CsvCallback), ("tensorboard", TensorboardCallback))
+                if kind in kinds]
+    return out
 
 
 def attach_adjuster(agent: Any, cfg: dict[str, Any]) -> None:
