@@ -20,7 +20,7 @@ TINY = ["agent=dqn", "agent.hidden_size=[16]", "agent.batch=16", "agent.train_fr
         "agent.learning_starts=32", "budget.steps=300", "buffer.pool_size=1000", "logger=none"]
 # studies in tests skip the held-out re-evaluation stage unless they test it (tests/tuner/test_reevaluate.py)
 # (and no test stage: tuner.seeds.test=0)
-NO_REEVAL = ("tuner.reevaluate.top_k=0", "tuner.seeds.test=0", "tuner.seeds.test=0")
+NO_REEVAL = ("tuner.reevaluate.top_k=0", "tuner.seeds.test=0")
 
 
 def compose_cfg(overrides: list[str]) -> Any:

@@ -85,7 +85,7 @@ def test_the_answer_is_chosen_on_tuning_and_heldout_seeds_and_scored_on_test_see
         "test (scoring only) 20000, 20001" in report
     assert "sampler random, pruner none" in report and "| `env.id` | choice('Lucky-v0', 'Steady-v0') |" in report
     # the stages say what they will train and how long before they start, and count runs as they end
-    assert "held-out re-evaluation: 2 configs x 1 seeds (2 runs to train, 2 deterministic episodes each; about" \
+    assert "held-out re-evaluation: 2 configs x 1 seeds (2 runs to train, 2 deterministic episodes each; " \
         in out.stdout
     assert "  [held-out] 2/2 runs done" in out.stdout and "  [test] 4/4 runs done" in out.stdout
 

@@ -36,7 +36,7 @@ def test_default_space_parses_passes_the_cost_guard_and_holds_the_starting_confi
     start = default_params(space, cfg)
     outside = {p.name: OmegaConf.select(cfg, p.name) for p in searched if p.name not in start}
     assert outside == {}, f"the {agent} {env} config's own values must be in its space"
-    assert len(searched) >= (7 if agent in ("dqn", "ddpg", "sac") else 8)
+    assert len(searched) >= {"dqn": 6, "ddpg": 7, "sac": 7}.get(agent, 8)
     for name, value in REACH.get(agent, {}).items():
         (d,) = [p.distribution for p in searched if p.name == name]
         assert value in getattr(d, "choices", ()) or getattr(d, "high", None) == value, name

@@ -195,7 +195,7 @@ def test_a_real_study_is_one_sample_of_its_best_value_and_its_trials_log_csv(tmp
     from tests.tuner.conftest import NO_REEVAL
 
     args = [*[o for o in TINY if not o.startswith("logger=")], "logger=[console,csv]", "tuner=optuna",
-            "tuner.n_trials=2", NO_REEVAL, "tuner.study_dir=studies/s1"]
+            "tuner.n_trials=2", *NO_REEVAL, "tuner.study_dir=studies/s1"]
     run_app(args, cwd=str(tmp_path))
     study = json.loads((tmp_path / "studies" / "s1" / "study.json").read_text())
     for trial in ("0000", "0001"):  # each trial process wrote its own progress.csv
