@@ -37,7 +37,7 @@ def _fail(message: str) -> None:
     raise SystemExit(2)
 
 
-def _run_plain(cfg: DictConfig, run_dir: str, isolated: bool) -> dict[str, Any]:
+def _run_plain(cfg: DictConfig, run_dir: str, isolated: bool, resume: bool = False) -> dict[str, Any]:
     plain = OmegaConf.to_container(cfg, resolve=True)
     if not isolated:
         from ..run.launcher import free_cores
@@ -48,7 +48,8 @@ def _run_plain(cfg: DictConfig, run_dir: str, isolated: bool) -> dict[str, Any]:
         from note_rl.core.learner import NonFiniteLossError
 
         try:
-            result = run_training(plain, run_dir, interruptible=True)  # Ctrl-C: stop, save, then exit 130
+            # Ctrl-C: stop, save, then exit 130
+            result = run_training(plain, run_dir, interruptible=True, resume=resume)
         except NonFiniteLossError as exc:  # a divergent config (agent.lr=1e5): one line, not Hydra's trace
             print(f"error: training diverged: {error_line(exc)} (lower agent.lr / optimizer.lr, or set "
                   f"agent.max_grad_norm)", file=sys.stderr, flush=True)
@@ -139,7 +140,7 @@ def _run_overrides() -> list[str]:
         task = list(HydraConfig.get().overrides.task)
     except ValueError:  # no Hydra context (called from a test)
         return []
-    return [shlex.quote(o) for o in task if not o.lstrip("+~").startswith(("seed=", "hydra.", "tuner"))]
+    return [shlex.quote(o) for o in task if not o.lstrip("+~").startswith(("seed=", "hydra.", "tuner", "resume="))]
 
 
 def _parallel_jobs() -> int:
@@ -238,6 +239,8 @@ def _app(cfg: DictConfig) -> Any:
         typed = validate(cfg)
         _protect_secrets(typed)
         mode = typed.tuner.get("name", "none")
+        if typed.get("resume"):
+            return _run_resumed(str(typed.resume))
         if mode == "none":
             hc = HydraConfig.get()
             return _run_plain(typed, hc.runtime.output_dir, isolated=hc.mode == RunMode.MULTIRUN)
@@ -249,6 +252,47 @@ def _app(cfg: DictConfig) -> Any:
     except ConfigError as exc:
         _remove_untouched_run_dir()
         _fail(str(exc))
+
+
+def _run_resumed(folder: str) -> dict[str, Any]:
+    """``resume=<run dir>``: the run continues from its checkpoint with the config saved there, in
+    its own dir (:func:`_resume_argv` pointed Hydra's run dir at it and kept Hydra from rewriting
+    its ``.hydra/``)."""
+    from ..run.checkpoints import resume_config
+
+    run_dir = os.path.abspath(folder)
+    saved = resume_config(run_dir)
+    print(f"resuming {_short(run_dir)} from its checkpoint", flush=True)
+    return _run_plain(OmegaConf.create(saved), run_dir, isolated=False, resume=True)
+
+
+def _resume_argv(argv: list[str]) -> list[str]:
+    """``resume=<run dir>`` on the command line: checked before Hydra creates anything (a dir
+    without a checkpoint is one line, exit 2), then Hydra's run dir is set to that dir and its
+    ``.hydra/`` left alone (``hydra.output_subdir=null``: the saved config stays the run's).  The
+    run's own config is used: other overrides are refused, not silently ignored."""
+    given = [a for a in argv if a.lstrip("+").startswith("resume=")]
+    if not given:
+        return argv
+    value = given[-1].split("=", 1)[1].strip().strip("'\"")
+    if value in ("", "null"):
+        return argv
+    if any(a in ("-m", "--multirun") for a in argv):
+        _fail("resume: continues one run; it cannot be combined with -m")
+    others = [a for a in argv if a not in given and not a.startswith("-") and not a.lstrip("+~").startswith("hydra")]
+    if others:
+        _fail(f"resume: the run continues with the config saved in its checkpoint; drop the other overrides "
+              f"({' '.join(others)})")
+    from ..run.checkpoints import checkpoint_state
+
+    run_dir = os.path.abspath(os.path.expanduser(value))
+    try:
+        checkpoint_state(run_dir)
+    except ConfigError as exc:
+        _fail(str(exc))
+    quoted = run_dir.replace("\\", "\\\\").replace("'", "\\'")
+    return [*[a for a in argv if a not in given], f"resume='{quoted}'", f"hydra.run.dir='{quoted}'",
+            "hydra.output_subdir=null"]
 
 
 def _remove_untouched_run_dir() -> None:
@@ -479,7 +523,7 @@ def _main() -> None:
 
         raise SystemExit(subcommand(sys.argv[1], sys.argv[2:]))
     register()
-    sys.argv[1:] = [_sweeper_param(arg) for arg in sys.argv[1:]]
+    sys.argv[1:] = _resume_argv([_sweeper_param(arg) for arg in sys.argv[1:]])
     _precheck(sys.argv[1:])
     _app()
 

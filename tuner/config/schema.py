@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any, List, Optional
 
@@ -30,7 +31,7 @@ from .feature_check import check_features
 from .strategy_check import check_strategy
 from .targets import TargetError, check_node, import_target, signature_schema
 
-__all__ = ["Config", "validate", "register"]
+__all__ = ["Config", "validate", "register", "init_model_path"]
 
 
 @dataclass
@@ -145,6 +146,16 @@ class EvalConf:
 
 
 @dataclass
+class CheckpointConf:
+    """Periodic run checkpoints (:mod:`tuner.run.checkpoints`): ``<run dir>/checkpoint/`` at the end
+    of the first episode after every ``every`` env steps (``None``: none); ``buffer``: include the
+    replay buffer (without it a resumed run refills an empty buffer and differs from an uninterrupted one)."""
+
+    every: Optional[int] = None
+    buffer: bool = True
+
+
+@dataclass
 class ObjectiveConf:
     source: str = "eval"
     last_k: int = 20
@@ -174,6 +185,9 @@ class ConfigBase:
     budget: BudgetConf = field(default_factory=BudgetConf)
     eval: EvalConf = field(default_factory=EvalConf)
     objective: ObjectiveConf = field(default_factory=ObjectiveConf)
+    checkpoint: CheckpointConf = field(default_factory=CheckpointConf)
+    resume: Optional[str] = None     # a run dir whose checkpoint this command continues (tuner.run.checkpoints)
+    init_from: Optional[str] = None  # a model.npz (or a run dir) whose weights every run starts from
 
 
 def agent_schema(target: str) -> type:
@@ -404,6 +418,7 @@ def _check_ranges(cfg: DictConfig) -> None:
         raise ConfigError(f"strategy.shuffle: true is for buffer=uniform, not buffer={cfg.buffer.name}")
     if cfg.buffer.name == "prioritized" and OmegaConf.select(cfg, "agent.n_steps"):
         raise ConfigError("buffer: prioritized replay needs agent.n_steps=null (Note_rl-style PPO)")
+    _check_checkpoint(cfg)
     if cfg.budget.steps is None and cfg.budget.episodes is None:
         raise ConfigError("budget: set budget.steps or budget.episodes")
     _check_rollout_budget(cfg)
@@ -413,6 +428,33 @@ def _check_ranges(cfg: DictConfig) -> None:
     if isinstance(n_seeds, int) and isinstance(cfg.seed, int) and cfg.seed + n_seeds > SEED_LIMIT:
         # a trial trains seeds seed .. seed + n_seeds - 1 (tuner.common.messages.seed_configs)
         raise ConfigError(f"seed: {cfg.seed} + tuner.n_seeds={n_seeds} trains seeds past {SEED_LIMIT - 1}")
+
+
+def _check_checkpoint(cfg: DictConfig) -> None:
+    """``checkpoint.every`` > 0; ``init_from`` names an existing weights file or run dir (its shapes
+    are checked against the agent when the run builds it)."""
+    every = OmegaConf.select(cfg, "checkpoint.every")
+    if every is not None and every <= 0:
+        raise ConfigError(f"checkpoint.every: must be > 0 (env steps between checkpoints) or null, got {every}")
+    init_from = OmegaConf.select(cfg, "init_from")
+    if init_from:
+        init_model_path(init_from)
+
+
+def init_model_path(value: str) -> str:
+    """The weights file ``init_from`` names: a ``.npz`` file, or a run dir's ``model.npz``; a
+    ``ConfigError`` naming ``init_from`` otherwise."""
+    path = os.path.abspath(os.path.expanduser(str(value)))
+    if os.path.isdir(path):
+        found = os.path.join(path, "model.npz")
+        if not os.path.isfile(found):
+            raise ConfigError(f"init_from: {value} is a directory without a model.npz (not a run dir)")
+        return found
+    if not os.path.exists(path):
+        raise ConfigError(f"init_from: no such file {value}")
+    if not os.path.isfile(path):
+        raise ConfigError(f"init_from: {value} is not a regular file")
+    return path
 
 
 def _check_loggers(cfg: DictConfig) -> None:

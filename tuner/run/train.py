@@ -12,6 +12,7 @@ import numpy as np
 from ..common.interrupts import held, held_signal, signal_name
 from ..common.redact import scrub
 from ..logs.results import moving_best, weights_digest, write_json
+from .checkpoints import Resumed, RunCheckpoint, init_weights, restore_run, state_path
 from .build import attach_adjuster, build_agent, build_optimizer, logger_callbacks, set_threads, train_kwargs
 from .replicas import TF_STRATEGIES, fit_replicated, tf_strategy
 
@@ -59,7 +60,8 @@ class _Hooks:
 def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | None = None,
                  report_every: int = 5, callbacks: list[Any] | None = None,
                  meta: dict[str, Any] | None = None,
-                 safe_nan: bool = False, evaluation: bool = True, interruptible: bool = False) -> dict[str, Any]:
+                 safe_nan: bool = False, evaluation: bool = True, interruptible: bool = False,
+                 resume: bool = False) -> dict[str, Any]:
     """Train the agent ``cfg`` describes; returns (and writes to ``run_dir/result.json``) the
     final and best mean return over ``objective.last_k`` episodes, env steps and wall time.
     ``safe_nan`` ends training quietly when the loss diverges (the LR range test expects it);
@@ -68,16 +70,17 @@ def run_training(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | 
     driver's own process): Ctrl-C or SIGTERM stops training at the next env step, without the final
     evaluation; the model and ``result.json`` (``"interrupted": true``) are still written and the
     caller raises the signal afterwards (:func:`tuner.common.interrupts.raise_held`).  A trial never sets
-    it: its driver kills it, and a partial run must not score as a finished one."""
+    it: its driver kills it, and a partial run must not score as a finished one.  ``resume``: continue
+    from ``run_dir``'s checkpoint (:mod:`tuner.run.checkpoints`; ``cfg`` is the config saved with it)."""
     if not interruptible:
-        return _train(cfg, run_dir, reporter, report_every, callbacks, meta, safe_nan, evaluation)
+        return _train(cfg, run_dir, reporter, report_every, callbacks, meta, safe_nan, evaluation, False, resume)
     with held():  # a signal before the agent exists is held too: nothing to stop, the run ends at once
-        return _train(cfg, run_dir, reporter, report_every, callbacks, meta, safe_nan, evaluation, True)
+        return _train(cfg, run_dir, reporter, report_every, callbacks, meta, safe_nan, evaluation, True, resume)
 
 
 def _train(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | None, report_every: int,
            callbacks: list[Any] | None, meta: dict[str, Any] | None, safe_nan: bool, evaluation: bool,
-           interruptible: bool = False) -> dict[str, Any]:
+           interruptible: bool = False, resume: bool = False) -> dict[str, Any]:
     """:func:`run_training`'s body."""
     from note_rl import LambdaCallback, NonFiniteLossError
 
@@ -88,7 +91,9 @@ def _train(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | None, 
     with strategy.scope() if strategy is not None else contextlib.nullcontext():  # the seeds' order
         agent = build_agent(cfg)
         attach_adjuster(agent, cfg)
+        init_from = init_weights(agent, cfg["init_from"]) if cfg.get("init_from") and not resume else None
         optimizer = build_optimizer(cfg, agent)
+    run_state = restore_run(agent, optimizer, state_path(run_dir)) if resume and run_dir else None
     last_k = int(cfg["objective"]["last_k"])
     source = cfg["objective"].get("source", "eval")
     hooks = _Hooks(agent, last_k, cfg["budget"]["max_updates"], report_every, reporter, source)
@@ -99,10 +104,18 @@ def _train(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | None, 
     best_path = os.path.join(run_dir, "best_eval_model.npz") if run_dir else None
     evaluator = hooks.evaluator = _evaluator(cfg, lambda record: [f(record) for f in listeners], best_path)
     kwargs = train_kwargs(cfg)
-    kwargs["callbacks"] = [cb, *([evaluator] if evaluation else []), *(callbacks or []), *loggers]
+    digest = weights_digest(agent) if run_state is None else run_state.get("digest")
+    before = float(run_state.get("wall_time_s") or 0.0) if run_state else 0.0  # trained before the resume
+    clock = {"started": time.perf_counter()}
+    saving = _checkpoints(cfg, run_dir, {"evaluator": evaluator if evaluation else None, "digest": digest,
+                                         "wall": lambda: before + time.perf_counter() - clock["started"]})
+    if run_state is not None:
+        evaluator.history, evaluator.best = list(run_state.get("evaluations") or []), run_state.get("best_eval")
+        hooks.reports = len(evaluator.history) if source == "eval" else hooks.reports
+    kwargs["callbacks"] = [cb, *([evaluator] if evaluation else []), *saving, *(callbacks or []), *loggers,
+                           *([Resumed(run_state)] if run_state is not None else [])]
     episodes = cfg["budget"]["episodes"]
-    digest = weights_digest(agent)
-    started = time.perf_counter()
+    started = clock["started"] = time.perf_counter()
     with _stop_on_signal(agent, evaluator) if interruptible else contextlib.nullcontext():
         interrupted = held_signal() if interruptible else None  # a signal while the agent was built
         try:
@@ -118,7 +131,7 @@ def _train(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | None, 
             if not safe_nan:
                 raise
     interrupted = held_signal() if interruptible else None
-    wall = time.perf_counter() - started
+    wall = before + time.perf_counter() - started
     model = agent.save_param(os.path.join(run_dir, "model.npz")) if run_dir else None
     returns = [float(r) for r in agent.reward_list]
     final = float(np.mean(returns[-last_k:])) if returns else None
@@ -149,6 +162,8 @@ def _train(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | None, 
         # strategy=ddp: replicas that trained together (each ran the budget; counts above are rank 0's)
         "replicas": _replicas(cfg, strategy),
         "initial_weights_sha256": digest,
+        **({"init_from": init_from} if init_from else {}),
+        **({"resumed_at_step": int(run_state["resumed_at_step"])} if run_state and "resumed_at_step" in run_state else {}),
         "mean_loss": _mean_loss(agent.loss_list),
         "returns": returns,
         "evaluations": evaluator.history,
@@ -195,6 +210,14 @@ def _test_answer(agent: Any, cfg: dict[str, Any], best_path: str | None, model: 
         returns = evaluate(agent, episodes, seed=int(spec.get("test_seed", 1_500_000)))
         out.update(test_mean_return=float(np.mean(returns)), test_returns=returns)
     return out
+
+
+def _checkpoints(cfg: dict[str, Any], run_dir: str | None, run: dict[str, Any]) -> list[Any]:
+    """``checkpoint.every``: the callback writing ``<run dir>/checkpoint/`` (none without a run dir)."""
+    spec = cfg.get("checkpoint") or {}
+    if not run_dir or not spec.get("every"):
+        return []
+    return [RunCheckpoint(run_dir, int(spec["every"]), cfg, run, bool(spec.get("buffer", True)))]
 
 
 def _replicas(cfg: dict[str, Any], strategy: Any) -> int:

@@ -1,0 +1,267 @@
+"""Periodic run checkpoints (``checkpoint.every``), ``resume=<run dir>`` and ``init_from=<model>``.
+
+A run checkpoint is the folder ``<run dir>/checkpoint/``:
+
+* ``state.npz``: the agent's full checkpoint (:func:`note_rl.core.checkpoint.snapshot`: weights,
+  optimizer state, replay buffer, counters, histories, exploration and env generator states) plus
+  what belongs to the *run* rather than the agent, under the metadata key ``run`` and arrays
+  ``rng/...``: the evaluator's history and best score, the trainer's episode index and step origin,
+  the training cadence's owed gradient steps, the digest of the run's initial weights, the wall time
+  so far, and the random generators outside the agent (numpy's and Python's global ones, torch's CPU
+  generator, the env action space's).  One file, written to a temporary name and renamed
+  (:func:`note_rl.core.checkpoint.write_npz`), so a kill at any moment leaves the previous checkpoint
+  or the new one whole; each save replaces the last.
+* ``config.yaml``: the run's resolved config (secrets masked), written once when training starts;
+  ``resume`` reads it back as data (:func:`tuner.config.untrusted.load_run_config`).
+
+Checkpoints are taken at the end of the first episode after every ``every`` env steps: at an episode
+boundary no env is mid-episode, so nothing the checkpoint cannot hold (a simulator's internal state)
+is lost, and an off-policy run resumed from it continues exactly as the uninterrupted one would.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from typing import Any
+
+import numpy as np
+
+from note_rl.callbacks import Callback
+
+from ..common.errors import ConfigError
+from ..config.schema import init_model_path
+
+__all__ = ["FOLDER", "STATE", "RunCheckpoint", "checkpoint_state", "resume_config", "restore_run", "init_weights",
+           "init_model_path"]
+
+FOLDER = "checkpoint"
+STATE = "state.npz"
+CONFIG = "config.yaml"
+RUN_FORMAT = 1
+
+
+def state_path(run_dir: str) -> str:
+    return os.path.join(run_dir, FOLDER, STATE)
+
+
+# -- saving ----------------------------------------------------------------------------------------
+class RunCheckpoint(Callback):
+    """Writes ``<run dir>/checkpoint/`` at the end of the first episode after every ``every`` env
+    steps (after the evaluation due at that episode, which the checkpoint then holds).
+
+    :param run_dir: the run dir
+    :param every: env steps between checkpoints
+    :param cfg: the run's resolved config (written as ``checkpoint/config.yaml``)
+    :param run: the run's bookkeeping: a dict with ``evaluator``, ``digest`` and ``wall`` (a callable
+        giving the wall time trained so far)
+    :param save_buffer: include the replay buffer (needed for an exact continuation)
+    """
+
+    def __init__(self, run_dir: str, every: int, cfg: dict[str, Any], run: dict[str, Any],
+                 save_buffer: bool = True) -> None:
+        self.folder = os.path.join(run_dir, FOLDER)
+        self.every, self.cfg, self.run, self.save_buffer = int(every), cfg, run, save_buffer
+        self._next: int | None = None
+        self.saved = 0
+
+    def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
+        self._next = (self.model.step_counter // self.every + 1) * self.every
+        config = os.path.join(self.folder, CONFIG)
+        if not os.path.exists(config):
+            _write_config(config, self.cfg)
+
+    def on_episode_end(self, episode: int, logs: dict[str, Any] | None = None) -> None:
+        agent = self.model
+        if self._next is None or agent.step_counter < self._next:
+            return
+        self._next = (agent.step_counter // self.every + 1) * self.every
+        self.save(episode)
+
+    def save(self, episode: int) -> str:
+        from note_rl.core.checkpoint import snapshot, write_npz
+
+        agent = self.model
+        meta, arrays = snapshot(agent, True, self.save_buffer)
+        run_meta, rng_arrays = _run_state(agent, episode, self.run)
+        meta["run"] = run_meta
+        arrays.update(rng_arrays)
+        self.saved += 1
+        return write_npz(os.path.join(self.folder, STATE), meta, arrays)
+
+
+def _write_config(path: str, cfg: dict[str, Any]) -> None:
+    """The run's config, secrets masked (:func:`tuner.common.redact.scrub`), written atomically."""
+    import yaml
+
+    from ..common.redact import scrub
+
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        yaml.safe_dump(scrub(cfg, ()), f, sort_keys=False)
+    os.replace(tmp, path)
+
+
+def _run_state(agent: Any, episode: int, run: dict[str, Any]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    trainer = getattr(agent, "_trainer", None)
+    evaluator = run.get("evaluator")
+    cadence = getattr(getattr(trainer, "collector", None), "cadence", None)
+    learner = getattr(trainer, "learner", None)
+    meta: dict[str, Any] = {
+        "format": RUN_FORMAT,
+        "episode": int(episode) + 1,  # the trainer's index of the next episode
+        "start_steps": int(getattr(trainer, "start_steps", 0)),
+        "owed": float(getattr(cadence, "owed", 0.0)), "sync_due": bool(getattr(cadence, "sync_due", False)),
+        "updates_since_sync": int(getattr(learner, "updates_since_sync", 0)),
+        "evaluations": list(evaluator.history) if evaluator is not None else [],
+        "best_eval": evaluator.best if evaluator is not None else None,
+        "digest": run.get("digest"),
+        "wall_time_s": float(run["wall"]()) if callable(run.get("wall")) else 0.0,
+        "python_random": _python_state(),
+        "action_space_rng": _action_space_rng(agent),
+    }
+    arrays: dict[str, np.ndarray] = {}
+    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    arrays["rng/numpy_keys"] = np.asarray(keys, dtype=np.uint32)
+    meta["numpy_random"] = {"kind": str(kind), "pos": int(pos), "has_gauss": int(has_gauss), "cached": float(cached)}
+    torch_state = _torch_rng(agent)
+    if torch_state is not None:
+        arrays["rng/torch"] = torch_state
+    return meta, arrays
+
+
+def _python_state() -> list[Any]:
+    version, internal, gauss = random.getstate()
+    return [version, list(internal), gauss]
+
+
+def _env(agent: Any) -> Any:
+    return agent.env[0] if isinstance(agent.env, (list, tuple)) else agent.env
+
+
+def _action_space_rng(agent: Any) -> Any:
+    try:
+        return _env(agent).action_space.np_random.bit_generator.state
+    except AttributeError:
+        return None
+
+
+def _torch_rng(agent: Any) -> np.ndarray | None:
+    """torch's CPU generator (the only framework generator whose state can be read and set: Keras /
+    TensorFlow derive op seeds from the global seed and a counter that cannot be restored)."""
+    if agent.backend_name != "torch":
+        return None
+    import torch
+
+    return torch.get_rng_state().numpy().copy()
+
+
+# -- resuming --------------------------------------------------------------------------------------
+def checkpoint_state(run_dir: str) -> str:
+    """The checkpoint file of ``run_dir``; a ``ConfigError`` naming ``resume`` when there is none."""
+    if not os.path.isdir(run_dir):
+        raise ConfigError(f"resume: {run_dir} is not a directory (give the run dir of a run with checkpoint.every)")
+    path = state_path(run_dir)
+    if not os.path.isfile(path) or not os.path.isfile(os.path.join(run_dir, FOLDER, CONFIG)):
+        raise ConfigError(f"resume: {run_dir} has no checkpoint ({FOLDER}/{STATE} and {FOLDER}/{CONFIG}); only a run "
+                          f"trained with checkpoint.every=<env steps> can be resumed")
+    return path
+
+
+def resume_config(run_dir: str, trust_code: bool = False) -> dict[str, Any]:
+    """The resolved config saved with ``run_dir``'s checkpoint, read as data (only note_rl's own
+    classes unless ``trust_code``) and checked by the schema."""
+    from omegaconf import OmegaConf
+
+    from ..config.schema import validate
+    from ..config.untrusted import UntrustedFileError, load_run_config
+
+    checkpoint_state(run_dir)
+    try:
+        cfg, _ = load_run_config(os.path.join(run_dir, FOLDER), trust_code=trust_code, name=CONFIG)
+    except UntrustedFileError as exc:
+        raise ConfigError(f"resume: {exc}") from None
+    try:
+        typed = validate(OmegaConf.create(cfg))
+    except ConfigError as exc:
+        raise ConfigError(f"resume: {run_dir}/{FOLDER}/{CONFIG}: {exc}") from None
+    plain = OmegaConf.to_container(typed, resolve=True)
+    plain["resume"] = None
+    return plain  # type: ignore[return-value]
+
+
+def restore_run(agent: Any, optimizer: Any, path: str) -> dict[str, Any]:
+    """Load ``path`` (a run checkpoint) into ``agent`` and ``optimizer`` and set the generators
+    outside the agent; returns the run's bookkeeping (``meta['run']``) for :class:`Resumed`."""
+    from note_rl.core.checkpoint import CheckpointError, read_npz
+
+    try:
+        meta, arrays = read_npz(path)
+        run = meta.get("run")
+        if not isinstance(run, dict) or run.get("format") != RUN_FORMAT:
+            raise CheckpointError(f"{path}: not a run checkpoint (no 'run' metadata of format {RUN_FORMAT})")
+        agent.restore(path, optimizer)
+        _set_generators(agent, run, arrays, path)
+        run["resumed_at_step"] = int(agent.step_counter)
+    except (CheckpointError, FileNotFoundError) as exc:
+        raise ConfigError(f"resume: {exc}") from None
+    return run
+
+
+def _set_generators(agent: Any, run: dict[str, Any], arrays: dict[str, np.ndarray], path: str) -> None:
+    from note_rl.core.checkpoint import CheckpointError
+
+    try:
+        nr = run["numpy_random"]
+        np.random.set_state((str(nr["kind"]), arrays["rng/numpy_keys"].astype(np.uint32), int(nr["pos"]),
+                             int(nr["has_gauss"]), float(nr["cached"])))
+        version, internal, gauss = run["python_random"]
+        random.setstate((int(version), tuple(int(v) for v in internal), gauss))
+        if run.get("action_space_rng") is not None:
+            _env(agent).action_space.np_random.bit_generator.state = run["action_space_rng"]
+        if "rng/torch" in arrays and agent.backend_name == "torch":
+            import torch
+
+            torch.set_rng_state(torch.from_numpy(arrays["rng/torch"].astype(np.uint8)))
+    except (KeyError, TypeError, ValueError, AttributeError, RuntimeError) as exc:
+        raise CheckpointError(f"{path}: its random-generator states do not load ({type(exc).__name__}: {exc})") \
+            from None
+
+
+class Resumed(Callback):
+    """Puts the trainer of the resumed ``train()`` call where the checkpointed one was: its episode
+    index, its step origin (so ``budget.steps`` and the learning-rate / clip schedules count from the
+    run's start, not from the resume), the cadence's owed gradient steps and the learner's updates
+    since the last target sync."""
+
+    def __init__(self, run: dict[str, Any]) -> None:
+        self.run = run
+
+    def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
+        trainer = getattr(self.model, "_trainer", None)
+        if trainer is None:
+            return
+        trainer.episode = int(self.run.get("episode", 0))
+        trainer.start_steps = int(self.run.get("start_steps", 0))
+        trainer.progress.start_steps = trainer.start_steps
+        cadence = getattr(trainer.collector, "cadence", None)
+        if cadence is not None:
+            cadence.owed = float(self.run.get("owed", 0.0))
+            cadence.sync_due = bool(self.run.get("sync_due", False))
+        if hasattr(trainer.learner, "updates_since_sync"):
+            trainer.learner.updates_since_sync = int(self.run.get("updates_since_sync", 0))
+
+
+# -- warm starts -----------------------------------------------------------------------------------
+def init_weights(agent: Any, value: str) -> str:
+    """Load the weights of ``init_from`` into ``agent`` (every array's shape and dtype checked
+    against the agent's first: a file of another architecture is refused whole)."""
+    from note_rl.core.checkpoint import CheckpointError
+
+    path = init_model_path(value)
+    try:
+        agent.restore_param(path)
+    except (CheckpointError, FileNotFoundError) as exc:
+        raise ConfigError(f"init_from: {exc}") from None
+    return path
