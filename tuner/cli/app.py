@@ -261,19 +261,28 @@ def _run_resumed(folder: str) -> dict[str, Any]:
     from ..run.checkpoints import resume_config
 
     run_dir = os.path.abspath(folder)
-    saved = resume_config(run_dir)
+    saved = resume_config(run_dir, trust_code=_RESUME_TRUST_CODE)
     print(f"resuming {_short(run_dir)} from its checkpoint", flush=True)
     return _run_plain(OmegaConf.create(saved), run_dir, isolated=False, resume=True)
+
+
+_RESUME_TRUST_CODE = False
 
 
 def _resume_argv(argv: list[str]) -> list[str]:
     """``resume=<run dir>`` on the command line: checked before Hydra creates anything (a dir
     without a checkpoint is one line, exit 2), then Hydra's run dir is set to that dir and its
     ``.hydra/`` left alone (``hydra.output_subdir=null``: the saved config stays the run's).  The
-    run's own config is used: other overrides are refused, not silently ignored."""
+    run's own config is used: other overrides are refused, not silently ignored.  ``trust_code=true``
+    (as with ``note-tune eval``) lets the saved config name code other than note_rl's own."""
+    global _RESUME_TRUST_CODE
     given = [a for a in argv if a.lstrip("+").startswith("resume=")]
     if not given:
         return argv
+    trust = [a for a in argv if a.startswith("trust_code=")]
+    if trust:
+        _RESUME_TRUST_CODE = trust[-1].split("=", 1)[1].strip().lower() in ("true", "1", "yes")
+        argv = [a for a in argv if a not in trust]
     value = given[-1].split("=", 1)[1].strip().strip("'\"")
     if value in ("", "null"):
         return argv
