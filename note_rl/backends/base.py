@@ -129,6 +129,15 @@ class Backend(ABC):
     def seed(self, seed: int) -> None:
         """Seed the framework's global random generators (weight init, dropout)."""
 
+    def rng_state(self) -> np.ndarray | None:
+        """The framework's global generator state as a uint8 array, for a checkpoint; ``None`` when
+        the framework has none that can be read and set again (TensorFlow derives op seeds from the
+        global seed and a per-op counter)."""
+        return None
+
+    def set_rng_state(self, state: np.ndarray) -> None:
+        """Set the generator state :meth:`rng_state` returned."""
+
     # -- parameters --------------------------------------------------------------------------
     @abstractmethod
     def is_variable(self, obj: Any) -> bool:

@@ -191,6 +191,12 @@ class TorchBackend(Backend):
     def seed(self, seed: int) -> None:
         torch.manual_seed(seed)
 
+    def rng_state(self) -> np.ndarray | None:
+        return torch.get_rng_state().numpy().copy()  # the CPU generator (a CUDA device's is not kept)
+
+    def set_rng_state(self, state: np.ndarray) -> None:
+        torch.set_rng_state(torch.from_numpy(np.ascontiguousarray(state, dtype=np.uint8)))
+
     def is_variable(self, obj: Any) -> bool:
         return isinstance(obj, torch.Tensor)
 

@@ -58,12 +58,16 @@ def _kill_after_checkpoint(args: list[str], cwd: Path, run_dir: Path, timeout: f
     assert proc.returncode == -signal.SIGKILL, f"the run ended before it was killed ({proc.returncode})"
 
 
-def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path: Path) -> None:
-    run_app([*RUN, "hydra.run.dir=straight"], cwd=str(tmp_path))
+@pytest.mark.parametrize("backend", ["torch", "tf"])
+def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path: Path, backend: str) -> None:
+    if backend == "tf":
+        pytest.importorskip("tensorflow")
+    run = [*RUN, f"backend={backend}"]
+    run_app([*run, "hydra.run.dir=straight"], cwd=str(tmp_path))
     straight = json.loads((tmp_path / "straight" / "result.json").read_text())
 
     killed = tmp_path / "killed"
-    _kill_after_checkpoint([*RUN, "hydra.run.dir=killed"], tmp_path, killed)
+    _kill_after_checkpoint([*run, "hydra.run.dir=killed"], tmp_path, killed)
     assert not (killed / "result.json").exists()
     hydra_config = (killed / ".hydra" / "config.yaml").read_text()
 
@@ -84,6 +88,15 @@ def test_killed_run_resumes_to_the_uninterrupted_result(tmp_path: Path) -> None:
 
 def _lines(out: subprocess.CompletedProcess) -> list[str]:
     return [line for line in out.stderr.splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("args, key", [
+    (["checkpoint.every=0"], "checkpoint.every"),
+    (["checkpoint.every=100", "strategy=pool_network"], "checkpoint.every"),
+])
+def test_bad_checkpoint_settings(tmp_path: Path, args: list[str], key: str) -> None:
+    out = run_app([*TINY, *args], cwd=str(tmp_path), check=False)
+    assert out.returncode == 2 and _lines(out)[0].startswith(f"error: {key}:"), out.stderr
 
 
 @pytest.mark.parametrize("args, key", [

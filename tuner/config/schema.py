@@ -436,6 +436,9 @@ def _check_checkpoint(cfg: DictConfig) -> None:
     every = OmegaConf.select(cfg, "checkpoint.every")
     if every is not None and every <= 0:
         raise ConfigError(f"checkpoint.every: must be > 0 (env steps between checkpoints) or null, got {every}")
+    if every is not None and cfg.strategy.name != "single":
+        raise ConfigError(f"checkpoint.every: run checkpoints are taken with strategy=single, not "
+                          f"strategy={cfg.strategy.name} (its workers' envs and replicas are not in them)")
     init_from = OmegaConf.select(cfg, "init_from")
     if init_from:
         init_model_path(init_from)

@@ -8,7 +8,7 @@ A run checkpoint is the folder ``<run dir>/checkpoint/``:
   ``rng/...``: the evaluator's history and best score, the trainer's episode index and step origin,
   the training cadence's owed gradient steps, the digest of the run's initial weights, the wall time
   so far, and the random generators outside the agent (numpy's and Python's global ones, torch's CPU
-  generator, the env action space's).  One file, written to a temporary name and renamed
+  generator through the backend, the env action space's).  One file, written to a temporary name and renamed
   (:func:`note_rl.core.checkpoint.write_npz`), so a kill at any moment leaves the previous checkpoint
   or the new one whole; each save replaces the last.
 * ``config.yaml``: the run's resolved config (secrets masked), written once when training starts;
@@ -125,9 +125,9 @@ def _run_state(agent: Any, episode: int, run: dict[str, Any]) -> tuple[dict[str,
     kind, keys, pos, has_gauss, cached = np.random.get_state()
     arrays["rng/numpy_keys"] = np.asarray(keys, dtype=np.uint32)
     meta["numpy_random"] = {"kind": str(kind), "pos": int(pos), "has_gauss": int(has_gauss), "cached": float(cached)}
-    torch_state = _torch_rng(agent)
-    if torch_state is not None:
-        arrays["rng/torch"] = torch_state
+    framework = agent.backend.rng_state()  # torch's CPU generator; None for TensorFlow (see its backend)
+    if framework is not None:
+        arrays["rng/framework"] = framework
     return meta, arrays
 
 
@@ -147,14 +147,6 @@ def _action_space_rng(agent: Any) -> Any:
         return None
 
 
-def _torch_rng(agent: Any) -> np.ndarray | None:
-    """torch's CPU generator (the only framework generator whose state can be read and set: Keras /
-    TensorFlow derive op seeds from the global seed and a counter that cannot be restored)."""
-    if agent.backend_name != "torch":
-        return None
-    import torch
-
-    return torch.get_rng_state().numpy().copy()
 
 
 # -- resuming --------------------------------------------------------------------------------------
@@ -220,10 +212,8 @@ def _set_generators(agent: Any, run: dict[str, Any], arrays: dict[str, np.ndarra
         random.setstate((int(version), tuple(int(v) for v in internal), gauss))
         if run.get("action_space_rng") is not None:
             _env(agent).action_space.np_random.bit_generator.state = run["action_space_rng"]
-        if "rng/torch" in arrays and agent.backend_name == "torch":
-            import torch
-
-            torch.set_rng_state(torch.from_numpy(arrays["rng/torch"].astype(np.uint8)))
+        if "rng/framework" in arrays:
+            agent.backend.set_rng_state(arrays["rng/framework"])
     except (KeyError, TypeError, ValueError, AttributeError, RuntimeError) as exc:
         raise CheckpointError(f"{path}: its random-generator states do not load ({type(exc).__name__}: {exc})") \
             from None
