@@ -133,3 +133,43 @@ def test_init_from_warm_starts_and_refuses_another_architecture(tmp_path: Path) 
     assert out.returncode == 2 and len(_lines(out)) == 1, out.stderr
     assert _lines(out)[0].startswith("error: init_from:") and "the agent's weight is" in _lines(out)[0]
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing written
+
+
+def test_ppo_resume_continues_from_its_checkpoint(tmp_path: Path) -> None:
+    """An on-policy run continues but not bit-identically (README "Checkpoints, resume and warm starts"): a
+    checkpoint is taken when an episode ends, in the middle of a rollout of n_envs envs, and a simulator's state
+    mid-episode is not something a checkpoint can hold, so the resumed run drops that rollout and restarts the
+    other envs' episodes.  What holds: everything up to the checkpoint is the uninterrupted run's (its
+    evaluations and episode returns), the budget is counted from the run's start, and the run completes."""
+    run = [*SLOW, "agent=ppo", "agent.n_envs=2", "agent.n_steps=64", "agent.batch=64", "agent.n_epochs=2",
+           "agent.hidden_size=[16]", "budget.steps=1500", "checkpoint.every=300", "eval.every=250",
+           "eval.episodes=2", "seed=3"]
+    run = [a for a in run if not a.startswith(("agent.train_freq", "agent.num_updates", "agent.learning_starts",
+                                               "buffer.pool_size"))]
+    run_app([*run, "hydra.run.dir=straight"], cwd=str(tmp_path))
+    straight = json.loads((tmp_path / "straight" / "result.json").read_text())
+    killed = tmp_path / "killed"
+    _kill_after_checkpoint([*run, "hydra.run.dir=killed"], tmp_path, killed)
+    run_app(["resume=killed", "trust_code=true"], cwd=str(tmp_path))
+    resumed = json.loads((killed / "result.json").read_text())
+    at = resumed["resumed_at_step"]
+    assert resumed["status"] == "complete" and resumed["env_steps"] == straight["env_steps"]
+    assert [e for e in resumed["evaluations"] if e["step"] <= at] == [e for e in straight["evaluations"]
+                                                                      if e["step"] <= at]
+    assert len(resumed["evaluations"]) == len(straight["evaluations"])  # those after it were made too
+    assert resumed["returns"][:5] == straight["returns"][:5]  # episodes finished before the checkpoint
+
+
+def test_a_tampered_or_truncated_checkpoint_is_one_line(tmp_path: Path) -> None:
+    from note_rl.core.checkpoint import read_npz, write_npz
+
+    run_app([*TINY, "checkpoint.every=100", "hydra.run.dir=run"], cwd=str(tmp_path))
+    state = tmp_path / "run" / "checkpoint" / "state.npz"
+    meta, arrays = read_npz(str(state))
+    meta["run"]["episode"] = "many"
+    write_npz(str(state), meta, arrays)
+    out = run_app(["resume=run"], cwd=str(tmp_path), check=False)
+    assert out.returncode == 2 and _lines(out) == [f"error: resume: {state}: run metadata 'episode' is str"], out.stderr
+    state.write_bytes(state.read_bytes()[:1000])
+    out = run_app(["resume=run"], cwd=str(tmp_path), check=False)
+    assert out.returncode == 2 and len(_lines(out)) == 1 and "not a note_rl checkpoint" in out.stderr, out.stderr

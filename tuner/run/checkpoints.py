@@ -193,12 +193,36 @@ def restore_run(agent: Any, optimizer: Any, path: str) -> dict[str, Any]:
         run = meta.get("run")
         if not isinstance(run, dict) or run.get("format") != RUN_FORMAT:
             raise CheckpointError(f"{path}: not a run checkpoint (no 'run' metadata of format {RUN_FORMAT})")
+        _check_run_meta(run, path)
         agent.restore(path, optimizer)
         _set_generators(agent, run, arrays, path)
         run["resumed_at_step"] = int(agent.step_counter)
     except (CheckpointError, FileNotFoundError) as exc:
         raise ConfigError(f"resume: {exc}") from None
     return run
+
+
+_RUN_TYPES: dict[str, Any] = {"episode": int, "start_steps": int, "updates_since_sync": int, "owed": (int, float),
+                              "sync_due": bool, "evaluations": list, "best_eval": (int, float, type(None)),
+                              "digest": (str, type(None)), "wall_time_s": (int, float), "python_random": list,
+                              "numpy_random": dict, "action_space_rng": (dict, type(None))}
+
+
+def _check_run_meta(run: dict[str, Any], path: str) -> None:
+    """The run metadata's schema: every key present with its type, counts non-negative, each
+    evaluation a record of a step and a mean (they go into result.json as they are)."""
+    from note_rl.core.checkpoint import CheckpointError
+
+    for key, types in _RUN_TYPES.items():
+        value = run.get(key, ...)
+        if value is ... or not isinstance(value, types) or (types is int and isinstance(value, bool)):
+            raise CheckpointError(f"{path}: run metadata {key!r} is {'missing' if value is ... else type(value).__name__}")
+    if min(run["episode"], run["start_steps"], run["updates_since_sync"]) < 0:
+        raise CheckpointError(f"{path}: run metadata holds a negative count")
+    for record in run["evaluations"]:
+        if not isinstance(record, dict) or not isinstance(record.get("step"), int) or \
+                not isinstance(record.get("mean"), (int, float)):
+            raise CheckpointError(f"{path}: run metadata 'evaluations' holds a record without a step and a mean")
 
 
 def _set_generators(agent: Any, run: dict[str, Any], arrays: dict[str, np.ndarray], path: str) -> None:
