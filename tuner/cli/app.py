@@ -241,6 +241,10 @@ def _app(cfg: DictConfig) -> Any:
         mode = typed.tuner.get("name", "none")
         if typed.get("resume"):
             return _run_resumed(str(typed.resume))
+        if typed.get("init_from"):
+            from ..config.schema import init_model_path
+
+            init_model_path(str(typed.init_from))  # missing: one line before anything trains
         if mode == "none":
             hc = HydraConfig.get()
             return _run_plain(typed, hc.runtime.output_dir, isolated=hc.mode == RunMode.MULTIRUN)

@@ -431,17 +431,15 @@ def _check_ranges(cfg: DictConfig) -> None:
 
 
 def _check_checkpoint(cfg: DictConfig) -> None:
-    """``checkpoint.every`` > 0; ``init_from`` names an existing weights file or run dir (its shapes
-    are checked against the agent when the run builds it)."""
+    """``checkpoint.every`` > 0, with ``strategy=single``.  (``init_from`` is checked by the command
+    that trains, :func:`init_model_path`: a config read back to evaluate or resume a warm-started run
+    does not need its source weights any more.)"""
     every = OmegaConf.select(cfg, "checkpoint.every")
     if every is not None and every <= 0:
         raise ConfigError(f"checkpoint.every: must be > 0 (env steps between checkpoints) or null, got {every}")
     if every is not None and cfg.strategy.name != "single":
         raise ConfigError(f"checkpoint.every: run checkpoints are taken with strategy=single, not "
                           f"strategy={cfg.strategy.name} (its workers' envs and replicas are not in them)")
-    init_from = OmegaConf.select(cfg, "init_from")
-    if init_from:
-        init_model_path(init_from)
 
 
 def init_model_path(value: str) -> str:
