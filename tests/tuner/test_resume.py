@@ -173,3 +173,15 @@ def test_a_tampered_or_truncated_checkpoint_is_one_line(tmp_path: Path) -> None:
     state.write_bytes(state.read_bytes()[:1000])
     out = run_app(["resume=run"], cwd=str(tmp_path), check=False)
     assert out.returncode == 2 and len(_lines(out)) == 1 and "not a note_rl checkpoint" in out.stderr, out.stderr
+
+
+def test_torch_backend_generator_state_round_trips() -> None:
+    torch = pytest.importorskip("torch")
+    from note_rl.backends import get_backend
+
+    backend = get_backend("torch")
+    state = backend.rng_state()
+    assert state is not None and state.dtype == np.uint8
+    first = torch.rand(3)
+    backend.set_rng_state(state)
+    assert torch.equal(torch.rand(3), first)

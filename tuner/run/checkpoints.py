@@ -15,8 +15,11 @@ A run checkpoint is the folder ``<run dir>/checkpoint/``:
   ``resume`` reads it back as data (:func:`tuner.config.untrusted.load_run_config`).
 
 Checkpoints are taken at the end of the first episode after every ``every`` env steps: at an episode
-boundary no env is mid-episode, so nothing the checkpoint cannot hold (a simulator's internal state)
-is lost, and an off-policy run resumed from it continues exactly as the uninterrupted one would.
+boundary a single-env run has no env mid-episode, so nothing the checkpoint cannot hold (a
+simulator's internal state) is lost, and an off-policy run resumed from it continues exactly as the
+uninterrupted one would.  An on-policy run (``n_envs`` envs, rollouts) is checkpointed mid-rollout:
+its resumed run drops that rollout and restarts the other envs' episodes (README, "Checkpoints,
+resume and warm starts").
 """
 
 from __future__ import annotations
@@ -32,8 +35,8 @@ from note_rl.callbacks import Callback
 from ..common.errors import ConfigError
 from ..config.schema import init_model_path
 
-__all__ = ["FOLDER", "STATE", "RunCheckpoint", "checkpoint_state", "resume_config", "restore_run", "init_weights",
-           "init_model_path"]
+__all__ = ["FOLDER", "STATE", "RunCheckpoint", "Resumed", "state_path", "checkpoint_state", "resume_config",
+           "restore_run", "init_weights"]
 
 FOLDER = "checkpoint"
 STATE = "state.npz"
