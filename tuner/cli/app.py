@@ -39,6 +39,7 @@ def _fail(message: str) -> None:
 
 def _run_plain(cfg: DictConfig, run_dir: str, isolated: bool) -> dict[str, Any]:
     plain = OmegaConf.to_container(cfg, resolve=True)
+    label = ""
     if not isolated:
         from ..run.launcher import free_cores
         from ..run.train import run_training
@@ -57,15 +58,20 @@ def _run_plain(cfg: DictConfig, run_dir: str, isolated: bool) -> dict[str, Any]:
         from ..run.launcher import context_for
         from ..study.jobs import run_in_fresh_process
 
-        result = run_in_fresh_process(plain, run_dir, context_for(plain["backend"]["name"]), _parallel_jobs())
+        at_once = _parallel_jobs()
+        if at_once > 1:  # jobs that share a terminal: every line says whose it is
+            label = f"[job {HydraConfig.get().job.num}] "
+        _quiet_off_terminal(plain)
+        result = run_in_fresh_process(plain, run_dir, context_for(plain["backend"]["name"]), at_once,
+                                      prefix=label or None)
     evaluated = "interrupted before the final evaluation" if result.get("interrupted") and \
         result["final_eval_mean_return"] is None else _num(result["final_eval_mean_return"])
-    print(f"evaluation {evaluated} ({cfg.eval.episodes} greedy episodes); "
+    print(f"{label}evaluation {evaluated} ({cfg.eval.episodes} greedy episodes); "
           f"final mean return {_num(result['final_mean_return'])} over the last "
           f"{cfg.objective.last_k} episodes; best {_num(result['best_mean_return'])}; "
           f"{result['env_steps']} env steps in {result['wall_time_s']:.1f} s -> {run_dir}/result.json")
     if result.get("test_mean_return") is not None:
-        print(f"test {_num(result['test_mean_return'])} ({cfg.eval.test_episodes} greedy episodes of the "
+        print(f"{label}test {_num(result['test_mean_return'])} ({cfg.eval.test_episodes} greedy episodes of the "
               f"{result['answer']} weights, reset seeds {cfg.eval.test_seed} onwards)")
     _plot_run(result, run_dir)
     if result.get("interrupted"):
@@ -82,6 +88,17 @@ def _run_plain(cfg: DictConfig, run_dir: str, isolated: bool) -> dict[str, Any]:
             keep(f"the run had finished: {_short(run_dir)}/result.json and its model kept")
         raise_held()  # a signal held while the run trained or saved ends the command now (130 / 143)
     return result
+
+
+def _quiet_off_terminal(plain: dict[str, Any]) -> None:
+    """A multirun job whose output is not a terminal (a CI log, a file) prints no per-episode progress
+    unless the command set ``logger.p`` itself: six jobs' progress made 834 lines of a log; each job's
+    summary line and its run dir's files say how it went."""
+    if sys.stdout.isatty():
+        return
+    task = [o.split("=", 1)[0].lstrip("+~") for o in HydraConfig.get().overrides.task]
+    if "logger.p" not in task:
+        plain["logger"]["p"] = 0
 
 
 def _plot_run(result: dict[str, Any], run_dir: str) -> None:
