@@ -22,7 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ..common.errors import ConfigError, error_line
 from ..common.redact import redact_text
-from ..config.schema import register, validate
+from ..config.schema import name_part, register, validate
 
 __all__ = ["main"]
 
@@ -129,7 +129,7 @@ def _next_steps(result: dict[str, Any], run_dir: str) -> str:
                if result.get("best_eval_model") else []),
              (f"{run}/training.png", "return and loss per episode")]
     cfg = result.get("config") or {}
-    study = f"{cfg.get('agent', {}).get('name', 'agent')}_{cfg.get('env', {}).get('id', 'env')}"
+    study = f"{cfg.get('agent', {}).get('name', 'agent')}_{name_part(cfg.get('env', {}).get('id', 'env'))}"
     commands = [(f"note-tune eval model={model}", "evaluate the saved model"),
                 (f"note-tune play model={model} out=episode.gif", "record a greedy episode"),
                 (f"note-tune export model={run}", "export the policy (TorchScript / SavedModel) for other tools"),

@@ -223,6 +223,16 @@ def _train_freq_fraction(fraction: float, *, _root_: DictConfig) -> int:
     return max(1, int(float(fraction) * every))
 
 
+def name_part(text: str) -> str:
+    """``text`` usable inside a study name (a plain name: no ``/``, so it is one folder under
+    ``studies/``): every character but letters, digits, ``.``, ``_`` and ``-`` becomes ``-``
+    (``note_rl/BitFlip-v0`` -> ``note_rl-BitFlip-v0``).  ``${name_part:${env.id}}`` in a config."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]", "-", str(text))
+
+
+OmegaConf.register_new_resolver("name_part", name_part, replace=True)
 OmegaConf.register_new_resolver("budget_fraction", _budget_fraction, replace=True)
 OmegaConf.register_new_resolver("train_freq_fraction", _train_freq_fraction, replace=True)
 

@@ -40,7 +40,7 @@ ENV_MODULES = ("note_rl.goal_envs",)
 
 _RESOLVER = re.compile(r"\$\{\s*([^}:]*):")  # ${name:args}: a resolver call (oc.env, oc.decode, ...)
 #: the project's own resolvers (:mod:`tuner.config.schema`), pure arithmetic on the config: the only ones allowed
-PROJECT_RESOLVERS = ("budget_fraction", "train_freq_fraction")
+PROJECT_RESOLVERS = ("budget_fraction", "train_freq_fraction", "name_part")
 _INTERPOLATION = re.compile(r"\$\{")
 MAX_INTERPOLATIONS = 256  # a saved config.yaml has a few (``note_rl.agents.${backend.name}.DQN``)
 

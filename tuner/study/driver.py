@@ -29,7 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 from ..common.errors import ConfigError
 from ..common.messages import TrialSpec, seed_configs
 from ..common.redact import scrub
-from ..config.schema import validate
+from ..config.schema import name_part, validate
 from ..config.search import default_params, distributions, parse_space, to_overrides
 from ..config.search_cost import check_cost
 from ..logs.wandb_logger import trial_meta
@@ -114,7 +114,7 @@ class Driver:
                     _show(p.distribution) if p.distribution is not None else p.fixed for p in self.space}
         defn = definition(cfg, settings.n_seeds, settings.aggregation, searched, settings.seeds.tuning)
         variant = default_variant(settings.study_name, settings.study_dir, settings.storage,
-                                  f"{cfg.agent.name}_{cfg.env.id}", settings.resume, defn)
+                                  f"{cfg.agent.name}_{name_part(cfg.env.id)}", settings.resume, defn)
         if variant is not None:
             settings.study_name, settings.study_dir, why = variant
             print(f"note: {why}", flush=True)
