@@ -82,7 +82,7 @@ def test_seed_examples_and_restore_in_scope(result, device, tmp_path) -> None:
         assert proc.returncode == 0, proc.stderr[-3000:]
         got = json.loads(proc.stdout.strip().splitlines()[-1])["seed_examples"]
         assert got["replicas"] == _tf_gpus() and all("GPU" in d for d in got["devices"]), got["devices"]
-    for key, episodes in (("dqn", 20), ("ppo", 8), ("pool", 8), ("positional", 20)):
+    for key, episodes in (("dqn", 20), ("ppo", 12), ("pool", 8), ("positional", 20)):
         assert got[key][0] == episodes and got[key][1] > 0, (key, got[key])
     assert got["positional"][2] == 64 * got["replicas"]  # GLOBAL_BATCH_SIZE became the global batch
     assert got["restored"] == [True, 10, True]

@@ -155,6 +155,8 @@ class ObjectiveConf:
 class SearchConf:
     groups: dict[str, str] = field(default_factory=dict)
     values: dict[str, Any] = field(default_factory=dict)
+    # conditional parameters: {parameter: "<other parameter>=<value>[,<value>...]"} (tuner/config/search.py)
+    when: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
