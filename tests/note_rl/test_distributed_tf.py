@@ -88,9 +88,9 @@ def test_seed_examples_and_restore_in_scope(result, device, tmp_path) -> None:
     assert got["restored"] == [True, 10, True]
     assert got["shims"] == {
         "DQN": ["note_rl.agents.keras.DQN", True], "PPO": ["note_rl.agents.keras.PPO", True],
-        "DDPG_HER": ["note_rl.agents.keras_ac.DDPG", False],  # a subclass: a goal env by default
-        "MADDPG": ["note_rl.agents.keras_ac.MADDPG", True], "pool_network.DQN": ["note_rl.agents.keras.DQN", True],
-        "pool_network.DDPG_HER": ["note_rl.agents.keras_ac.DDPG", False],
+        "DDPG_HER": ["note_rl.agents.keras.DDPG", False],  # a subclass: a goal env by default
+        "MADDPG": ["note_rl.agents.keras.MADDPG", True], "pool_network.DQN": ["note_rl.agents.keras.DQN", True],
+        "pool_network.DDPG_HER": ["note_rl.agents.keras.DDPG", False],
         "pool_network.DQN_pr": ["note_rl.agents.keras.DQN", True]}
 
 
