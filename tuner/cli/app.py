@@ -130,10 +130,11 @@ def _next_steps(result: dict[str, Any], run_dir: str) -> str:
              (f"{run}/training.png", "return and loss per episode")]
     cfg = result.get("config") or {}
     study = f"{cfg.get('agent', {}).get('name', 'agent')}_{name_part(cfg.get('env', {}).get('id', 'env'))}"
-    commands = [(f"note-tune eval model={model}", "evaluate the saved model"),
-                (f"note-tune play model={model} out=episode.gif", "record a greedy episode"),
-                (f"note-tune export model={run}", "export the policy (TorchScript / SavedModel) for other tools"),
-                (" ".join(["note-tune", *_run_overrides(), "tuner=optuna", "tuner.n_trials=20"]),
+    tool, trust = _tool_command(cfg)
+    commands = [(f"{tool} eval model={model}{trust}", "evaluate the saved model"),
+                (f"{tool} play model={model} out=episode.gif{trust}", "record a greedy episode"),
+                (f"{tool} export model={run}{trust}", "export the policy (TorchScript / SavedModel) for other tools"),
+                (" ".join([tool, *_config_dir(), *_run_overrides(), "tuner=optuna", "tuner.n_trials=20"]),
                  "tune this agent with an Optuna study"),
                 (f"note-tune dashboard study_dir=studies/{study}", "watch that study in optuna-dashboard")]
     # an override that set a secret is printed masked (the user types it again, it is not kept anywhere)
@@ -145,6 +146,36 @@ def _columns(rows: list[tuple[str, str]], cap: int = 60) -> list[str]:
     only its own description right instead of padding every line to its length."""
     width = min(cap, max(len(left) for left, _ in rows)) + 3
     return [f"  {left:<{width}}{right}" if len(left) < width else f"  {left}   {right}" for left, right in rows]
+
+
+def _tool_command(cfg: dict[str, Any]) -> tuple[str, str]:
+    """``note-tune`` as this run must be called again, and its extra argument: for a run that names code
+    that is not note_rl's (a user's own agent), ``PYTHONPATH=...`` in front when the command had one (the
+    package is found through it) and `` trust_code=true`` (eval / play / export read a run dir as data
+    and refuse other code otherwise)."""
+    import shlex
+
+    from ..config.untrusted import UntrustedFileError, check_code_refs
+
+    try:
+        check_code_refs(cfg, "result.json")
+        return "note-tune", ""  # note_rl's own classes: found anywhere, read back without trust_code
+    except UntrustedFileError:
+        pass
+    path = os.environ.get("PYTHONPATH")
+    return (f"PYTHONPATH={shlex.quote(path)} note-tune" if path else "note-tune"), " trust_code=true"
+
+
+def _config_dir() -> list[str]:
+    """``--config-dir DIR`` when this run had one (a user's own agent and search configs live there)."""
+    import shlex
+
+    try:
+        sources = HydraConfig.get().runtime.config_sources
+    except ValueError:  # no Hydra context (called from a test)
+        return []
+    dirs = [s.path for s in sources if s.provider == "command-line" and s.schema == "file"]
+    return ["--config-dir", shlex.quote(_short(dirs[0]))] if dirs else []
 
 
 def _run_overrides() -> list[str]:

@@ -464,6 +464,11 @@ def _check_adjuster(cfg: DictConfig) -> None:
         raise ConfigError(f"adjuster: {str(exc).splitlines()[0]}") from None
     if spec.get("kind") == "ess" and cfg.buffer.name != "prioritized":
         raise ConfigError("adjuster.kind: ess needs buffer=prioritized (the ESS of replay priorities)")
+    rollout = OmegaConf.select(cfg, "agent.n_steps")
+    if spec.get("kind") not in (None, "none") and rollout:
+        hint = " (agent.n_steps=null trains PPO Note_rl-style, from the replay buffer)" if cfg.agent.name == "ppo" else ""
+        raise ConfigError(f"adjuster={spec.get('kind')}: adjusters tune replay training; agent={cfg.agent.name} with "
+                          f"agent.n_steps={rollout} trains on rollouts{hint}")
 
 
 def _check_device(cfg: DictConfig) -> None:
