@@ -338,7 +338,7 @@ def _protect_secrets(cfg: DictConfig) -> None:
     protect(OmegaConf.to_container(cfg, resolve=True), folders)
 
 
-def _precheck(argv: list[str]) -> None:
+def _precheck(argv: list[str], composed: list[Any] | None = None) -> None:
     """Compose the command line the way ``@hydra.main`` will, so that an unknown key, an unknown group
     option or an unparsable override is one line naming it (exit 2) instead of Hydra's multi-line
     error.  In a multirun every value of a sweep over a config group is tried, other sweeps at their
@@ -381,6 +381,8 @@ def _precheck(argv: list[str]) -> None:
         loader = ConfigLoaderImpl(config_search_path=path)
         for overrides in _variants(parsed, loader, args.multirun):
             cfg = loader.load_configuration(args.config_name or "config", overrides, run_mode=RunMode.RUN)
+            if composed is not None:  # tests/test_readme_commands.py checks each one further
+                composed.append(cfg)
         _check_output_dir(cfg, args.multirun)
         if not args.multirun and OmegaConf.select(cfg, "tuner.name") == "optuna":
             from ..study.settings import tuner_settings
