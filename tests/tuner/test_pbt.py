@@ -185,7 +185,14 @@ def test_a_real_pbt_run_records_its_lineage(tmp_path) -> None:
     assert schedule["schedule"][0]["member"] == done[(winner, 1)].user_attrs["pbt_parent"]
     best = OmegaConf.load(study_dir / "best_config.yaml")
     assert best.optimizer.lr == pytest.approx(done[(winner, 1)].params["optimizer.lr"])
-    assert best.tuner.name == "none" and best.budget.steps == 300
+    assert best.tuner.name == "none" and best.budget.steps == 600  # 2 generations x 300 env steps
+    # the stretch goal: replay_config.yaml trains one member through the winner's schedule
+    run_app(["--config-dir", str(study_dir), "--config-name", "replay_config"], cwd=str(tmp_path))
+    replay = _study(study_dir / "replay", "lineage-replay")
+    segments = sorted(replay.get_trials(states=(TrialState.COMPLETE,)), key=lambda t: t.user_attrs["pbt_generation"])
+    assert [t.params for t in segments] == [s["params"] for s in schedule["schedule"]]
+    assert [t.user_attrs["env_steps"] for t in segments] == [300, 600]
+    assert segments[1].user_attrs["init_from"] == segments[0].user_attrs["checkpoint"]
 
 
 def test_sigkilled_driver_resumes_without_losing_or_repeating_a_segment(tmp_path) -> None:

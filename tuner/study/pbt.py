@@ -66,9 +66,12 @@ class PbtSettings(TunerSettings):
     resample_p: float = 0.25
     frozen: list[str] = field(default_factory=lambda: list(FROZEN))
     seed: int | None = None  # null: the config's seed
+    # a pbt_schedule.yaml: train one member through its hyperparameters generation by generation
+    replay: str | None = None
+    schedule: list[dict[str, Any]] = field(default_factory=list)  # read from ``replay``
 
 
-_PBT_KEYS = ("population", "generations", "interval", "quantile", "resample_p", "frozen", "seed")
+_PBT_KEYS = ("population", "generations", "interval", "quantile", "resample_p", "frozen", "seed", "replay")
 
 
 def pbt_settings(node: Any) -> PbtSettings:
@@ -83,8 +86,10 @@ def pbt_settings(node: Any) -> PbtSettings:
     s.name = "pbt"
     for key, value in own.items():
         setattr(s, key, list(value) if key == "frozen" and value is not None else value)
+    if s.replay:
+        _read_schedule(s)
     checks = [
-        (isinstance(s.population, int) and s.population >= 2, f"tuner.population: must be an integer >= 2, got {s.population}"),
+        (isinstance(s.population, int) and (s.population >= 2 or s.replay), f"tuner.population: must be an integer >= 2, got {s.population}"),
         (isinstance(s.generations, int) and s.generations >= 1, f"tuner.generations: must be an integer >= 1, got {s.generations}"),
         (isinstance(s.interval, int) and s.interval >= 1, f"tuner.interval: must be a number of env steps >= 1, got {s.interval}"),
         (0.0 < s.quantile <= 0.5, f"tuner.quantile: must be in (0, 0.5], got {s.quantile}"),
@@ -98,6 +103,20 @@ def pbt_settings(node: Any) -> PbtSettings:
     return s
 
 
+def _read_schedule(s: PbtSettings) -> None:
+    """``tuner.replay``: one member, one generation per schedule entry, the schedule's interval."""
+    try:
+        with open(s.replay) as f:
+            doc = yaml.safe_load(f.read(1 << 20))
+        schedule, interval = doc["schedule"], int(doc["interval"])
+        if not isinstance(schedule, list) or not schedule or not all(isinstance(e.get("params"), dict) for e in schedule):
+            raise ValueError("no schedule entries with params")
+    except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ConfigError(f"tuner.replay: {s.replay} is not a readable pbt_schedule.yaml ({exc})") from None
+    s.schedule = [dict(e["params"]) for e in schedule]
+    s.population, s.generations, s.interval = 1, len(schedule), interval
+
+
 class PbtDriver(Driver):
     """Runs a PBT study to its last generation (see the module docstring)."""
 
@@ -106,6 +125,10 @@ class PbtDriver(Driver):
         self.seed = int(settings.seed if settings.seed is not None else cfg.seed)
         super().__init__(cfg, settings, compose, overrides)
         self.members_dir = os.path.join(self.study_dir, "members")
+        try:  # the study driver made trials/ for its trials; a PBT study's segments live in members/
+            os.rmdir(os.path.join(self.study_dir, "trials"))
+        except OSError:
+            pass
         self._plans: dict[int, list[Step]] = {}
 
     def _enqueue(self, cfg: DictConfig, settings: TunerSettings) -> None:
@@ -130,7 +153,9 @@ class PbtDriver(Driver):
         explore on the scores of the generation before, all of which must be COMPLETE)."""
         if generation not in self._plans:
             s = self.pbt
-            if generation == 0:
+            if s.replay:  # one member, the schedule's hyperparameters, each generation from its own checkpoint
+                steps = [Step(0, 0, dict(s.schedule[generation]))]
+            elif generation == 0:
                 pop = initial_population(self.space, s.population, self.seed, self.first)
                 steps = [Step(m, m, p) for m, p in enumerate(pop)]
             else:
@@ -233,11 +258,14 @@ class PbtDriver(Driver):
             yaml.safe_dump(schedule_doc, f, sort_keys=False)
         final = done[(winner, last)]
         config = os.path.join(final.user_attrs["run_dir"], "config.yaml")
+        cfg = None
         if os.path.exists(config):
             cfg = OmegaConf.load(config)
+            cfg.budget.steps = (last + 1) * s.interval  # what the winner trained in all
             with open(os.path.join(self.study_dir, "best_config.yaml"), "w") as f:
-                f.write(f"# PBT winner: member {winner}'s hyperparameters in its last generation ({last}); its "
-                        f"weights: {final.user_attrs['checkpoint']}\n")
+                f.write(f"# PBT winner: member {winner}'s hyperparameters in its last generation ({last}), trained from "
+                        f"scratch for the\n# whole budget (not its schedule: pbt_schedule.yaml); its PBT weights: "
+                        f"{final.user_attrs['checkpoint']}\n")
                 f.write(OmegaConf.to_yaml(cfg))
         summary = {"study_name": s.study_name, "storage": self.storage_desc, "population": s.population,
                    "generations_complete": last + 1, "generations": s.generations, "winner": winner,
@@ -247,7 +275,23 @@ class PbtDriver(Driver):
                                  "parent": t.user_attrs.get(PARENT), "params": t.params}
                                 for (m, g), t in sorted(done.items(), key=lambda kv: (kv[0][1], kv[0][0]))]}
         write_json(os.path.join(self.study_dir, "pbt.json"), summary)
+        if cfg is not None and not s.replay:
+            self._write_replay(cfg, os.path.join(self.study_dir, "pbt_schedule.yaml"))
         return summary
+
+    def _write_replay(self, cfg: DictConfig, schedule: str) -> None:
+        """``replay_config.yaml``: the winner's config as a ``tuner=pbt`` run of one member that follows
+        ``schedule`` (its own study in ``<study_dir>/replay``)."""
+        s = self.pbt
+        cfg = OmegaConf.create(OmegaConf.to_container(cfg))
+        cfg.tuner = {"name": "pbt", "replay": os.path.abspath(schedule), "study_name": f"{s.study_name}-replay",
+                     "study_dir": os.path.join(self.study_dir, "replay"), "storage": None, "population": 1,
+                     "interval": s.interval, "n_jobs": 1, "enqueue_defaults": False,
+                     "max_cost_ratio": s.max_cost_ratio}
+        with open(os.path.join(self.study_dir, "replay_config.yaml"), "w") as f:
+            f.write("# trains one member from scratch through the PBT winner's hyperparameter schedule "
+                    "(pbt_schedule.yaml):\n# note-tune --config-dir <this dir> --config-name replay_config\n")
+            f.write(OmegaConf.to_yaml(cfg))
 
 
 def lineage(done: dict[tuple[int, int], Any], member: int, generation: int) -> list[dict[str, Any]]:
