@@ -186,6 +186,15 @@ def test_a_real_pbt_run_records_its_lineage(tmp_path) -> None:
     best = OmegaConf.load(study_dir / "best_config.yaml")
     assert best.optimizer.lr == pytest.approx(done[(winner, 1)].params["optimizer.lr"])
     assert best.tuner.name == "none" and best.budget.steps == 600  # 2 generations x 300 env steps
+    # the same command again: nothing left to run; another population: refused before anything changes
+    n = len(study.trials)
+    assert "winner: member" in run_app(_args("lineage"), cwd=str(tmp_path)).stdout
+    other = run_app(_args("lineage", population=4), cwd=str(tmp_path), check=False)
+    assert other.returncode != 0 and "tuner.population" in other.stderr
+    assert len(_study(study_dir, "lineage").trials) == n
+    # the winner's weights evaluate like any run's (its result.json records a plain config)
+    model = os.path.join(done[(winner, 1)].user_attrs["run_dir"], "model.npz")
+    assert "mean" in run_app(["eval", f"model={model}", "episodes=2"], cwd=str(tmp_path)).stdout
     # the stretch goal: replay_config.yaml trains one member through the winner's schedule
     run_app(["--config-dir", str(study_dir), "--config-name", "replay_config"], cwd=str(tmp_path))
     replay = _study(study_dir / "replay", "lineage-replay")

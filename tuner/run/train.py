@@ -162,13 +162,14 @@ def _train(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | None, 
         "best_eval_model": best_path if best_path and os.path.exists(best_path) else None,
         **(_test_answer(agent, cfg, best_path, model) if evaluation and not hooks.pruned and not interrupted else {}),
         "losses": [None if v is None else float(v) for v in agent.loss_list],
-        "config": cfg,
+        # the config as a run dir records it (note-tune eval rebuilds the agent from it); PBT's hook keys are above
+        "config": {k: v for k, v in cfg.items() if k not in ("init_from", "save_checkpoint")},
     }
     if final is not None and not math.isfinite(final):
         raise FloatingPointError(f"mean return is {final}")
     if run_dir:
         # a secret-named key's value never reaches the file (restore_secrets gives it back on reading)
-        write_json(os.path.join(run_dir, "result.json"), {**result, "config": scrub(cfg, ())})
+        write_json(os.path.join(run_dir, "result.json"), {**result, "config": scrub(result["config"], ())})
     return result
 
 

@@ -133,9 +133,18 @@ class PbtDriver(Driver):
 
     def _enqueue(self, cfg: DictConfig, settings: TunerSettings) -> None:
         s = self.pbt
-        self.study.set_user_attr("pbt", {"population": s.population, "generations": s.generations,
-                                         "interval": s.interval, "quantile": s.quantile,
-                                         "resample_p": s.resample_p, "frozen": list(s.frozen), "seed": self.seed})
+        mine = {"population": s.population, "interval": s.interval, "quantile": s.quantile,
+                "resample_p": s.resample_p, "frozen": list(s.frozen), "seed": self.seed,
+                "replay": s.schedule or None, "enqueue_defaults": settings.enqueue_defaults}
+        old = self.study.user_attrs.get("pbt")
+        if old is not None and settings.resume != "force":
+            # tuner.generations may grow (train on); anything else would change segments already recorded
+            for key, value in mine.items():
+                if key in old and old[key] != value:
+                    raise ConfigError(f"tuner.{key}: PBT study {settings.study_name!r} ran with {old[key]!r}, this "
+                                      f"command gives {value!r} (keep it, use another tuner.study_name, or "
+                                      "tuner.resume=force)")
+        self.study.set_user_attr("pbt", {**mine, "generations": s.generations})
         self.first = default_params(self.space, cfg) if settings.enqueue_defaults else {}
 
     # -- the state, read from the study --------------------------------------------------------
@@ -234,7 +243,22 @@ class PbtDriver(Driver):
                            timeout=s.timeout, preload=s.preload,
                            heartbeat_grace_s=HEARTBEAT_GRACE_S, no_driver_grace_s=NO_DRIVER_GRACE_S)
         self.runner = TrialRunner(self.study, self.lock, limits)
-        self.runner.run(self._ask, self._prepare, on_change)
+        self._said = -1
+        self._progress()
+        self.runner.run(self._ask, self._prepare, self._progress)
+
+    def _progress(self) -> None:
+        """One line per newly complete generation: its scores and who copied whom."""
+        done, s = self.segments(), self.pbt
+        for g in range(self._said + 1, s.generations):
+            if not all((m, g) in done for m in range(s.population)):
+                break
+            segs = [done[(m, g)] for m in range(s.population)]
+            copies = ", ".join(f"{m}<-{t.user_attrs.get(PARENT)}" for m, t in enumerate(segs)
+                               if t.user_attrs.get(PARENT) != m)
+            print(f"generation {g}: scores {' '.join(f'{t.value:.4g}' for t in segs)}"
+                  f"{f' (copied: {copies})' if copies else ''}", flush=True)
+            self._said = g
 
     # -- outputs -------------------------------------------------------------------------------
     def write_outputs(self) -> dict[str, Any] | None:
