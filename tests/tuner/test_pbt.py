@@ -248,3 +248,38 @@ def test_sigkilled_driver_resumes_without_losing_or_repeating_a_segment(tmp_path
         assert "stopped" in study.trials[number].user_attrs["fail_reason"]
     assert TrialState.RUNNING not in states.values()
     assert len(study.trials) == 9 + len(killed)
+
+
+def test_failing_segments_stop_the_study_with_one_line(tmp_path) -> None:
+    """A segment that fails is run again; after tuner.max_failures (default: population) failures the
+    driver stops, says so in one line (exit 2) and leaves each failure's reason in the study."""
+    args = _args("crash", env=["env.module=tests.tuner.faulty_envs", "env.id=Crash-v0"])
+    out = run_app(args, cwd=str(tmp_path), check=False)
+    assert out.returncode == 2 and "3 segments failed" in out.stderr and "the same command resumes" in out.stderr
+    trials = _study(tmp_path / "studies" / "crash", "crash").trials
+    assert len(trials) == 3 and all(t.state == TrialState.FAIL for t in trials)
+    assert all("exploded" in t.user_attrs["fail_reason"] for t in trials)
+
+
+def test_segments_queued_by_a_killed_driver_are_used_once(tmp_path) -> None:
+    """A driver killed between enqueue_trial() and ask() leaves a WAITING segment; the next driver uses
+    it (its params are the plan's) and never queues a second one for the same segment."""
+    from tuner.study.pbt import PbtDriver, pbt_settings
+
+    overrides = ["tuner=pbt", f"tuner.study_dir={tmp_path / 'queued'}", "tuner.study_name=queued", "search=none",
+                 "+search.values.agent.gamma='choice(0.9, 0.95, 0.98, 0.99)'", "tuner.population=3", *TINY_DQN]
+    cfg = compose_cfg(overrides)
+    from tuner.config.schema import validate
+
+    cfg = validate(cfg)
+    driver = PbtDriver(cfg, pbt_settings(cfg.tuner), lambda extra: compose_cfg(extra), overrides)
+    plan = driver.plan(0, {})
+    driver.study.enqueue_trial(plan[1].params, user_attrs={"pbt_member": 1, "pbt_generation": 0, "pbt_parent": 1})
+    first = driver._ask()[1]  # member 0 is next, but the stale member-1 segment comes out of the queue first
+    assert (first.user_attrs["pbt_member"], first.params) == (1, plan[1].params)
+    second = driver._ask()[1]
+    assert (second.user_attrs["pbt_member"], second.params) == (0, plan[0].params)
+    third = driver._ask()[1]
+    assert third.user_attrs["pbt_member"] == 2
+    states = [t.state for t in driver.study.trials]
+    assert states == [TrialState.RUNNING] * 3 and driver._ask() == ("wait", None)

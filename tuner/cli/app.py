@@ -239,9 +239,13 @@ def _run_pbt(cfg: DictConfig) -> dict[str, Any] | None:
         driver.run()
     finally:
         summary = driver.write_outputs()
-    if summary is None:
-        print("no generation completed", flush=True)
-        return None
+    if summary is None or summary["generations_complete"] < settings.generations:
+        failed = driver.runner.failures
+        why = f"{failed} segment{'s' if failed != 1 else ''} failed (see members/*/gen_*/trial.log)" if failed else \
+            "stopped early (tuner.timeout)"
+        _fail(f"PBT study {settings.study_name!r}: {why}; "
+              f"{summary['generations_complete'] if summary else 0} of {settings.generations} generations complete; "
+              "the same command resumes")
     print(f"winner: member {summary['winner']} scored {summary['winner_score']} in generation "
           f"{summary['generations_complete'] - 1}; schedule: {_short(os.path.join(driver.study_dir, 'pbt_schedule.yaml'))}, "
           f"config: {_short(os.path.join(driver.study_dir, 'best_config.yaml'))}", flush=True)

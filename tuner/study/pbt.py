@@ -195,7 +195,10 @@ class PbtDriver(Driver):
         driver left WAITING comes out of ``ask()`` first: it is used when still needed (its params are
         the plan's), else failed."""
         attrs = {MEMBER: step.member, GENERATION: g, PARENT: step.parent}
-        self.study.enqueue_trial(step.params, user_attrs=attrs)
+        queued = [t for t in self.study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+                  if (t.user_attrs.get(MEMBER), t.user_attrs.get(GENERATION)) == (step.member, g)]
+        if not queued:  # ours is in the queue, so the loop below ends at it at the latest
+            self.study.enqueue_trial(step.params, user_attrs=attrs)
         while True:
             trial = self.study.ask(distributions(self.space))
             key = (trial.user_attrs.get(MEMBER), trial.user_attrs.get(GENERATION))
