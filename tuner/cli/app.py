@@ -3,6 +3,7 @@
 * ``tuner=none`` (default): one training run; ``result.json`` goes to the Hydra run dir.  In a
   ``-m`` multirun every job trains in its own fresh process.
 * ``tuner=optuna``: an Optuna study (:mod:`tuner.study.driver`), followed by its report (:mod:`tuner.report.report`).
+* ``tuner=pbt``: population-based training on an Optuna study (:mod:`tuner.study.pbt`).
 * ``note-tune report ...`` / ``note-tune dashboard ...``: commands on an existing study storage
   (:mod:`tuner.cli.subcommands`), dispatched before Hydra parses the command line.
 
