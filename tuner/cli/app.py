@@ -23,7 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ..common.errors import ConfigError, error_line
 from ..common.redact import redact_text
-from ..config.schema import register, validate
+from ..config.schema import name_part, register, validate
 
 __all__ = ["main"]
 
@@ -40,6 +40,7 @@ def _fail(message: str) -> None:
 
 def _run_plain(cfg: DictConfig, run_dir: str, isolated: bool) -> dict[str, Any]:
     plain = OmegaConf.to_container(cfg, resolve=True)
+    label = ""
     if not isolated:
         from ..run.launcher import free_cores
         from ..run.train import run_training
@@ -58,15 +59,20 @@ def _run_plain(cfg: DictConfig, run_dir: str, isolated: bool) -> dict[str, Any]:
         from ..run.launcher import context_for
         from ..study.jobs import run_in_fresh_process
 
-        result = run_in_fresh_process(plain, run_dir, context_for(plain["backend"]["name"]), _parallel_jobs())
+        at_once = _parallel_jobs()
+        if at_once > 1:  # jobs that share a terminal: every line says whose it is
+            label = f"[job {HydraConfig.get().job.num}] "
+        _quiet_off_terminal(plain)
+        result = run_in_fresh_process(plain, run_dir, context_for(plain["backend"]["name"]), at_once,
+                                      prefix=label or None)
     evaluated = "interrupted before the final evaluation" if result.get("interrupted") and \
         result["final_eval_mean_return"] is None else _num(result["final_eval_mean_return"])
-    print(f"evaluation {evaluated} ({cfg.eval.episodes} greedy episodes); "
+    print(f"{label}evaluation {evaluated} ({cfg.eval.episodes} greedy episodes); "
           f"final mean return {_num(result['final_mean_return'])} over the last "
           f"{cfg.objective.last_k} episodes; best {_num(result['best_mean_return'])}; "
           f"{result['env_steps']} env steps in {result['wall_time_s']:.1f} s -> {run_dir}/result.json")
     if result.get("test_mean_return") is not None:
-        print(f"test {_num(result['test_mean_return'])} ({cfg.eval.test_episodes} greedy episodes of the "
+        print(f"{label}test {_num(result['test_mean_return'])} ({cfg.eval.test_episodes} greedy episodes of the "
               f"{result['answer']} weights, reset seeds {cfg.eval.test_seed} onwards)")
     _plot_run(result, run_dir)
     if result.get("interrupted"):
@@ -83,6 +89,17 @@ def _run_plain(cfg: DictConfig, run_dir: str, isolated: bool) -> dict[str, Any]:
             keep(f"the run had finished: {_short(run_dir)}/result.json and its model kept")
         raise_held()  # a signal held while the run trained or saved ends the command now (130 / 143)
     return result
+
+
+def _quiet_off_terminal(plain: dict[str, Any]) -> None:
+    """A multirun job whose output is not a terminal (a CI log, a file) prints no per-episode progress
+    unless the command set ``logger.p`` itself: six jobs' progress made 834 lines of a log; each job's
+    summary line and its run dir's files say how it went."""
+    if sys.stdout.isatty():
+        return
+    task = [o.split("=", 1)[0].lstrip("+~") for o in HydraConfig.get().overrides.task]
+    if "logger.p" not in task:
+        plain["logger"]["p"] = 0
 
 
 def _plot_run(result: dict[str, Any], run_dir: str) -> None:
@@ -113,11 +130,12 @@ def _next_steps(result: dict[str, Any], run_dir: str) -> str:
                if result.get("best_eval_model") else []),
              (f"{run}/training.png", "return and loss per episode")]
     cfg = result.get("config") or {}
-    study = f"{cfg.get('agent', {}).get('name', 'agent')}_{cfg.get('env', {}).get('id', 'env')}"
-    commands = [(f"note-tune eval model={model}", "evaluate the saved model"),
-                (f"note-tune play model={model} out=episode.gif", "record a greedy episode"),
-                (f"note-tune export model={run}", "export the policy (TorchScript / SavedModel) for other tools"),
-                (" ".join(["note-tune", *_run_overrides(), "tuner=optuna", "tuner.n_trials=20"]),
+    study = f"{cfg.get('agent', {}).get('name', 'agent')}_{name_part(cfg.get('env', {}).get('id', 'env'))}"
+    tool, trust = _tool_command(cfg)
+    commands = [(f"{tool} eval model={model}{trust}", "evaluate the saved model"),
+                (f"{tool} play model={model} out=episode.gif{trust}", "record a greedy episode"),
+                (f"{tool} export model={run}{trust}", "export the policy (TorchScript / SavedModel) for other tools"),
+                (" ".join([tool, *_config_dir(), *_run_overrides(), "tuner=optuna", "tuner.n_trials=20"]),
                  "tune this agent with an Optuna study"),
                 (f"note-tune dashboard study_dir=studies/{study}", "watch that study in optuna-dashboard")]
     # an override that set a secret is printed masked (the user types it again, it is not kept anywhere)
@@ -129,6 +147,36 @@ def _columns(rows: list[tuple[str, str]], cap: int = 60) -> list[str]:
     only its own description right instead of padding every line to its length."""
     width = min(cap, max(len(left) for left, _ in rows)) + 3
     return [f"  {left:<{width}}{right}" if len(left) < width else f"  {left}   {right}" for left, right in rows]
+
+
+def _tool_command(cfg: dict[str, Any]) -> tuple[str, str]:
+    """``note-tune`` as this run must be called again, and its extra argument: for a run that names code
+    that is not note_rl's (a user's own agent), ``PYTHONPATH=...`` in front when the command had one (the
+    package is found through it) and `` trust_code=true`` (eval / play / export read a run dir as data
+    and refuse other code otherwise)."""
+    import shlex
+
+    from ..config.untrusted import UntrustedFileError, check_code_refs
+
+    try:
+        check_code_refs(cfg, "result.json")
+        return "note-tune", ""  # note_rl's own classes: found anywhere, read back without trust_code
+    except UntrustedFileError:
+        pass
+    path = os.environ.get("PYTHONPATH")
+    return (f"PYTHONPATH={shlex.quote(path)} note-tune" if path else "note-tune"), " trust_code=true"
+
+
+def _config_dir() -> list[str]:
+    """``--config-dir DIR`` when this run had one (a user's own agent and search configs live there)."""
+    import shlex
+
+    try:
+        sources = HydraConfig.get().runtime.config_sources
+    except ValueError:  # no Hydra context (called from a test)
+        return []
+    dirs = [s.path for s in sources if s.provider == "command-line" and s.schema == "file"]
+    return ["--config-dir", shlex.quote(_short(dirs[0]))] if dirs else []
 
 
 def _run_overrides() -> list[str]:
