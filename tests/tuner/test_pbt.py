@@ -283,3 +283,25 @@ def test_segments_queued_by_a_killed_driver_are_used_once(tmp_path) -> None:
     assert third.user_attrs["pbt_member"] == 2
     states = [t.state for t in driver.study.trials]
     assert states == [TrialState.RUNNING] * 3 and driver._ask() == ("wait", None)
+
+
+def test_conditional_parameters_follow_their_condition() -> None:
+    """A member holds buffer.alpha only under buffer=prioritized (search.when): explore samples it when
+    the buffer becomes prioritized and drops it when it stops being; initial members hold it likewise."""
+    space = parse_space({"groups": {"buffer": "choice(uniform, prioritized)"}, "when": {"buffer.alpha": "buffer=prioritized"},
+                         "values": {"optimizer": {"lr": "tag(log, interval(1e-4, 1e-2))"},
+                                    "buffer": {"alpha": "interval(0.01, 1.0)"}}})
+    for member in initial_population(space, 6, seed=3):
+        assert ("buffer.alpha" in member) == (member["buffer"] == "prioritized")
+    uniform = {"buffer": "uniform", "optimizer.lr": 1e-3}
+    # two choices and resample_p=0: the only neighbour of uniform is prioritized
+    step = exploit_explore([1, 0], [uniform, uniform], space, seed=0, generation=1, quantile=0.5, resample_p=0.0)[1]
+    assert step.params["buffer"] == "prioritized" and 0.01 <= step.params["buffer.alpha"] <= 1.0
+    assert step.changes["buffer.alpha"][2] == "sampled"
+    prioritized = {"buffer": "prioritized", "optimizer.lr": 1e-3, "buffer.alpha": 0.5}
+    step = exploit_explore([1, 0], [prioritized] * 2, space, seed=0, generation=1, quantile=0.5, resample_p=0.0)[1]
+    assert step.params["buffer"] == "uniform" and "buffer.alpha" not in step.params
+    assert step.changes["buffer.alpha"] == (0.5, None, "dropped")
+    # frozen (as the driver freezes every config group): the buffer stays, alpha is perturbed
+    step = exploit_explore([1, 0], [prioritized] * 2, space, seed=0, generation=1, quantile=0.5, frozen=["buffer"])[1]
+    assert step.params["buffer"] == "prioritized" and step.params["buffer.alpha"] in (pytest.approx(0.4), pytest.approx(0.6))

@@ -41,7 +41,7 @@ from ..common.errors import ConfigError
 from ..common.messages import TrialSpec
 from ..common.redact import scrub
 from ..config.schema import validate
-from ..config.search import default_params, distributions, to_overrides
+from ..config.search import default_params, distributions, suggest_conditional, to_overrides
 from ..logs.results import write_json
 from ..logs.wandb_logger import trial_meta
 from .driver import Composer, Driver
@@ -146,6 +146,9 @@ class PbtDriver(Driver):
                                       "tuner.resume=force)")
         self.study.set_user_attr("pbt", {**mine, "generations": s.generations})
         self.first = default_params(self.space, cfg) if settings.enqueue_defaults else {}
+        # a config-group choice (optimizer, buffer) builds other objects, whose state a copied checkpoint
+        # cannot fill: exploit copies it, explore leaves it alone
+        self.frozen = [*s.frozen, *(p.name for p in self.space if p.is_group)]
 
     # -- the state, read from the study --------------------------------------------------------
     def segments(self, states: Sequence[TrialState] = (TrialState.COMPLETE,)) -> dict[tuple[int, int], Any]:
@@ -171,7 +174,7 @@ class PbtDriver(Driver):
                 before = [done[(m, generation - 1)] for m in range(s.population)]
                 steps = exploit_explore([t.value for t in before], [t.params for t in before], self.space,
                                         self.seed, generation, s.quantile, s.resample_p,
-                                        s.direction == "maximize", s.frozen)
+                                        s.direction == "maximize", self.frozen)
             self._plans[generation] = steps
         return self._plans[generation]
 
@@ -201,6 +204,7 @@ class PbtDriver(Driver):
             self.study.enqueue_trial(step.params, user_attrs=attrs)
         while True:
             trial = self.study.ask(distributions(self.space))
+            suggest_conditional(trial, self.space)  # the enqueued values of e.g. buffer.alpha under buffer=prioritized
             key = (trial.user_attrs.get(MEMBER), trial.user_attrs.get(GENERATION))
             if key not in done and key not in running and None not in key:
                 return trial

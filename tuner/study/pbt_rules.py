@@ -22,6 +22,10 @@ decisions out by hand:
   moved by at least one step when rounding would undo the change); a choice is resampled uniformly
   (one more draw, ``rng.integers(n)``) when ``u < resample_p``, else moved to a neighbouring choice:
   one more draw ``v``, down when ``v < 0.5`` and up otherwise (at either end: the only neighbour).
+
+Conditional parameters (``search.when``) come after the others: a member holds one only while its
+condition holds; explore perturbs it then, samples it (one draw ``u``) when the condition has just
+become true, and drops it when the condition no longer holds.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import optuna
 
-from ..config.search import Param
+from ..config.search import Param, encode_choice
 
 __all__ = ["Step", "initial_population", "exploit_explore", "rng_for", "ranking", "quantile_size"]
 
@@ -63,7 +67,16 @@ def rng_for(seed: int, generation: int) -> np.random.Generator:
 
 
 def _searched(space: Sequence[Param]) -> list[Param]:
-    return [p for p in space if p.distribution is not None]
+    """The searched parameters, the conditional ones last."""
+    return [p for p in space if p.distribution is not None and p.when is None] + \
+        [p for p in space if p.distribution is not None and p.when is not None]
+
+
+def _holds(p: Param, params: Mapping[str, Any]) -> bool:
+    if p.when is None:
+        return True
+    other, allowed = p.when
+    return other in params and encode_choice(params[other]) in allowed
 
 
 def _sample(d: Any, u: float) -> Any:
@@ -99,8 +112,12 @@ def initial_population(space: Sequence[Param], population: int, seed: int,
         for p in _searched(space):
             u = float(rng.random())
             params[p.name] = first[p.name] if m == 0 and first and p.name in first else _sample(p.distribution, u)
-        out.append(params)
+        out.append({k: v for k, v in params.items() if _holds(_by_name(space, k), params)})
     return out
+
+
+def _by_name(space: Sequence[Param], name: str) -> Param:
+    return next(p for p in space if p.name == name)
 
 
 def quantile_size(population: int, quantile: float) -> int:
@@ -139,7 +156,15 @@ def explore(params: Mapping[str, Any], space: Sequence[Param], rng: np.random.Ge
     """Perturbed copy of ``params`` and what changed (draws as the module docstring says)."""
     new, changes = dict(params), {}
     for p in _searched(space):
-        if p.name in frozen or p.name not in new:
+        if not _holds(p, new):
+            if p.name in new:
+                changes[p.name] = (new.pop(p.name), None, "dropped")
+            continue
+        if p.name not in new:  # its condition has just come true
+            new[p.name] = _sample(p.distribution, float(rng.random()))
+            changes[p.name] = (None, new[p.name], "sampled")
+            continue
+        if p.name in frozen:
             continue
         d, old = p.distribution, new[p.name]
         u = float(rng.random())
