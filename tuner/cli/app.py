@@ -3,6 +3,7 @@
 * ``tuner=none`` (default): one training run; ``result.json`` goes to the Hydra run dir.  In a
   ``-m`` multirun every job trains in its own fresh process.
 * ``tuner=optuna``: an Optuna study (:mod:`tuner.study.driver`), followed by its report (:mod:`tuner.report.report`).
+* ``tuner=pbt``: population-based training on an Optuna study (:mod:`tuner.study.pbt`).
 * ``note-tune report ...`` / ``note-tune dashboard ...``: commands on an existing study storage
   (:mod:`tuner.cli.subcommands`), dispatched before Hydra parses the command line.
 
@@ -270,6 +271,36 @@ def _study_kept(summary: dict[str, Any], study_dir: str, heldout: dict[str, Any]
     return line
 
 
+def _run_pbt(cfg: DictConfig) -> dict[str, Any] | None:
+    """``tuner=pbt``: population-based training (:mod:`tuner.study.pbt`); re-running resumes it."""
+    from hydra import compose
+
+    from ..study.pbt import PbtDriver, pbt_settings
+
+    settings = pbt_settings(cfg.tuner)
+    hc = HydraConfig.get()
+    driver = PbtDriver(cfg, settings, lambda extra: compose(hc.job.config_name, overrides=extra),
+                       list(hc.overrides.task))
+    print(f"PBT study {settings.study_name!r} in {driver.study_dir} (storage {driver.storage_desc}): "
+          f"{settings.population} members x {settings.generations} generations of {settings.interval} env steps",
+          flush=True)
+    try:
+        driver.run()
+    finally:
+        summary = driver.write_outputs()
+    if summary is None or summary["generations_complete"] < settings.generations:
+        failed = driver.runner.failures
+        why = f"{failed} segment{'s' if failed != 1 else ''} failed (see members/*/gen_*/trial.log)" if failed else \
+            "stopped early (tuner.timeout)"
+        _fail(f"PBT study {settings.study_name!r}: {why}; "
+              f"{summary['generations_complete'] if summary else 0} of {settings.generations} generations complete; "
+              "the same command resumes")
+    print(f"winner: member {summary['winner']} scored {summary['winner_score']} in generation "
+          f"{summary['generations_complete'] - 1}; schedule: {_short(os.path.join(driver.study_dir, 'pbt_schedule.yaml'))}, "
+          f"config: {_short(os.path.join(driver.study_dir, 'best_config.yaml'))}", flush=True)
+    return summary
+
+
 def _run_finder(cfg: DictConfig) -> dict[str, Any]:
     from hydra import compose
 
@@ -291,9 +322,11 @@ def _app(cfg: DictConfig) -> Any:
             return _run_plain(typed, hc.runtime.output_dir, isolated=hc.mode == RunMode.MULTIRUN)
         if mode == "optuna":
             return _run_study(typed)
+        if mode == "pbt":
+            return _run_pbt(typed)
         if mode in FINDERS:
             return _run_finder(typed)
-        _fail(f"tuner.name: {mode!r} is not one of none, optuna, {', '.join(FINDERS)}")
+        _fail(f"tuner.name: {mode!r} is not one of none, optuna, pbt, {', '.join(FINDERS)}")
     except ConfigError as exc:
         _remove_untouched_run_dir()
         _fail(str(exc))
@@ -387,7 +420,11 @@ def _precheck(argv: list[str], composed: list[Any] | None = None) -> None:
         if not args.multirun and OmegaConf.select(cfg, "tuner.name") == "optuna":
             from ..study.settings import tuner_settings
 
-            tuner_settings(cfg.tuner)  # e.g. tuner.storage, before Hydra creates any directory
+            tuner_settings(cfg.tuner)
+        elif not args.multirun and OmegaConf.select(cfg, "tuner.name") == "pbt":
+            from ..study.pbt import pbt_settings
+
+            pbt_settings(cfg.tuner)  # e.g. tuner.storage, before Hydra creates any directory
     except HydraException as exc:
         _fail(error_line(exc))
     except ConfigError as exc:
