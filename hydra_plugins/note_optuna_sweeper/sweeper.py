@@ -276,7 +276,9 @@ class NoteOptunaSweeper(Sweeper):
         """``<agent>_<env id>`` of the swept config (tuner=optuna's default study name), else the
         sweep folder's name."""
         try:
-            return f"{self.config.agent.name}_{self.config.env.id}"
+            from tuner.config.schema import name_part
+
+            return f"{self.config.agent.name}_{name_part(self.config.env.id)}"
         except Exception:  # noqa: BLE001 - a config without those keys (another app)
             return os.path.basename(sweep_dir)
 

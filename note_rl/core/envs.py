@@ -124,9 +124,14 @@ class OneHotObservation(gym.ObservationWrapper):
 
 
 def flat_observations(env: Any) -> Any:
-    """``env`` with a ``Discrete`` observation space one-hot encoded (others unchanged)."""
-    if isinstance(getattr(env, "observation_space", None), gym.spaces.Discrete):
+    """``env`` as the networks read it: a ``Discrete`` observation space one-hot encoded, a ``float64``
+    ``Box`` (MuJoCo's) cast to ``float32`` here, once, so that no agent meets a double tensor (torch
+    refuses to multiply one with its float32 weights); others unchanged."""
+    space = getattr(env, "observation_space", None)
+    if isinstance(space, gym.spaces.Discrete):
         return OneHotObservation(env)
+    if isinstance(space, gym.spaces.Box) and space.dtype == np.float64:
+        return gym.wrappers.DtypeObservation(env, np.float32)
     return env
 
 

@@ -65,8 +65,8 @@ def finders(strategy, model, folder: str) -> dict:
 def seed_examples(folder: str, strategy=None) -> dict:
     """The seeds' three "MirroredStrategy" examples (000:600-680) as the seed writes them, with the
     package renamed (``Note_rl`` -> ``note_rl``) and, for time, 20 episodes for the DQNs (their
-    untrained policy needs that many CartPole steps to fill one 128-item global batch) and 8 for PPO
-    and the pool network instead of 100, and ``processes=2`` instead of 7.  ``strategy`` is the
+    untrained policy needs that many CartPole steps to fill one 128-item global batch), 12 for PPO
+    (8 sometimes fell short of one batch) and 8 for the pool network instead of 100, and ``processes=2`` instead of 7.  ``strategy`` is the
     seed's ``MirroredStrategy()`` (every GPU, or one CPU) unless one is given (two logical CPUs in
     the CPU run).  The PPO snippet uses ``SoftmaxPolicy`` without importing it: it comes from
     ``note_rl.policy`` here.  Then Note_rl 001's positional ``distributed_training(GLOBAL_BATCH_SIZE,
@@ -121,7 +121,7 @@ def seed_examples(folder: str, strategy=None) -> dict:
     model.distributed_training(
         optimizer=optimizer,
         strategy=strategy,
-        episodes=8,
+        episodes=12,  # 8 unseeded episodes of an untrained policy sometimes held < 128 steps: no update
         pool_network=False
     )
     out["ppo"] = [model.total_episode, model.batch_counter]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from note_rl.agents.common import MLPActor
-from note_rl.agents.continuous import squashed_log_prob
+from note_rl.agents.sac import squashed_log_prob
 from note_rl.core.updater import Updater
 from tests.conftest import agents_module
 

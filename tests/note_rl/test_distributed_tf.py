@@ -82,15 +82,15 @@ def test_seed_examples_and_restore_in_scope(result, device, tmp_path) -> None:
         assert proc.returncode == 0, proc.stderr[-3000:]
         got = json.loads(proc.stdout.strip().splitlines()[-1])["seed_examples"]
         assert got["replicas"] == _tf_gpus() and all("GPU" in d for d in got["devices"]), got["devices"]
-    for key, episodes in (("dqn", 20), ("ppo", 8), ("pool", 8), ("positional", 20)):
+    for key, episodes in (("dqn", 20), ("ppo", 12), ("pool", 8), ("positional", 20)):
         assert got[key][0] == episodes and got[key][1] > 0, (key, got[key])
     assert got["positional"][2] == 64 * got["replicas"]  # GLOBAL_BATCH_SIZE became the global batch
     assert got["restored"] == [True, 10, True]
     assert got["shims"] == {
         "DQN": ["note_rl.agents.keras.DQN", True], "PPO": ["note_rl.agents.keras.PPO", True],
-        "DDPG_HER": ["note_rl.agents.keras_ac.DDPG", False],  # a subclass: a goal env by default
-        "MADDPG": ["note_rl.agents.keras_ac.MADDPG", True], "pool_network.DQN": ["note_rl.agents.keras.DQN", True],
-        "pool_network.DDPG_HER": ["note_rl.agents.keras_ac.DDPG", False],
+        "DDPG_HER": ["note_rl.agents.keras.DDPG", False],  # a subclass: a goal env by default
+        "MADDPG": ["note_rl.agents.keras.MADDPG", True], "pool_network.DQN": ["note_rl.agents.keras.DQN", True],
+        "pool_network.DDPG_HER": ["note_rl.agents.keras.DDPG", False],
         "pool_network.DQN_pr": ["note_rl.agents.keras.DQN", True]}
 
 

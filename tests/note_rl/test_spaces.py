@@ -42,3 +42,21 @@ def test_dqn_trains_on_a_discrete_observation_env() -> None:
               learning_starts=64, update_steps=50, seed=0)
     agent.fit(torch.optim.Adam(agent.backend.flatten(agent.param), lr=1e-3), None, steps=400, p=0)
     assert agent.total_episode > 0 and all(r in (0.0, 1.0) for r in agent.reward_list)
+
+
+def test_float64_box_observations_reach_the_networks_as_float32() -> None:
+    """MuJoCo's observations are float64; torch refused to multiply them with float32 weights, so PPO
+    and A2C crashed on every MuJoCo preset.  They are cast once, where envs are made."""
+    import gymnasium as gym
+    import numpy as np
+
+    from note_rl.core.envs import flat_observations
+
+    env = flat_observations(gym.make("Pendulum-v1"))
+    assert env.observation_space.dtype == np.float32  # already float32: untouched
+    base = gym.make("Hopper-v5")
+    assert base.observation_space.dtype == np.float64
+    wrapped = flat_observations(base)
+    obs, _ = wrapped.reset(seed=0)
+    assert wrapped.observation_space.dtype == np.float32 and obs.dtype == np.float32
+    assert wrapped.step(wrapped.action_space.sample())[0].dtype == np.float32

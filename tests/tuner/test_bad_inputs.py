@@ -347,7 +347,9 @@ CONFLICTS = [(["agent=dqn", "env=bit_flip", "agent.num_steps=3"], "agent.num_ste
               "cannot be combined with HER=True"),
              (["agent=dqn", "agent.n_envs=2", "strategy=pool_network"], "agent.n_envs=2: n_envs=2 (vectorised "
               "envs) cannot be combined with pool_network=True"),
-             (["agent=sac", "env=pendulum", "buffer=her"], "buffer=her: Pendulum-v1 is not a goal env")]
+             (["agent=sac", "env=pendulum", "buffer=her"], "buffer=her: Pendulum-v1 is not a goal env"),
+             # the README's adjuster examples once met the default PPO, which trains on rollouts: a traceback
+             (["adjuster=gns"], "adjuster=gns: adjusters tune replay training; agent=ppo with agent.n_steps=32")]
 
 
 def test_conflicting_components_are_one_line_before_anything_starts(tmp_path) -> None:

@@ -114,3 +114,25 @@ def test_tensorflow_start_up_lines_are_silenced(tmp_path) -> None:
     noise = [line for line in (out.stdout + out.stderr).splitlines()
              if line.startswith(("I0000", "W0000", "E0000", "WARNING: All log messages", "To enable the following"))]
     assert noise == [] and out.stdout.startswith("evaluation ")
+
+
+def test_parallel_jobs_label_every_line_and_keep_quiet_off_a_terminal(tmp_path) -> None:
+    """Two joblib jobs share one output: every line a job prints (its training process's lines too)
+    starts with ``[job N] ``.  Off a terminal a job prints no per-episode progress unless the command
+    sets ``logger.p`` itself."""
+    common = ["-m", "hydra/launcher=joblib", "hydra.launcher.n_jobs=2", "seed=0,1", "agent=dqn", "budget.steps=300",
+              "agent.learning_starts=100", "logger=console"]
+    quiet = run_app([*common, f"hydra.sweep.dir={tmp_path / 'quiet'}"], cwd=str(tmp_path))
+    loud = run_app([*common, "logger.p=5", f"hydra.sweep.dir={tmp_path / 'loud'}"], cwd=str(tmp_path))
+    for out, jobs_lines in ((quiet, 2), (loud, None)):
+        lines = [line for line in out.stdout.splitlines() if line.startswith("[job ")]
+        summaries = [line for line in lines if " evaluation " in line]
+        assert sorted(line[:8] for line in summaries) == ["[job 0] ", "[job 1] "]
+        if jobs_lines is not None:  # quiet: nothing but the two summary lines comes from the jobs
+            assert len(lines) == jobs_lines, out.stdout
+    progress = [line for line in loud.stdout.splitlines() if line.startswith(("[job 0] ", "[job 1] "))
+                and " evaluation " not in line]
+    assert len(progress) >= 4 and {line[:8] for line in progress} == {"[job 0] ", "[job 1] "}
+    # nothing a job printed escaped its label (Hydra's own launcher lines name the jobs themselves)
+    unlabelled = [line for line in loud.stdout.splitlines() if not line.startswith("[") and line.strip()]
+    assert not [line for line in unlabelled if "episode" in line.lower()], unlabelled

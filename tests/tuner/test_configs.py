@@ -391,3 +391,16 @@ def test_agent_n_envs_reaches_the_agent(agent, expected) -> None:
     assert built.n_envs == expected
     default = build_agent(OmegaConf.to_container(validate(compose_cfg(base)), resolve=True))
     assert default.n_envs == (8 if agent == "ppo" else 1)
+
+
+@pytest.mark.parametrize("env,name", [("bit_flip", "dqn_note_rl-BitFlip-v0"), ("point_reach", "dqn_note_rl-PointReach-v0"),
+                                      ("cartpole", "dqn_CartPole-v1")])
+def test_default_study_names_are_plain_names_for_every_env(env, name) -> None:
+    """An env id with a namespace (``note_rl/BitFlip-v0``) made the default study name contain ``/``,
+    which tuner.study_name refuses: every HER study, and the printed "tune this agent" command, failed."""
+    from tuner.study.settings import tuner_settings
+
+    agent = "ddpg" if env == "point_reach" else "dqn"
+    cfg = compose_cfg([f"agent={agent}", f"env={env}", "tuner=optuna"])
+    assert cfg.tuner.study_name == name.replace("dqn", agent, 1) and cfg.tuner.study_dir == f"studies/{cfg.tuner.study_name}"
+    assert tuner_settings(cfg.tuner).study_name == cfg.tuner.study_name

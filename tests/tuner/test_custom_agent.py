@@ -60,3 +60,28 @@ def test_custom_agent_config_errors_are_one_line(user_project, override, first_l
     lines = out.stderr.strip().splitlines()
     assert out.returncode == 2 and len(lines) == 1 and lines[0].startswith(first_line), out.stderr[-2000:]
     assert not list(root.glob("outputs/*/*/result.json"))
+
+
+def test_the_next_commands_of_a_custom_agent_run_work_as_printed(tmp_path) -> None:
+    """The printed next: lines of a run of one's own agent once dropped PYTHONPATH, --config-dir and
+    trust_code=true, so each of them failed when pasted; each now runs as printed (eval here)."""
+    import shlex
+    import shutil
+    import subprocess
+    import sys
+
+    example = os.path.join(REPO, "examples", "custom_agent")
+    shutil.copytree(example, tmp_path / "custom_agent")
+    root = tmp_path / "custom_agent"
+    out = run_app(["--config-dir", "conf", "agent=dueling", "budget.steps=400", "logger=none", "hydra.run.dir=run"],
+                  cwd=str(root), env={"PYTHONPATH": "."})
+    lines = out.stdout.split("next:", 1)[1].splitlines()
+    evaluate = next(line for line in lines if "eval model=" in line).strip().split("   ")[0]
+    tune = next(line for line in lines if "tuner=optuna" in line).strip().split("   ")[0]
+    assert evaluate == "PYTHONPATH=. note-tune eval model=run/model.npz trust_code=true"
+    assert tune.startswith("PYTHONPATH=. note-tune --config-dir conf agent=dueling ")
+    words = shlex.split(evaluate)
+    ran = subprocess.run([sys.executable, "-m", "tuner", *words[2:], "episodes=1"], cwd=str(root), capture_output=True,
+                         text=True, timeout=300, env=dict(os.environ, PYTHONPATH=os.pathsep.join([".", REPO])))
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert "mean" in ran.stdout

@@ -34,9 +34,38 @@ def test_default_space_parses_passes_the_cost_guard_and_holds_the_starting_confi
     assert check_cost(space, cfg, cfg.tuner.max_cost_ratio) <= 100
     searched = [p for p in space if p.distribution is not None]
     start = default_params(space, cfg)
-    outside = {p.name: OmegaConf.select(cfg, p.name) for p in searched if p.name not in start}
+    # a conditional parameter (search.when) counts only where the starting config meets its condition
+    outside = {p.name: OmegaConf.select(cfg, p.name) for p in searched if p.name not in start
+               and (p.when is None or start.get(p.when[0]) in p.when[1])}
     assert outside == {}, f"the {agent} {env} config's own values must be in its space"
     assert len(searched) >= {"dqn": 6, "ddpg": 7, "sac": 7}.get(agent, 8)
     for name, value in REACH.get(agent, {}).items():
         (d,) = [p.distribution for p in searched if p.name == name]
         assert value in getattr(d, "choices", ()) or getattr(d, "high", None) == value, name
+
+
+def test_a_conditional_parameter_is_sampled_only_where_its_condition_holds_and_her_envs_keep_her() -> None:
+    """DQN's space searches prioritised replay against uniform and buffer.alpha only with the former
+    (ARLBench's dqn_cc); a goal env's preset pins buffer=her, so its study never drops relabelling."""
+    import optuna
+
+    from tuner.config.search import distributions, suggest_conditional, to_overrides
+
+    cfg = compose_cfg(["agent=dqn", "env=cartpole", "tuner=optuna"])
+    space = parse_space(cfg.search, cfg)
+    assert "buffer.alpha" not in distributions(space) and "buffer.alpha" in distributions(space, conditional=True)
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    seen = set()
+    for _ in range(12):
+        trial = study.ask(distributions(space))
+        suggest_conditional(trial, space)
+        overrides = to_overrides(trial.params, space)
+        alpha = [o for o in overrides if o.startswith("buffer.alpha=")]
+        assert bool(alpha) == (trial.params["buffer"] == "prioritized")
+        assert overrides[0] == f"buffer={trial.params['buffer']}"  # the group first: its keys exist after it
+        seen.add(trial.params["buffer"])
+        study.tell(trial, 0.0)
+    assert seen == {"uniform", "prioritized"}
+    her = compose_cfg(["agent=dqn", "env=bit_flip", "tuner=optuna"])
+    (buffer,) = [p for p in parse_space(her.search, her) if p.name == "buffer"]
+    assert buffer.distribution is None and buffer.fixed == "her"

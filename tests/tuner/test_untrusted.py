@@ -256,8 +256,13 @@ def test_bounded_readers_by_hand(tmp_path) -> None:
                                "policy": {"_target_": "note_rl.policy.LinearEpsGreedyPolicy"}},
                      "buffer": {"_target_": "note_rl.buffers.PrioritizedReplayBuffer"},
                      "env": {"id": "CartPole-v1", "factory": None, "module": "note_rl.goal_envs"}}, "x")
+    # the per-algorithm files behind note_rl.agents.<backend> (issue 33's one folder per algorithm)
+    for target in ("note_rl.agents.dqn.torch.DQN", "note_rl.agents.sac.keras.SAC", "note_rl.agents.tf.PPO"):
+        check_code_refs({"agent": {"_target_": target}}, "x")
     for cfg in ({"agent": {"_target_": "note_rl.agents.torch.os"}}, {"buffer": {"_target_": "note_rl.core.checkpoint.os"}},
-                {"agent": {"_target_": "note_rl.agents.evil.DQN"}}):
+                {"agent": {"_target_": "note_rl.agents.evil.DQN"}}, {"agent": {"_target_": "note_rl.agents.dqn.torch.os"}},
+                {"agent": {"_target_": "note_rl.agents.dqn.torch.SAC"}}, {"agent": {"_target_": "note_rl.agents.dqn.tf.DQN"}},
+                {"agent": {"_target_": "note_rl.agents.common.torch.DQN"}}):
         with pytest.raises(UntrustedFileError, match="is not one of note_rl's own classes"):
             check_code_refs(cfg, "x")
 

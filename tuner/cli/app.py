@@ -3,6 +3,7 @@
 * ``tuner=none`` (default): one training run; ``result.json`` goes to the Hydra run dir.  In a
   ``-m`` multirun every job trains in its own fresh process.
 * ``tuner=optuna``: an Optuna study (:mod:`tuner.study.driver`), followed by its report (:mod:`tuner.report.report`).
+* ``tuner=pbt``: population-based training on an Optuna study (:mod:`tuner.study.pbt`).
 * ``note-tune report ...`` / ``note-tune dashboard ...``: commands on an existing study storage
   (:mod:`tuner.cli.subcommands`), dispatched before Hydra parses the command line.
 
@@ -22,7 +23,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ..common.errors import ConfigError, error_line
 from ..common.redact import redact_text
-from ..config.schema import register, validate
+from ..config.schema import name_part, register, validate
 
 __all__ = ["main"]
 
@@ -39,6 +40,7 @@ def _fail(message: str) -> None:
 
 def _run_plain(cfg: DictConfig, run_dir: str, isolated: bool, resume: bool = False) -> dict[str, Any]:
     plain = OmegaConf.to_container(cfg, resolve=True)
+    label = ""
     if not isolated:
         from ..run.launcher import free_cores
         from ..run.train import run_training
@@ -58,15 +60,20 @@ def _run_plain(cfg: DictConfig, run_dir: str, isolated: bool, resume: bool = Fal
         from ..run.launcher import context_for
         from ..study.jobs import run_in_fresh_process
 
-        result = run_in_fresh_process(plain, run_dir, context_for(plain["backend"]["name"]), _parallel_jobs())
+        at_once = _parallel_jobs()
+        if at_once > 1:  # jobs that share a terminal: every line says whose it is
+            label = f"[job {HydraConfig.get().job.num}] "
+        _quiet_off_terminal(plain)
+        result = run_in_fresh_process(plain, run_dir, context_for(plain["backend"]["name"]), at_once,
+                                      prefix=label or None)
     evaluated = "interrupted before the final evaluation" if result.get("interrupted") and \
         result["final_eval_mean_return"] is None else _num(result["final_eval_mean_return"])
-    print(f"evaluation {evaluated} ({cfg.eval.episodes} greedy episodes); "
+    print(f"{label}evaluation {evaluated} ({cfg.eval.episodes} greedy episodes); "
           f"final mean return {_num(result['final_mean_return'])} over the last "
           f"{cfg.objective.last_k} episodes; best {_num(result['best_mean_return'])}; "
           f"{result['env_steps']} env steps in {result['wall_time_s']:.1f} s -> {run_dir}/result.json")
     if result.get("test_mean_return") is not None:
-        print(f"test {_num(result['test_mean_return'])} ({cfg.eval.test_episodes} greedy episodes of the "
+        print(f"{label}test {_num(result['test_mean_return'])} ({cfg.eval.test_episodes} greedy episodes of the "
               f"{result['answer']} weights, reset seeds {cfg.eval.test_seed} onwards)")
     _plot_run(result, run_dir)
     if result.get("interrupted"):
@@ -83,6 +90,17 @@ def _run_plain(cfg: DictConfig, run_dir: str, isolated: bool, resume: bool = Fal
             keep(f"the run had finished: {_short(run_dir)}/result.json and its model kept")
         raise_held()  # a signal held while the run trained or saved ends the command now (130 / 143)
     return result
+
+
+def _quiet_off_terminal(plain: dict[str, Any]) -> None:
+    """A multirun job whose output is not a terminal (a CI log, a file) prints no per-episode progress
+    unless the command set ``logger.p`` itself: six jobs' progress made 834 lines of a log; each job's
+    summary line and its run dir's files say how it went."""
+    if sys.stdout.isatty():
+        return
+    task = [o.split("=", 1)[0].lstrip("+~") for o in HydraConfig.get().overrides.task]
+    if "logger.p" not in task:
+        plain["logger"]["p"] = 0
 
 
 def _plot_run(result: dict[str, Any], run_dir: str) -> None:
@@ -113,11 +131,12 @@ def _next_steps(result: dict[str, Any], run_dir: str) -> str:
                if result.get("best_eval_model") else []),
              (f"{run}/training.png", "return and loss per episode")]
     cfg = result.get("config") or {}
-    study = f"{cfg.get('agent', {}).get('name', 'agent')}_{cfg.get('env', {}).get('id', 'env')}"
-    commands = [(f"note-tune eval model={model}", "evaluate the saved model"),
-                (f"note-tune play model={model} out=episode.gif", "record a greedy episode"),
-                (f"note-tune export model={run}", "export the policy (TorchScript / SavedModel) for other tools"),
-                (" ".join(["note-tune", *_run_overrides(), "tuner=optuna", "tuner.n_trials=20"]),
+    study = f"{cfg.get('agent', {}).get('name', 'agent')}_{name_part(cfg.get('env', {}).get('id', 'env'))}"
+    tool, trust = _tool_command(cfg)
+    commands = [(f"{tool} eval model={model}{trust}", "evaluate the saved model"),
+                (f"{tool} play model={model} out=episode.gif{trust}", "record a greedy episode"),
+                (f"{tool} export model={run}{trust}", "export the policy (TorchScript / SavedModel) for other tools"),
+                (" ".join([tool, *_config_dir(), *_run_overrides(), "tuner=optuna", "tuner.n_trials=20"]),
                  "tune this agent with an Optuna study"),
                 (f"note-tune dashboard study_dir=studies/{study}", "watch that study in optuna-dashboard")]
     # an override that set a secret is printed masked (the user types it again, it is not kept anywhere)
@@ -129,6 +148,36 @@ def _columns(rows: list[tuple[str, str]], cap: int = 60) -> list[str]:
     only its own description right instead of padding every line to its length."""
     width = min(cap, max(len(left) for left, _ in rows)) + 3
     return [f"  {left:<{width}}{right}" if len(left) < width else f"  {left}   {right}" for left, right in rows]
+
+
+def _tool_command(cfg: dict[str, Any]) -> tuple[str, str]:
+    """``note-tune`` as this run must be called again, and its extra argument: for a run that names code
+    that is not note_rl's (a user's own agent), ``PYTHONPATH=...`` in front when the command had one (the
+    package is found through it) and `` trust_code=true`` (eval / play / export read a run dir as data
+    and refuse other code otherwise)."""
+    import shlex
+
+    from ..config.untrusted import UntrustedFileError, check_code_refs
+
+    try:
+        check_code_refs(cfg, "result.json")
+        return "note-tune", ""  # note_rl's own classes: found anywhere, read back without trust_code
+    except UntrustedFileError:
+        pass
+    path = os.environ.get("PYTHONPATH")
+    return (f"PYTHONPATH={shlex.quote(path)} note-tune" if path else "note-tune"), " trust_code=true"
+
+
+def _config_dir() -> list[str]:
+    """``--config-dir DIR`` when this run had one (a user's own agent and search configs live there)."""
+    import shlex
+
+    try:
+        sources = HydraConfig.get().runtime.config_sources
+    except ValueError:  # no Hydra context (called from a test)
+        return []
+    dirs = [s.path for s in sources if s.provider == "command-line" and s.schema == "file"]
+    return ["--config-dir", shlex.quote(_short(dirs[0]))] if dirs else []
 
 
 def _run_overrides() -> list[str]:
@@ -223,6 +272,36 @@ def _study_kept(summary: dict[str, Any], study_dir: str, heldout: dict[str, Any]
     return line
 
 
+def _run_pbt(cfg: DictConfig) -> dict[str, Any] | None:
+    """``tuner=pbt``: population-based training (:mod:`tuner.study.pbt`); re-running resumes it."""
+    from hydra import compose
+
+    from ..study.pbt import PbtDriver, pbt_settings
+
+    settings = pbt_settings(cfg.tuner)
+    hc = HydraConfig.get()
+    driver = PbtDriver(cfg, settings, lambda extra: compose(hc.job.config_name, overrides=extra),
+                       list(hc.overrides.task))
+    print(f"PBT study {settings.study_name!r} in {driver.study_dir} (storage {driver.storage_desc}): "
+          f"{settings.population} members x {settings.generations} generations of {settings.interval} env steps",
+          flush=True)
+    try:
+        driver.run()
+    finally:
+        summary = driver.write_outputs()
+    if summary is None or summary["generations_complete"] < settings.generations:
+        failed = driver.runner.failures
+        why = f"{failed} segment{'s' if failed != 1 else ''} failed (see members/*/gen_*/trial.log)" if failed else \
+            "stopped early (tuner.timeout)"
+        _fail(f"PBT study {settings.study_name!r}: {why}; "
+              f"{summary['generations_complete'] if summary else 0} of {settings.generations} generations complete; "
+              "the same command resumes")
+    print(f"winner: member {summary['winner']} scored {summary['winner_score']} in generation "
+          f"{summary['generations_complete'] - 1}; schedule: {_short(os.path.join(driver.study_dir, 'pbt_schedule.yaml'))}, "
+          f"config: {_short(os.path.join(driver.study_dir, 'best_config.yaml'))}", flush=True)
+    return summary
+
+
 def _run_finder(cfg: DictConfig) -> dict[str, Any]:
     from hydra import compose
 
@@ -250,9 +329,11 @@ def _app(cfg: DictConfig) -> Any:
             return _run_plain(typed, hc.runtime.output_dir, isolated=hc.mode == RunMode.MULTIRUN)
         if mode == "optuna":
             return _run_study(typed)
+        if mode == "pbt":
+            return _run_pbt(typed)
         if mode in FINDERS:
             return _run_finder(typed)
-        _fail(f"tuner.name: {mode!r} is not one of none, optuna, {', '.join(FINDERS)}")
+        _fail(f"tuner.name: {mode!r} is not one of none, optuna, pbt, {', '.join(FINDERS)}")
     except ConfigError as exc:
         _remove_untouched_run_dir()
         _fail(str(exc))
@@ -347,7 +428,7 @@ def _protect_secrets(cfg: DictConfig) -> None:
     protect(OmegaConf.to_container(cfg, resolve=True), folders)
 
 
-def _precheck(argv: list[str]) -> None:
+def _precheck(argv: list[str], composed: list[Any] | None = None) -> None:
     """Compose the command line the way ``@hydra.main`` will, so that an unknown key, an unknown group
     option or an unparsable override is one line naming it (exit 2) instead of Hydra's multi-line
     error.  In a multirun every value of a sweep over a config group is tried, other sweeps at their
@@ -390,11 +471,17 @@ def _precheck(argv: list[str]) -> None:
         loader = ConfigLoaderImpl(config_search_path=path)
         for overrides in _variants(parsed, loader, args.multirun):
             cfg = loader.load_configuration(args.config_name or "config", overrides, run_mode=RunMode.RUN)
+            if composed is not None:  # tests/test_readme_commands.py checks each one further
+                composed.append(cfg)
         _check_output_dir(cfg, args.multirun)
         if not args.multirun and OmegaConf.select(cfg, "tuner.name") == "optuna":
             from ..study.settings import tuner_settings
 
-            tuner_settings(cfg.tuner)  # e.g. tuner.storage, before Hydra creates any directory
+            tuner_settings(cfg.tuner)
+        elif not args.multirun and OmegaConf.select(cfg, "tuner.name") == "pbt":
+            from ..study.pbt import pbt_settings
+
+            pbt_settings(cfg.tuner)  # e.g. tuner.storage, before Hydra creates any directory
     except HydraException as exc:
         _fail(error_line(exc))
     except ConfigError as exc:

@@ -35,6 +35,8 @@ class TrialSpec:
         ``train()`` options, episodes and logger options
     :param threads: framework threads when the config does not set ``backend.threads``
     :param driver_pid: the driver's pid; the trial ends its process group when the driver is gone
+    :param prefix: with ``log_path`` unset, a label each line of the process's output starts with
+        (parallel multirun jobs share one terminal)
     :param graceful: a plain run (Hydra multirun job) that, sent SIGTERM by its driver, stops at its
         next env step and saves its model and a ``result.json`` marked interrupted
     """
@@ -54,6 +56,7 @@ class TrialSpec:
     driver_pid: int | None = None
     graceful: bool = False
     instances: bool = False
+    prefix: str | None = None  # "[job 3] ": each line the process (and its workers) prints starts with it
 
 
 @dataclass(frozen=True)

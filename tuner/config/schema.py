@@ -166,6 +166,8 @@ class ObjectiveConf:
 class SearchConf:
     groups: dict[str, str] = field(default_factory=dict)
     values: dict[str, Any] = field(default_factory=dict)
+    # conditional parameters: {parameter: "<other parameter>=<value>[,<value>...]"} (tuner/config/search.py)
+    when: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -237,6 +239,16 @@ def _train_freq_fraction(fraction: float, *, _root_: DictConfig) -> int:
     return max(1, int(float(fraction) * every))
 
 
+def name_part(text: str) -> str:
+    """``text`` usable inside a study name (a plain name: no ``/``, so it is one folder under
+    ``studies/``): every character but letters, digits, ``.``, ``_`` and ``-`` becomes ``-``
+    (``note_rl/BitFlip-v0`` -> ``note_rl-BitFlip-v0``).  ``${name_part:${env.id}}`` in a config."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]", "-", str(text))
+
+
+OmegaConf.register_new_resolver("name_part", name_part, replace=True)
 OmegaConf.register_new_resolver("budget_fraction", _budget_fraction, replace=True)
 OmegaConf.register_new_resolver("train_freq_fraction", _train_freq_fraction, replace=True)
 
@@ -495,6 +507,11 @@ def _check_adjuster(cfg: DictConfig) -> None:
         raise ConfigError(f"adjuster: {str(exc).splitlines()[0]}") from None
     if spec.get("kind") == "ess" and cfg.buffer.name != "prioritized":
         raise ConfigError("adjuster.kind: ess needs buffer=prioritized (the ESS of replay priorities)")
+    rollout = OmegaConf.select(cfg, "agent.n_steps")
+    if spec.get("kind") not in (None, "none") and rollout:
+        hint = " (agent.n_steps=null trains PPO Note_rl-style, from the replay buffer)" if cfg.agent.name == "ppo" else ""
+        raise ConfigError(f"adjuster={spec.get('kind')}: adjusters tune replay training; agent={cfg.agent.name} with "
+                          f"agent.n_steps={rollout} trains on rollouts{hint}")
 
 
 def _check_device(cfg: DictConfig) -> None:

@@ -15,6 +15,13 @@ a plain value                      fixed, not searched
 
 A sampled trial becomes a list of Hydra overrides (group choices first), which the driver composes
 into the trial's config.
+
+Conditional parameters: ``when`` maps a parameter to the condition under which it is searched,
+``"<other parameter>=<value>[,<value>...]"``, e.g. ``when: {buffer.alpha: "buffer=prioritized"}``
+(prioritised replay's exponent only matters with prioritised replay).  A conditional parameter is
+sampled define-by-run after the others (:func:`suggest_conditional`), only in trials whose other
+parameter took one of the values; elsewhere the config's own value stands.  A parameter conditional on a
+config group may name a key that only that group's options have.
 """
 
 from __future__ import annotations
@@ -31,7 +38,8 @@ from omegaconf import DictConfig, OmegaConf
 from ..common.errors import ConfigError
 from .bounds import bound_violation
 
-__all__ = ["Param", "parse_space", "group_options", "suggest", "to_overrides", "format_value", "distributions"]
+__all__ = ["Param", "parse_space", "group_options", "suggest", "to_overrides", "format_value", "distributions",
+           "suggest_conditional", "encode_choice", "decode_choice"]
 
 Distribution = optuna.distributions.BaseDistribution
 
@@ -44,6 +52,8 @@ class Param:
     distribution: Distribution | None  # None: fixed value
     fixed: Any = None
     is_group: bool = False
+    #: ``(other parameter, values)``: searched only in trials where the other one took one of the values
+    when: tuple[str, tuple[Any, ...]] | None = None
 
 
 def _flatten(values: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -148,20 +158,43 @@ def parse_space(search: DictConfig | Mapping[str, Any], cfg: DictConfig | None =
     """Parameters of a ``search`` node; with ``cfg``, every value path must exist in it and every
     group (and each option a group choice names) must exist among the config groups."""
     node = OmegaConf.to_container(search, resolve=True) if isinstance(search, DictConfig) else dict(search)
+    groups = node.get("groups") or {}
+    when = _conditions(node.get("when") or {}, groups, _flatten(node.get("values") or {}))
     params: list[Param] = []
-    for group, expr in (node.get("groups") or {}).items():
+    for group, expr in groups.items():
         dist, fixed = _parse(group, expr)
         if cfg is not None:
             _check_group(group, dist, fixed)
-        params.append(Param(group, dist, fixed, is_group=True))
+        params.append(Param(group, dist, fixed, is_group=True, when=when.get(group)))
     for path, expr in _flatten(node.get("values") or {}).items():
-        if cfg is not None and OmegaConf.select(cfg, path, default="__missing__") == "__missing__":
+        on_group = path in when and when[path][0] in groups  # its key may exist only under that option
+        if cfg is not None and not on_group and OmegaConf.select(cfg, path, default="__missing__") == "__missing__":
             raise ConfigError(f"search.values.{path}: no such config key")
         dist, fixed = _parse(path, expr)
-        if cfg is not None:
+        if cfg is not None and not on_group:
             _check_bounds(path, expr, dist, fixed)
-        params.append(Param(path, dist, fixed))
+        params.append(Param(path, dist, fixed, when=when.get(path)))
     return params
+
+
+def _conditions(when: Mapping[str, Any], groups: Mapping[str, Any],
+                values: Mapping[str, Any]) -> dict[str, tuple[str, tuple[Any, ...]]]:
+    """``search.when`` as ``{parameter: (other parameter, allowed values)}``; one line for a condition
+    that names an unknown parameter, is not ``other=value[,value...]``, or depends on a conditional one."""
+    import yaml
+
+    out: dict[str, tuple[str, tuple[Any, ...]]] = {}
+    for name, cond in when.items():
+        if name not in groups and name not in values:
+            raise ConfigError(f"search.when.{name}: not a parameter of this search space")
+        other, sep, text = str(cond).partition("=")
+        other = other.strip()
+        if not sep or not text.strip() or (other not in groups and other not in values):
+            raise ConfigError(f"search.when.{name}: expected '<searched parameter>=<value>[,<value>...]', got {cond!r}")
+        if other in when:
+            raise ConfigError(f"search.when.{name}: {other} is conditional itself; conditions are one level deep")
+        out[name] = (other, tuple(encode_choice(yaml.safe_load(v.strip())) for v in text.split(",")))
+    return out
 
 
 def _check_bounds(path: str, expr: Any, dist: Distribution | None, fixed: Any) -> None:
@@ -208,9 +241,23 @@ def _contains(d: Distribution, value: Any) -> bool:
     return d.low <= value <= d.high
 
 
-def distributions(space: list[Param]) -> dict[str, Distribution]:
-    """The searched parameters as ``{name: distribution}`` (for ``study.ask``)."""
-    return {p.name: p.distribution for p in space if p.distribution is not None}
+def distributions(space: list[Param], conditional: bool = False) -> dict[str, Distribution]:
+    """The searched parameters as ``{name: distribution}`` (for ``study.ask``): the unconditional ones,
+    and with ``conditional`` the conditional ones too (every distribution a trial may hold)."""
+    return {p.name: p.distribution for p in space if p.distribution is not None and (conditional or p.when is None)}
+
+
+def suggest_conditional(trial: optuna.trial.BaseTrial, space: list[Param]) -> dict[str, Any]:
+    """Sample the conditional parameters whose condition the trial's other parameters meet (an
+    enqueued trial's fixed values are taken as given); returns them."""
+    out: dict[str, Any] = {}
+    for p in space:
+        if p.when is None or p.distribution is None:
+            continue
+        other, allowed = p.when
+        if other in trial.params and encode_choice(trial.params[other]) in allowed:
+            out.update(suggest(trial, [Param(p.name, p.distribution)]))
+    return out
 
 
 def suggest(trial: optuna.trial.BaseTrial, space: list[Param]) -> dict[str, Any]:

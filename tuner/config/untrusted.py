@@ -31,8 +31,10 @@ MAX_DEPTH = 64  # a run config nests ~5 deep
 
 #: modules whose public classes (their ``__all__``) a read-back config may name with ``_target_``
 TARGET_MODULES = ("note_rl.buffers", "note_rl.policy", "note_rl.noise", "note_rl.optim")
-#: backend modules of the built-in agents (``note_rl.agents.<backend>.<DQN|PPO|...>``)
+#: backend modules of the built-in agents (``note_rl.agents.<backend>.<DQN|PPO|...>``, the path configs
+#: and saved runs use) and the per-algorithm files behind them (``note_rl.agents.<algo>.<torch|keras>.<Algo>``)
 AGENT_BACKENDS = ("torch", "keras", "tf")
+AGENT_FILES = ("torch", "keras")
 #: env factories (``env.factory``) and env modules (``env.module``) of the project's env presets
 ENV_FACTORIES = ("note_rl.agents.maddpg.simple_spread", "note_rl.ma_envs.MatchingGame",
                  "note_rl.goal_envs.BitFlipEnv", "note_rl.goal_envs.PointReachEnv")
@@ -40,7 +42,7 @@ ENV_MODULES = ("note_rl.goal_envs",)
 
 _RESOLVER = re.compile(r"\$\{\s*([^}:]*):")  # ${name:args}: a resolver call (oc.env, oc.decode, ...)
 #: the project's own resolvers (:mod:`tuner.config.schema`), pure arithmetic on the config: the only ones allowed
-PROJECT_RESOLVERS = ("budget_fraction", "train_freq_fraction")
+PROJECT_RESOLVERS = ("budget_fraction", "train_freq_fraction", "name_part")
 _INTERPOLATION = re.compile(r"\$\{")
 MAX_INTERPOLATIONS = 256  # a saved config.yaml has a few (``note_rl.agents.${backend.name}.DQN``)
 
@@ -155,11 +157,14 @@ def _builtin(key: str, ref: str) -> bool:
     if key == "env.module":
         return ref in ENV_MODULES
     module, _, name = ref.rpartition(".")
-    agent = re.fullmatch(r"note_rl\.agents\.(\w+)", module)
+    agent = re.fullmatch(r"note_rl\.agents\.(?:(\w+)\.)?(\w+)", module)
     if agent:
         from .agent_confs import BUILTIN_AGENTS
 
-        return agent.group(1) in AGENT_BACKENDS and name in BUILTIN_AGENTS
+        folder, backend = agent.groups()
+        if folder is not None:  # note_rl.agents.dqn.torch.DQN: the algorithm's own folder
+            return backend in AGENT_FILES and name in BUILTIN_AGENTS and folder == name.lower()
+        return backend in AGENT_BACKENDS and name in BUILTIN_AGENTS
     if module in TARGET_MODULES:
         public = getattr(importlib.import_module(module), "__all__", ())  # our own modules: safe to import
         return name in public

@@ -94,6 +94,8 @@ def _train(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | None, 
         init_from = init_weights(agent, cfg["init_from"]) if cfg.get("init_from") and not resume else None
         optimizer = build_optimizer(cfg, agent)
     run_state = restore_run(agent, optimizer, state_path(run_dir)) if resume and run_dir else None
+    if cfg.get("continue_from"):  # population-based training: continue a member's (or its parent's) checkpoint
+        continue_from(agent, optimizer, cfg["continue_from"])
     last_k = int(cfg["objective"]["last_k"])
     source = cfg["objective"].get("source", "eval")
     hooks = _Hooks(agent, last_k, cfg["budget"]["max_updates"], report_every, reporter, source)
@@ -133,6 +135,9 @@ def _train(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | None, 
     interrupted = held_signal() if interruptible else None
     wall = before + time.perf_counter() - started
     model = agent.save_param(os.path.join(run_dir, "model.npz")) if run_dir else None
+    # population-based training: a full checkpoint (weights, optimizer state, buffer, counters) that the
+    # member's next segment, or a member exploiting it, continues from
+    checkpoint = agent.save(os.path.join(run_dir, "checkpoint.npz")) if run_dir and cfg.get("save_checkpoint") else None
     returns = [float(r) for r in agent.reward_list]
     final = float(np.mean(returns[-last_k:])) if returns else None
     final_eval = evaluator.history[-1]["mean"] if evaluator.history else None
@@ -168,17 +173,45 @@ def _train(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | None, 
         "returns": returns,
         "evaluations": evaluator.history,
         "model": model,  # the final weights (note-tune eval model=...)
+        **({"checkpoint": checkpoint, "continued_from": cfg.get("continue_from")} if cfg.get("save_checkpoint") else {}),
         "best_eval_model": best_path if best_path and os.path.exists(best_path) else None,
         **(_test_answer(agent, cfg, best_path, model) if evaluation and not hooks.pruned and not interrupted else {}),
         "losses": [None if v is None else float(v) for v in agent.loss_list],
-        "config": cfg,
+        # the config as a run dir records it (note-tune eval rebuilds the agent from it); PBT's hook keys are above
+        "config": {k: v for k, v in cfg.items() if k not in ("continue_from", "save_checkpoint")},
     }
     if final is not None and not math.isfinite(final):
         raise FloatingPointError(f"mean return is {final}")
     if run_dir:
         # a secret-named key's value never reaches the file (restore_secrets gives it back on reading)
-        write_json(os.path.join(run_dir, "result.json"), {**result, "config": scrub(cfg, ())})
+        write_json(os.path.join(run_dir, "result.json"), {**result, "config": scrub(result["config"], ())})
     return result
+
+
+#: optimizer hyperparameters a config sets and a checkpoint must not override on :func:`continue_from`
+OPTIMIZER_HPARAMS = ("lr", "weight_decay", "momentum", "beta1", "beta2", "eps")
+
+
+def continue_from(agent: Any, optimizer: Any, path: str) -> None:
+    """Load the full checkpoint ``path`` (weights, optimizer slots, replay buffer, counters, exploration
+    state) into a freshly built ``agent`` and ``optimizer``, keeping the hyperparameters this config
+    gives: ``restore()`` also brings back the saved ``set()`` settings and optimizer hyperparameters
+    (the learning rate in the optimizer's state), which would silently undo a PBT perturbation
+    (ray#62173), so both are put back to the config's values afterwards."""
+    from note_rl.core.checkpoint import _SETTINGS
+    from note_rl.update import optimizer_list
+
+    backend = agent.backend
+    settings = {k: getattr(agent, k) for k in _SETTINGS if hasattr(agent, k)}
+    hparams = [(opt, {n: backend.get_hparam(opt, n) for n in OPTIMIZER_HPARAMS})
+               for opt in optimizer_list(optimizer)]
+    agent.restore(path, optimizer)
+    for key, value in settings.items():
+        setattr(agent, key, value)
+    for opt, values in hparams:
+        for name, value in values.items():
+            if value is not None:
+                backend.set_hparam(opt, name, value)
 
 
 def _stop_on_signal(agent: Any, evaluator: Any) -> Any:

@@ -187,6 +187,56 @@ def watch_driver(pid: int, interval: float = 0.5) -> threading.Thread:
     return thread
 
 
+def prefix_output(prefix: str) -> threading.Thread:
+    """Start every line this process writes to stdout or stderr (its pool workers', which inherit the
+    descriptors, too) with ``prefix``: parallel multirun jobs share one terminal, and unlabelled lines
+    of six jobs cannot be told apart.  Both descriptors are pointed at one pipe whose reader thread
+    writes each complete line, prefixed, to the original stdout."""
+    out = os.dup(1)
+    read, write = os.pipe()
+    os.dup2(write, 1)
+    os.dup2(write, 2)
+    os.close(write)
+    sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
+    sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
+    label = prefix.encode()
+
+    def pump() -> None:
+        pending = b""
+        with os.fdopen(read, "rb", buffering=0) as pipe:
+            while True:
+                chunk = pipe.read(65536)
+                if not chunk:
+                    break
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                if lines:
+                    os.write(out, b"".join(label + line + b"\n" for line in lines))
+        if pending:
+            os.write(out, label + pending + b"\n")
+
+    thread = threading.Thread(target=pump, name="prefix-output", daemon=True)
+    thread.start()
+
+    def drain() -> None:  # at exit: close the pipe's write ends so the reader prints the last lines
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        for fd in (1, 2):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        thread.join(timeout=5.0)
+
+    import atexit
+
+    atexit.register(drain)
+    return thread
+
+
 def main(conn: Any, spec: TrialSpec) -> None:
     """Process entry point."""
     try:
@@ -203,6 +253,8 @@ def main(conn: Any, spec: TrialSpec) -> None:
         os.dup2(stream.fileno(), 1)
         os.dup2(stream.fileno(), 2)
         sys.stdout = sys.stderr = stream
+    elif spec.prefix:
+        prefix_output(spec.prefix)
     if spec.wandb:  # every run this trial process trains (finder runs too) is the trial's
         set_process_meta(spec.wandb)
     if spec.memory_mb:

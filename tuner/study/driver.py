@@ -29,8 +29,8 @@ from omegaconf import DictConfig, OmegaConf
 from ..common.errors import ConfigError
 from ..common.messages import TrialSpec, seed_configs
 from ..common.redact import scrub
-from ..config.schema import validate
-from ..config.search import default_params, distributions, parse_space, to_overrides
+from ..config.schema import name_part, validate
+from ..config.search import default_params, distributions, parse_space, suggest_conditional, to_overrides
 from ..config.search_cost import check_cost
 from ..logs.wandb_logger import trial_meta
 from .identity import ATTR, StudyIdentity, default_variant, definition
@@ -112,9 +112,10 @@ class Driver:
         command's own study ``<agent>_<env>-<digest>`` (settings are updated: the app prints them)."""
         searched = {f"search.{'groups' if p.is_group else 'values'}.{p.name}":
                     _show(p.distribution) if p.distribution is not None else p.fixed for p in self.space}
+        searched.update({f"search.when.{p.name}": f"{p.when[0]} in {list(p.when[1])}" for p in self.space if p.when})
         defn = definition(cfg, settings.n_seeds, settings.aggregation, searched, settings.seeds.tuning)
         variant = default_variant(settings.study_name, settings.study_dir, settings.storage,
-                                  f"{cfg.agent.name}_{cfg.env.id}", settings.resume, defn)
+                                  f"{cfg.agent.name}_{name_part(cfg.env.id)}", settings.resume, defn)
         if variant is not None:
             settings.study_name, settings.study_dir, why = variant
             print(f"note: {why}", flush=True)
@@ -175,6 +176,7 @@ class Driver:
         """The trial's config (the command's overrides plus the sampled ones), saved in its run dir."""
         run_dir = os.path.join(self.study_dir, "trials", f"{trial.number:04d}")
         trial.set_user_attr("run_dir", run_dir)
+        suggest_conditional(trial, self.space)  # e.g. buffer.alpha, in trials that chose buffer=prioritized
         overrides = to_overrides(trial.params, self.space)
         trial.set_user_attr("overrides", overrides)
         cfg = validate(self.compose(self.overrides + overrides), check_env=False)
@@ -199,7 +201,7 @@ def check_search_space(study: optuna.Study, space: list, name_key: str) -> None:
     """Every parameter of ``space`` that the study's trials searched must keep its distribution:
     Optuna refuses another one inside ``ask()``, after a trial was created (a traceback), so this
     is refused first, even with ``resume=force`` (``name_key``: the setting that names a new study)."""
-    new = distributions(space)
+    new = distributions(space, conditional=True)
     for t in study.get_trials(deepcopy=False):
         for key, old in t.distributions.items():
             if key not in new:
@@ -228,7 +230,7 @@ def enqueue_known_good(study: optuna.Study, space: list, cfg: DictConfig, enqueu
     ``prefix`` names the settings in errors (``tuner``, ``hydra.sweeper``)."""
     fresh = not study.trials
     for params in enqueue or []:
-        unknown = set(params) - set(distributions(space))
+        unknown = set(params) - set(distributions(space, conditional=True))
         if unknown:
             raise ConfigError(f"{prefix}.enqueue: {sorted(unknown)[0]} is not a searched parameter")
         study.enqueue_trial(dict(params), user_attrs={"enqueued": f"{prefix}.enqueue"}, skip_if_exists=True)

@@ -30,12 +30,15 @@ class Job:
     result: dict[str, Any] | None = None
     error: str | None = None
     graceful: bool = False  # on Ctrl-C / SIGTERM: stop and save (a multirun job), not just killed
+    prefix: str | None = None  # each output line of the job starts with it (parallel multirun jobs)
 
 
-def run_in_fresh_process(cfg: dict[str, Any], run_dir: str, ctx: Any, concurrent: int = 1) -> dict[str, Any]:
+def run_in_fresh_process(cfg: dict[str, Any], run_dir: str, ctx: Any, concurrent: int = 1,
+                         prefix: str | None = None) -> dict[str, Any]:
     """Train ``cfg`` in a new process and return its ``result.json`` content; ``concurrent``: how
-    many such jobs run at once (a parallel Hydra launcher's ``n_jobs``), which share the cores."""
-    job = Job(cfg, run_dir, graceful=True)
+    many such jobs run at once (a parallel Hydra launcher's ``n_jobs``), which share the cores;
+    ``prefix``: the label its output lines start with."""
+    job = Job(cfg, run_dir, graceful=True, prefix=prefix)
     run_jobs([job], ctx=ctx, threads_for=concurrent)
     if job.result is None:
         raise RuntimeError(f"training job failed: {job.error}")
@@ -81,7 +84,7 @@ def _run_loop(pending: list[Job], running: dict[int, tuple[Job, TrialProcess]], 
             job = pending.pop(0)
             spec = TrialSpec(trial=None, backend=job.cfg["backend"]["name"], run_dir=job.run_dir,
                              configs=[job.cfg], report_every=10 ** 9, memory_mb=memory_mb,
-                             log_path=job.log_path, graceful=job.graceful)
+                             log_path=job.log_path, graceful=job.graceful, prefix=job.prefix)
             os.makedirs(job.run_dir, exist_ok=True)
             running[id(job)] = (job, TrialProcess(spec, ctx or context_for(spec.backend),
                                                   n_jobs=threads_for or n_jobs))

@@ -138,7 +138,9 @@ def _n_seeds(s: TunerSettings) -> int:
 def make_sampler(s: TunerSettings, space: list[Param]) -> optuna.samplers.BaseSampler:
     seed, startup = s.sampler_seed, s.n_startup_trials
     if s.sampler == "tpe":
-        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup, multivariate=True)
+        # group=True: a conditional space (search.when) is sampled per group of parameters that occur together
+        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup, multivariate=True,
+                                          group=any(p.when for p in space))
     if s.sampler == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     if s.sampler == "cmaes":

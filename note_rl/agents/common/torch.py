@@ -1,6 +1,5 @@
-"""Network building blocks of the PyTorch agents, shared by :mod:`note_rl.agents.torch` (DQN, PPO,
-A2C) and :mod:`note_rl.agents.torch_ac` (DDPG, TD3, SAC, MADDPG); both import from here, so neither
-imports the other's networks."""
+"""Network building blocks every PyTorch agent shares: the :class:`MLP` and the :class:`Critics`
+(critics and their targets) of DDPG, TD3, SAC and MADDPG."""
 
 from __future__ import annotations
 
@@ -8,10 +7,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..backends import torch_backend as _torch_backend  # noqa: F401,I001 - says how to install PyTorch when missing
+from ...backends import torch_backend as _torch_backend  # noqa: F401,I001 - says how to install PyTorch when missing
 import torch
 
-__all__ = ["MLP"]
+__all__ = ["MLP", "Critics", "q_values"]
 
 
 class MLP(torch.nn.Module):
@@ -53,3 +52,22 @@ class MLP(torch.nn.Module):
     def numpy_weights(self) -> list[np.ndarray]:
         # on the CPU zero-copy views (the optimizer updates the parameters in place); copies from a GPU
         return [p.detach().cpu().numpy() for p in self.layers]
+
+
+def q_values(critics: Any, s: torch.Tensor, a: torch.Tensor) -> list[torch.Tensor]:
+    """``[Q_i(s, a)]`` of each critic, on the state and action concatenated."""
+    x = torch.cat([s, a], dim=1)
+    return [critic(x)[:, 0] for critic in critics]
+
+
+class Critics:
+    """Twin (or more) critics and their targets as ``ModuleList`` attributes (checkpointed by name)."""
+
+    def _build_critics(self, critics: Sequence[list[np.ndarray]], activation: str) -> None:
+        self.critics = torch.nn.ModuleList([MLP(w, activation) for w in critics]).to(self.device)
+        self.critic_targets = torch.nn.ModuleList([MLP(w, activation) for w in critics]).to(self.device)
+
+    def _load_critics(self, critics: Sequence[list[np.ndarray]]) -> None:
+        for nets in (self.critics, self.critic_targets):
+            for net, w in zip(nets, critics):
+                self.backend.set_weights(list(net.parameters()), w)

@@ -1,21 +1,37 @@
-"""Framework-free parts of the built-in agents: argument handling, weight initialisation and the
-numpy copies of the acting networks that pool workers (and fast single-process acting) use."""
+"""What every built-in agent shares, framework-free: argument checks, weight initialisation, the
+numpy copies of the acting networks that pool workers (and fast single-process acting) use, and the
+tail of every constructor.  ``common/torch.py`` and ``common/keras.py`` hold the shared networks
+(an MLP, a set of critics with their targets) of each backend; ``common/box.py`` the acting in a
+normalised Box action space that DDPG, TD3 and SAC share."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import gymnasium as gym
 import numpy as np
 
-from ..core.envs import flat_observations, space_dims
-from ..utils import log_softmax
+from ...core.envs import flat_observations, space_dims
+from ...utils import log_softmax
 
 __all__ = ["hidden_sizes", "make_env", "init_mlp", "MLPActor", "LiveActor", "SeededInit", "check_args",
-           "check_env_dims", "decay_lrs"]
+           "check_env_dims", "decay_lrs", "public_module"]
 
 
 ACTIVATIONS = ("relu", "tanh")
+
+
+def public_module(module: str) -> Callable[[type], type]:
+    """Class decorator: the class's ``__module__`` becomes ``module``, the public module users import
+    it from (``note_rl.agents.torch``), not the file that defines it (``note_rl.agents.dqn.torch``).
+    Pickles (pool workers, spawned trials), ParallelFinder's records and saved ``result.json`` files
+    name the class by that path, which stays the same when the file that defines it moves."""
+
+    def mark(cls: type) -> type:
+        cls.__module__ = module
+        return cls
+
+    return mark
 
 
 def check_args(name: str, gamma: float | None = None, tau: float | None = None,
@@ -69,33 +85,6 @@ def seed_hidden(name: str, hidden_size: Any, hidden_dim: Any, action_dim: Any) -
     return hidden
 
 
-def ddpg_seed_order(state_dim: Any, hidden_size: Any, action_dim: Any, gamma: Any, tau: Any,
-                    lr: Any, processes: Any) -> tuple[Any, ...]:
-    """Note_rl 001's positional DDPG, ``DDPG(128, 0.1, 0.98, 0.005[, 7])`` = ``(hidden_size, tau,
-    gamma, lr[, processes])``, mapped to this signature.  It is recognised by a float in
-    ``hidden_size``'s place (a layer size never is one); otherwise the arguments pass unchanged.
-    Returns ``(state_dim, hidden_size, action_dim, gamma, tau, lr, processes)``."""
-    if not isinstance(hidden_size, float):
-        return state_dim, hidden_size, action_dim, gamma, tau, lr, processes
-    seed_processes = tau if isinstance(tau, (int, np.integer)) and not isinstance(tau, bool) else None
-    if lr is not None:
-        raise ValueError(f"DDPG({state_dim!r}, {hidden_size!r}, ...): Note_rl's positional form "
-                         "(hidden_size, tau, gamma, lr) and lr= given together")
-    return None, state_dim, None, action_dim, hidden_size, gamma, processes or seed_processes
-
-
-def maddpg_seed_order(gamma: Any, tau: Any, env: Any, lr: Any) -> tuple[Any, Any, Any, Any]:
-    """Note_rl's positional MADDPG (its example class is also called ``DDPG``):
-    ``DDPG(128, 0.1, 0.98, 0.005)`` = ``(hidden_size, tau, gamma, lr)``; this signature is
-    ``(hidden_size, gamma, tau, env)``.  Recognised by a number in ``env``'s place; returns
-    ``(gamma, tau, env, lr)``."""
-    if isinstance(env, (float, np.floating)):
-        if lr is not None:
-            raise ValueError("MADDPG: Note_rl's positional form (hidden_size, tau, gamma, lr) and lr= given together")
-        return tau, gamma, None, float(env)
-    return gamma, tau, env, lr
-
-
 def decay_lrs(agent: Any, progress_remaining: float) -> None:
     """Every optimizer's learning rate set to its starting value x ``progress_remaining`` (1 at the
     start of ``train(steps=...)``, 0 at its end: rl-zoo's ``lin_`` schedules).  The starting values
@@ -129,7 +118,7 @@ def make_env(env: Any) -> Any:
     if env is None:
         return gym.make("CartPole-v1")
     if isinstance(env, str) and env.startswith("note_rl/"):
-        from .. import goal_envs  # noqa: F401 - registers note_rl's own envs
+        from ... import goal_envs  # noqa: F401 - registers note_rl's own envs
     return flat_observations(gym.make(env) if isinstance(env, str) else env)
 
 
@@ -196,6 +185,13 @@ class SeededInit:
     def load_initial_weights(self, *weights: list[np.ndarray]) -> None:  # pragma: no cover
         """Assign the arrays of :meth:`initial_weights` to the networks (per backend)."""
         raise NotImplementedError
+
+    def _finish_init(self, gamma: float, seed: int | None) -> None:
+        """The tail of every built-in constructor: the discount as a backend variable (adjusters and
+        checkpoints change it in place), then ``set(seed=seed)`` when a seed was given."""
+        self.gamma = self.backend.make_variable(gamma)  # type: ignore[attr-defined]
+        if seed is not None:
+            self.set(seed=seed)  # type: ignore[attr-defined]
 
     def apply_seed(self, seed: int) -> None:
         super().apply_seed(seed)  # type: ignore[misc]

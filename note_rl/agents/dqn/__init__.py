@@ -1,5 +1,14 @@
-"""Framework-free half of the built-in double DQN (van Hasselt et al. 2015,
-https://arxiv.org/abs/1509.06461): arguments, initial weights, numpy acting."""
+"""Double DQN (van Hasselt et al. 2015, https://arxiv.org/abs/1509.06461), framework-free:
+arguments, initial weights, the update spec, numpy acting; ``torch.py`` and ``keras.py`` hold its
+network and loss.
+
+Per update, on a batch ``(s, a, r, s', d)`` (n-step returns: ``r`` summed over ``n`` steps)::
+
+    a* = argmax_a' Q(s', a')                       # double DQN (``double=False``: max of Q')
+    y  = r + gamma**n * Q'(s', a*) * (1 - d)
+    step on  mean(w * l(Q(s, a) - y))              # l: squared error or Huber; w: PR weights
+    every update_steps env steps (update_param):  Q' <- (1 - tau) Q' + tau Q
+"""
 
 from __future__ import annotations
 
@@ -7,15 +16,16 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..update import LossTerm, ParamGroup, TargetUpdate, UpdateSpec
-from .common import (LiveActor, MLPActor, SeededInit, check_args, check_env_dims, decay_lrs, discrete_env,
-                     hidden_sizes, init_mlp)
+from ...update import LossTerm, ParamGroup, TargetUpdate, UpdateSpec
+from ..common import (LiveActor, MLPActor, SeededInit, check_args, check_env_dims, decay_lrs, discrete_env,
+                      hidden_sizes, init_mlp, pool_form, seed_hidden)
 
 __all__ = ["DQNMixin"]
 
 
 class DQNMixin(SeededInit):
-    """Shared by ``note_rl.agents.torch.DQN`` and ``note_rl.agents.keras.DQN``.
+    """Double DQN with an MLP Q-network; shared by ``note_rl.agents.torch.DQN`` and
+    ``note_rl.agents.keras.DQN``, which add the network and the loss.
 
     The loss is ``mean(w * l(Q(s, a) - y))`` with ``y = r + gamma**n * Q_target(s', argmax_a'
     Q(s', a')) * (1 - done)`` (double DQN; ``double=False`` uses ``max Q_target``), ``l`` the
@@ -29,10 +39,48 @@ class DQNMixin(SeededInit):
     before each training round: with a constant rate the greedy policy of CartPole DQN swings
     between solved and ~120 from one evaluation to the next to the very end of a 50,000-step run
     (BENCHMARKS.md, "A whole tuning job").
+
+    :param state_dim: observation size
+    :param hidden_size: hidden units (int: one layer, list: several layers)
+    :param action_dim: number of discrete actions
+    :param gamma: discount
+    :param tau: target update rate in ``update_param()`` (1.0 = hard copy)
+    :param loss: ``"mse"`` or ``"huber"``
+    :param double: double-DQN target (else max over the target network)
+    :param env: env instance or gymnasium id (default ``CartPole-v1``)
+    :param seed: same as ``set(seed=seed)`` right after construction: the initial weights and
+        everything else (without it, ``set(seed=...)`` before training re-draws the weights)
+    :param activation: hidden activation, ``"relu"`` or ``"tanh"``
+    :param ortho_init: SB3's orthogonal initialisation
+    :param max_grad_norm: clip the gradient's global norm (``None``: no clipping; SB3's DQN uses 10)
+    :param device: ``auto`` (a GPU when one is present), ``cpu``, ``cuda``, ``cuda:N`` or ``mps``
+    :param processes: pool-network workers ``train(pool_network=True)`` uses when it gets none
+        (Note_rl's pool DQN; ``DQN(4, 128, 2, 7)``, an integer >= 2 in gamma's place, means it too)
+    :param hidden_dim: Note_rl 001's name for ``hidden_size``
+    :param linear_decay: lower the learning rate linearly to 0 over ``train(steps=...)``
     """
 
     #: the action spaces the agent handles (a builder refuses an env with others in one line)
     action_kinds = ("discrete",)
+
+    def __init__(self, state_dim: int, hidden_size: int | Sequence[int] | None = None, action_dim: int | None = None,
+                 gamma: float = 0.99, tau: float = 1.0, loss: str = "mse", double: bool = True,
+                 env: Any = None, seed: int | None = None, activation: str = "relu",
+                 ortho_init: bool = False, max_grad_norm: float | None = None,
+                 device: str | None = "auto", processes: int | None = None,
+                 hidden_dim: int | Sequence[int] | None = None, linear_decay: bool = False) -> None:
+        super().__init__()  # the backend's base class (RL_pytorch / RL)
+        gamma, self.processes = pool_form("DQN", gamma, processes)
+        hidden_size = seed_hidden("DQN", hidden_size, hidden_dim, action_dim)
+        self.device = self.backend.resolve_device(device)
+        init = self._setup_dqn(state_dim, hidden_size, action_dim, gamma, tau, loss, double, env, seed,
+                               activation, ortho_init, max_grad_norm, linear_decay)
+        self._build_networks(init, activation)
+        self._finish_init(gamma, seed)
+
+    def _build_networks(self, q: list[np.ndarray], activation: str) -> None:  # pragma: no cover - per backend
+        """``q_net``, ``target_q_net`` (both from ``q``) and ``self.param``."""
+        raise NotImplementedError
 
     def _setup_dqn(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
                    gamma: float, tau: float, loss: str, double: bool, env: Any,

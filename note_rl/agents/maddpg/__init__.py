@@ -24,13 +24,13 @@ from typing import Any, Sequence
 import gymnasium as gym
 import numpy as np
 
-from ..core.base import _pick
-from ..core.marl import check_marl_env
-from ..ma_envs import RescaledParallelEnv
-from ..update import LossTerm, ParamGroup, TargetUpdate, UpdateSpec
-from .common import SeededInit, check_args, hidden_sizes, init_mlp
+from ...core.base import _pick
+from ...core.marl import check_marl_env
+from ...ma_envs import RescaledParallelEnv
+from ...update import LossTerm, ParamGroup, TargetUpdate, UpdateSpec
+from ..common import SeededInit, check_args, hidden_sizes, init_mlp
 
-__all__ = ["MADDPGMixin", "simple_spread"]
+__all__ = ["MADDPGMixin", "simple_spread", "maddpg_seed_order"]
 
 
 def simple_spread(continuous: bool = True, n_agents: int = 3, max_cycles: int = 25) -> Any:
@@ -43,12 +43,45 @@ def simple_spread(continuous: bool = True, n_agents: int = 3, max_cycles: int = 
 
 
 class MADDPGMixin(SeededInit):
-    """Shared by ``note_rl.agents.torch.MADDPG`` and ``note_rl.agents.keras.MADDPG``."""
+    """MADDPG: per-agent actors on their own observations, centralised per-agent critics (see the
+    module docstring); trains with ``set(MARL=True)``'s joint storage, which the constructor switches
+    on.  Defaults are the paper's (two layers of 64, gamma 0.95, tau 0.01).  Shared by
+    ``note_rl.agents.torch.MADDPG`` and ``note_rl.agents.keras.MADDPG``.
+
+    :param hidden_size: hidden units of every network (int or list)
+    :param gamma: discount
+    :param tau: Polyak rate of the target networks
+    :param env: a PettingZoo-parallel env (default: MPE ``simple_spread_v3``, 3 agents, continuous)
+    :param seed: same as ``set(seed=seed)`` right after construction
+    :param activation: hidden activation, ``"relu"`` or ``"tanh"``
+    :param device: ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``
+    :param lr: the recommended learning rate (kept as ``self.lr``; the paper's is 1e-2)
+    """
 
     #: per-agent action spaces the agent handles (all agents of one kind)
     action_kinds = ("continuous", "discrete")
     #: it trains a team on a multi-agent env (the tuner checks the env against this)
     multi_agent = True
+
+    def __init__(self, hidden_size: int | Sequence[int] = (64, 64), gamma: float = 0.95, tau: float = 0.01,
+                 env: Any = None, seed: int | None = None, activation: str = "relu",
+                 device: str | None = "auto", lr: float | None = None) -> None:
+        super().__init__()  # the backend's base class (RL_pytorch / RL)
+        gamma, tau, env, lr = maddpg_seed_order(gamma, tau, env, lr)
+        self.device = self.backend.resolve_device(device)
+        actors, critics = self._setup_maddpg(hidden_size, gamma, tau, env, seed, activation)
+        self.lr = lr
+        self._build_networks(actors, critics, activation)
+        self.gamma = self.backend.make_variable(gamma)
+        self.set(MARL=True)
+        if seed is not None:
+            self.set(seed=seed)
+
+    def _build_networks(self, actors: list[list[np.ndarray]], critics: list[list[np.ndarray]],
+                        activation: str) -> None:  # pragma: no cover - per backend
+        """The actors (``tanh`` outputs, or logits for discrete actions), their targets, the
+        critics and their targets, and ``self.param``."""
+        raise NotImplementedError
 
     def _setup_maddpg(self, hidden_size: int | Sequence[int], gamma: float, tau: float, env: Any,
                       seed: int | None, activation: str) -> tuple[list[list[np.ndarray]], list[list[np.ndarray]]]:
@@ -136,3 +169,15 @@ class MADDPGMixin(SeededInit):
                 if done or any(terms[n] or truncs[n] for n in names):
                     break
         return total / episodes
+
+
+def maddpg_seed_order(gamma: Any, tau: Any, env: Any, lr: Any) -> tuple[Any, Any, Any, Any]:
+    """Note_rl's positional MADDPG (its example class is also called ``DDPG``):
+    ``DDPG(128, 0.1, 0.98, 0.005)`` = ``(hidden_size, tau, gamma, lr)``; this signature is
+    ``(hidden_size, gamma, tau, env)``.  Recognised by a number in ``env``'s place; returns
+    ``(gamma, tau, env, lr)``."""
+    if isinstance(env, (float, np.floating)):
+        if lr is not None:
+            raise ValueError("MADDPG: Note_rl's positional form (hidden_size, tau, gamma, lr) and lr= given together")
+        return tau, gamma, None, float(env)
+    return gamma, tau, env, lr

@@ -1,4 +1,6 @@
-"""Framework-free half of the built-in PPO (Schulman et al. 2017, https://arxiv.org/abs/1707.06347).
+"""PPO (Schulman et al. 2017, https://arxiv.org/abs/1707.06347), framework-free: arguments, action
+spaces, initial weights, the update spec, the objective, numpy acting; ``torch.py`` and ``keras.py``
+hold its networks and the log-probabilities, ratio and entropy the objective is made of.
 
 Two ways to train, chosen by ``n_steps``:
 
@@ -20,8 +22,19 @@ is the actor's output and whose log standard deviation is one learned vector, in
 state (``log_std_init`` to start; SB3's ``MlpPolicy``).  Gaussian actions are stored as sampled
 and clipped to the env's bounds only when played; they need rollout mode (``n_steps``).
 
-A2C (Mnih et al. 2016, https://arxiv.org/abs/1602.01783) is this rollout machinery with one
-gradient step per rollout on the plain policy gradient ``-mean(log pi(a|s) * A)``.
+Per update, on a mini-batch, both modes minimise the same objective (:meth:`PPOMixin.objective`)::
+
+    ratio = exp(log pi(a|s) - log pi_old(a|s))
+    L     = -mean(min(ratio * A, clip(ratio, 1 - c, 1 + c) * A))        # clipped surrogate
+            + vf_coef * mean((V(s) - V_target)**2) - entropy_coef * mean(H(pi(.|s)))
+    step actor and critic on L (one optimizer or one per group), clipped to max_grad_norm
+
+replay mode: ``A = V_target - V(s)`` with ``V_target = r + gamma**n V(s') (1 - d)``, ``pi_old`` =
+``actor_old``, copied from the actor at ``update_param()``; rollout mode: ``A`` = GAE(``lam``),
+``V_target = A + V_old(s)``, ``pi_old`` = the policy that collected the rollout.
+
+A2C (Mnih et al. 2016, https://arxiv.org/abs/1602.01783; :mod:`note_rl.agents.a2c`) is the rollout
+mode with one gradient step per rollout on the plain policy gradient ``-mean(log pi(a|s) * A)``.
 """
 
 from __future__ import annotations
@@ -31,22 +44,72 @@ from typing import Any, Sequence
 import gymnasium as gym
 import numpy as np
 
-from ..core.runners import sample_rollout_actions
-from ..policy import SoftmaxPolicy
-from ..utils import log_softmax
-from ..update import LossTerm, ParamGroup, TargetUpdate, UpdateSpec
-from .common import (LiveActor, MLPActor, SeededInit, check_args, check_env_dims, decay_lrs, hidden_sizes,
-                     init_mlp, make_env)
+from ...core.runners import sample_rollout_actions
+from ...policy import SoftmaxPolicy
+from ...utils import log_softmax
+from ...update import LossTerm, ParamGroup, TargetUpdate, UpdateSpec
+from ..common import (LiveActor, MLPActor, SeededInit, check_args, check_env_dims, decay_lrs, hidden_sizes,
+                      init_mlp, make_env)
 
-__all__ = ["PPOMixin", "A2CMixin"]
+__all__ = ["PPOMixin", "entropy_np"]
 
 
 class PPOMixin(SeededInit):
-    """Shared by ``note_rl.agents.torch.PPO`` and ``note_rl.agents.keras.PPO``.  ``set(seed=s)``
-    before the first gradient step re-draws the networks from ``s`` (see :class:`SeededInit`)."""
+    """PPO with a softmax (discrete) or state-independent Gaussian (Box) actor and a value critic;
+    shared by ``note_rl.agents.torch.PPO`` and ``note_rl.agents.keras.PPO``, which add the networks
+    and the losses of both modes.  ``set(seed=s)`` before the first gradient step re-draws the
+    networks from ``s`` (see :class:`SeededInit`).
+
+    :param state_dim: observation size
+    :param hidden_size: hidden units (int or list)
+    :param action_dim: number of discrete actions, or the size of a Box action
+    :param clip: clip range of the probability ratio
+    :param entropy_coef: weight of the entropy bonus
+    :param gamma: discount
+    :param lam: GAE lambda (rollout mode)
+    :param n_steps: rollout length per env; ``None`` trains from the replay buffer (Note_rl style)
+    :param n_envs: vectorised envs in rollout mode
+    :param n_epochs: passes over each rollout
+    :param vf_coef: weight of the value loss
+    :param normalize_advantage: normalise advantages per mini-batch (rollout mode)
+    :param max_grad_norm: clip the global gradient norm (``None``: no clipping)
+    :param linear_decay: decay lr and clip linearly to 0 over ``train(steps=...)``
+    :param env: env instance or gymnasium id (default ``CartPole-v1``)
+    :param seed: same as ``set(seed=seed)`` right after construction: the initial weights and
+        everything else (without it, ``set(seed=...)`` before training re-draws the weights)
+    :param activation: hidden activation, ``"relu"`` or ``"tanh"``
+    :param ortho_init: SB3's orthogonal initialisation
+    :param log_std_init: starting log standard deviation of the Gaussian policy (Box actions)
+    :param device: ``auto`` (a GPU when one is present), ``cpu``, ``cuda``, ``cuda:N`` or ``mps``
+    """
 
     #: the action spaces the agent handles (a builder refuses an env with others in one line)
     action_kinds = ("discrete", "continuous")
+
+    def __init__(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
+                 clip: float = 0.2, entropy_coef: float = 0.0, gamma: float = 0.99,
+                 lam: float = 0.95, n_steps: int | None = None, n_envs: int = 1, n_epochs: int = 10,
+                 vf_coef: float = 0.5, normalize_advantage: bool = True,
+                 max_grad_norm: float | None = None, linear_decay: bool = False, env: Any = None,
+                 seed: int | None = None, activation: str = "relu", ortho_init: bool = False,
+                 log_std_init: float = 0.0, device: str | None = "auto") -> None:
+        super().__init__()  # the backend's base class (RL_pytorch / RL)
+        self.device = self.backend.resolve_device(device)
+        actor, critic = self._setup_ppo(state_dim, hidden_size, action_dim, clip, entropy_coef,
+                                        gamma, lam, n_steps, n_envs, n_epochs, vf_coef,
+                                        normalize_advantage, max_grad_norm, linear_decay, env, seed,
+                                        activation, ortho_init, log_std_init)
+        self._build_networks(actor, critic, activation)
+        self.gamma = self.backend.make_variable(gamma)
+        self.clip = self.backend.make_variable(clip)
+        if seed is not None:
+            self.set(seed=seed)
+
+    def _build_networks(self, actor: list[np.ndarray], critic: list[np.ndarray],
+                        activation: str) -> None:  # pragma: no cover - per backend
+        """``actor``, ``actor_old`` (from ``actor``), ``critic``, the Gaussian's ``log_std`` (Box
+        actions, in the actor's group) and ``self.param = [actor_params, critic_params]``."""
+        raise NotImplementedError
 
     def _setup_ppo(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
                    clip: float, entropy_coef: float, gamma: float, lam: float,
@@ -143,9 +206,19 @@ class PPOMixin(SeededInit):
         """What rollout workers need besides the actor: the Gaussian's log std, or ``None``."""
         return self.log_std_weights() if self.continuous else None
 
+    def objective(self, policy_loss: Any, value_loss: Any, out: Any) -> Any:
+        """The loss both modes minimise: ``policy_loss + vf_coef * value_loss - entropy_coef *
+        entropy(out)`` (``out``: the actor's output on the mini-batch; the entropy term is a bonus,
+        Note_rl's sign was inverted, and is left out of the graph when its weight is 0)."""
+        loss = policy_loss + self.vf_coef * value_loss
+        return loss - self.entropy_coef * self._entropy(out) if self.entropy_coef else loss
+
     def policy_loss(self, logp: Any, logp_old: Any, adv: Any) -> Any:
         """PPO's clipped surrogate (A2C overrides it with the plain policy gradient)."""
         return self._surrogate(logp, logp_old, adv)[0]
+
+    def _entropy(self, out: Any) -> Any:  # pragma: no cover - per backend
+        raise NotImplementedError
 
     def _surrogate(self, logp: Any, logp_old: Any, adv: Any) -> tuple[Any, Any]:  # pragma: no cover
         raise NotImplementedError
@@ -207,25 +280,6 @@ class PPOMixin(SeededInit):
     def load_extra_state(self, state: dict[str, Any]) -> None:
         self._initial_lrs = state.get("initial_lrs")
 
-
-
-class A2CMixin:
-    """A2C's constructor over a backend's PPO class (``class A2C(A2CMixin, PPO)``): SB3's defaults,
-    rollouts required, one epoch; the backend class supplies ``policy_loss``."""
-
-    def __init__(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
-                 gamma: float = 0.99, lam: float = 1.0, n_steps: int = 5, n_envs: int = 1,
-                 entropy_coef: float = 0.0, vf_coef: float = 0.5, normalize_advantage: bool = False,
-                 max_grad_norm: float | None = 0.5, linear_decay: bool = False, env: Any = None,
-                 seed: int | None = None, activation: str = "tanh", ortho_init: bool = True,
-                 log_std_init: float = 0.0, device: str | None = "auto") -> None:
-        if not n_steps:
-            raise ValueError(f"A2C(n_steps={n_steps!r}): A2C trains on rollouts; give their length")
-        super().__init__(state_dim, hidden_size, action_dim, gamma=gamma, lam=lam, n_steps=n_steps,  # type: ignore[call-arg]
-                         n_envs=n_envs, n_epochs=1, entropy_coef=entropy_coef, vf_coef=vf_coef,
-                         normalize_advantage=normalize_advantage, max_grad_norm=max_grad_norm,
-                         linear_decay=linear_decay, env=env, seed=seed, activation=activation,
-                         ortho_init=ortho_init, log_std_init=log_std_init, device=device)
 
 def entropy_np(logits: np.ndarray) -> np.ndarray:
     """Entropy of the softmax of each row (used by tests as a reference)."""

@@ -1,0 +1,101 @@
+"""PPO on the PyTorch backend: its networks, log-probabilities, ratio and entropy, and the losses of
+both modes, each ending in the shared :meth:`~note_rl.agents.ppo.PPOMixin.objective` (the update is
+:mod:`note_rl.agents.ppo`)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...backends import torch_backend as _torch_backend  # noqa: F401,I001 - says how to install PyTorch when missing
+import torch
+
+from ...torch import RL_pytorch
+from ..common import public_module
+from ..common.torch import MLP
+from . import PPOMixin
+
+__all__ = ["PPO"]
+
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+@public_module("note_rl.agents.torch")
+class PPO(PPOMixin, RL_pytorch):
+    """PPO with a softmax (discrete) or state-independent Gaussian (Box) actor and a value critic;
+    arguments as :class:`note_rl.agents.ppo.PPOMixin`."""
+
+    def _build_networks(self, actor: list[np.ndarray], critic: list[np.ndarray], activation: str) -> None:
+        self.actor = MLP(actor, activation).to(self.device)
+        self.actor_old = MLP(actor, activation).to(self.device)
+        self.critic = MLP(critic, activation).to(self.device)
+        actor_params = list(self.actor.parameters())
+        if self.continuous:
+            self.log_std = torch.nn.Parameter(
+                torch.full((self.action_dim,), self.log_std_init, dtype=torch.float32, device=self.device))
+            actor_params.append(self.log_std)  # trained with the actor, in its parameter group
+        self.param = [actor_params, list(self.critic.parameters())]
+
+    def actor_weights(self, old: bool = False) -> list[np.ndarray]:
+        return (self.actor_old if old else self.actor).numpy_weights()
+
+    def load_initial_weights(self, actor: list[np.ndarray], critic: list[np.ndarray]) -> None:
+        for net, weights in ((self.actor, actor), (self.actor_old, actor), (self.critic, critic)):
+            self.backend.set_weights(list(net.parameters()), weights)
+        if self.continuous:
+            with torch.no_grad():
+                self.log_std.fill_(self.log_std_init)
+
+    def critic_weights(self) -> list[np.ndarray]:
+        return self.critic.numpy_weights()
+
+    def log_std_weights(self) -> np.ndarray:
+        return self.log_std.detach().cpu().numpy().copy()
+
+    def action(self, s: torch.Tensor) -> torch.Tensor:
+        """Action probabilities, or the Gaussian's mean for Box actions."""
+        net = self.actor if self.n_steps else self.actor_old
+        return net(s) if self.continuous else torch.softmax(net(s), dim=-1)
+
+    def _log_prob(self, out: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
+        """``log pi(a|s)`` from the actor's output (logits, or the Gaussian's mean)."""
+        if self.continuous:
+            z = (a - out) * torch.exp(-self.log_std)
+            return (-0.5 * z * z - self.log_std - _HALF_LOG_2PI).sum(dim=-1)
+        return torch.log_softmax(out, dim=-1).gather(1, a.long().reshape(-1, 1)).squeeze(1)
+
+    def _surrogate(self, logp: torch.Tensor, logp_old: torch.Tensor,
+                   adv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        ratio = torch.exp(logp - logp_old)
+        clipped = torch.clamp(ratio, 1.0 - self.clip, 1.0 + self.clip)
+        return -torch.min(ratio * adv, clipped * adv).mean(), ratio
+
+    def _entropy(self, out: torch.Tensor) -> torch.Tensor:
+        if self.continuous:  # the same for every state: the log std does not depend on it
+            return (self.log_std + 0.5 + _HALF_LOG_2PI).sum()
+        logp = torch.log_softmax(out, dim=-1)
+        return -(logp.exp() * logp).sum(dim=-1).mean()
+
+    def __call__(self, s: torch.Tensor, a: torch.Tensor, next_s: torch.Tensor, r: torch.Tensor,
+                 d: torch.Tensor) -> torch.Tensor:
+        """Replay-mode loss: TD error as advantage, ratio against ``actor_old``."""
+        a = a.long().reshape(-1, 1)
+        logits = self.actor(s)
+        logp = torch.log_softmax(logits, dim=-1).gather(1, a).squeeze(1)
+        with torch.no_grad():
+            logp_old = torch.log_softmax(self.actor_old(s), dim=-1).gather(1, a).squeeze(1)
+            v_next = self.critic(next_s)[:, 0]
+        v = self.critic(s)[:, 0]
+        td = r + self.gamma ** (self.num_steps or 1) * v_next * (1.0 - d) - v  # n-step bootstrap
+        policy_loss, ratio = self._surrogate(logp, logp_old, td.detach())
+        self.prioritized_replay.update(td.detach(), ratio.detach())  # used by prioritized replay
+        return self.objective(policy_loss, (td * td).mean(), logits)
+
+    def rollout_loss(self, s: torch.Tensor, a: torch.Tensor, logp_old: torch.Tensor,
+                     adv: torch.Tensor, ret: torch.Tensor) -> torch.Tensor:
+        """Rollout-mode loss on a mini-batch with GAE advantages (normalised by the collector)."""
+        out = self.actor(s)
+        policy_loss = self.policy_loss(self._log_prob(out, a), logp_old, adv)
+        value_loss = ((ret - self.critic(s)[:, 0]) ** 2).mean()
+        return self.objective(policy_loss, value_loss, out)

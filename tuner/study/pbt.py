@@ -1,0 +1,341 @@
+"""Population-based training on an Optuna study (``tuner=pbt``; Jaderberg et al. 2017,
+https://arxiv.org/abs/1711.09846).
+
+``tuner.population`` members train side by side in segments of ``tuner.interval`` env steps, for
+``tuner.generations`` segments each.  After every generation the members are ranked by their segment
+score; the bottom quantile copies the weights, optimizer state and hyperparameters of a top member
+(exploit) and perturbs the hyperparameters (explore): :mod:`tuner.study.pbt_rules`, seeded, pure.
+
+Design (the simplest that fits this project's study driver):
+
+* **one Optuna trial per member segment**, in the configured storage (the journal by default): params =
+  the hyperparameters in force, value = the segment's score, user attrs ``pbt_member``,
+  ``pbt_generation``, ``pbt_parent`` (the member it continued from: itself unless it exploited),
+  ``pbt_parent_trial``, ``pbt_changes`` (what explore perturbed), ``init_from`` and ``checkpoint``; so
+  optuna-dashboard shows the population, and the storage *is* the PBT state;
+* every segment trains in a fresh process through the same :class:`~tuner.study.runner.TrialRunner` as
+  every ``tuner=optuna`` trial (liveness, heartbeats, timeouts, ``n_jobs`` at once, Ctrl-C), and writes
+  ``<study_dir>/members/<member>/gen_<g>/`` (``config.yaml``, ``result.json``, ``model.npz`` and the full
+  ``checkpoint.npz`` the next generation starts from: :func:`tuner.run.train.continue_from`);
+* generations are synchronous: a generation's segments start once every segment of the one before is
+  COMPLETE; its plan is recomputed from the stored scores and the seed whenever it is needed, so a
+  driver killed at any point and re-run with the same command reuses every COMPLETE segment, fails the
+  RUNNING ones the dead driver left (the runner's zombie check) and runs them again.
+
+At the end ``pbt_schedule.yaml`` (the winner's hyperparameters per generation, following its lineage),
+``best_config.yaml`` (the winner's last segment's config) and ``pbt.json`` are written to the study dir.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from typing import Any, Sequence
+
+import optuna
+import yaml
+from omegaconf import DictConfig, OmegaConf
+from optuna.trial import TrialState
+
+from ..common.errors import ConfigError
+from ..common.messages import TrialSpec
+from ..common.redact import scrub
+from ..config.schema import validate
+from ..config.search import default_params, distributions, suggest_conditional, to_overrides
+from ..logs.results import write_json
+from ..logs.wandb_logger import trial_meta
+from .driver import Composer, Driver
+from .pbt_rules import Step, exploit_explore, initial_population
+from .runner import DONE, HEARTBEAT_GRACE_S, NO_DRIVER_GRACE_S, OPEN, WAIT, RunLimits, TrialRunner
+from .settings import TunerSettings, tuner_settings
+
+__all__ = ["PbtSettings", "pbt_settings", "PbtDriver", "lineage"]
+
+MEMBER, GENERATION, PARENT = "pbt_member", "pbt_generation", "pbt_parent"
+#: parameters explore leaves alone by default: they change a network's or a buffer's shape, which a
+#: copied checkpoint cannot take (exploit still copies them from the parent)
+FROZEN = ("agent.hidden_size", "agent.activation", "agent.n_steps", "agent.n_envs", "buffer.pool_size")
+
+
+@dataclass
+class PbtSettings(TunerSettings):
+    population: int = 4
+    generations: int = 4
+    interval: int = 2000
+    quantile: float = 0.25
+    resample_p: float = 0.25
+    frozen: list[str] = field(default_factory=lambda: list(FROZEN))
+    seed: int | None = None  # null: the config's seed
+    # a pbt_schedule.yaml: train one member through its hyperparameters generation by generation
+    replay: str | None = None
+    schedule: list[dict[str, Any]] = field(default_factory=list)  # read from ``replay``
+
+
+_PBT_KEYS = ("population", "generations", "interval", "quantile", "resample_p", "frozen", "seed", "replay")
+
+
+def pbt_settings(node: Any) -> PbtSettings:
+    """Typed, checked settings of ``tuner=pbt``: the study settings (:func:`tuner_settings`) plus PBT's."""
+    if OmegaConf.is_config(node):
+        node = OmegaConf.to_container(node, resolve=True)
+    node = dict(node)
+    own = {k: node.pop(k) for k in _PBT_KEYS if k in node}
+    node["name"] = "optuna"
+    base = tuner_settings(node)
+    s = PbtSettings(**{f.name: getattr(base, f.name) for f in fields(base)})
+    s.name = "pbt"
+    for key, value in own.items():
+        setattr(s, key, list(value) if key == "frozen" and value is not None else value)
+    if s.replay:
+        _read_schedule(s)
+    checks = [
+        (isinstance(s.population, int) and (s.population >= 2 or s.replay), f"tuner.population: must be an integer >= 2, got {s.population}"),
+        (isinstance(s.generations, int) and s.generations >= 1, f"tuner.generations: must be an integer >= 1, got {s.generations}"),
+        (isinstance(s.interval, int) and s.interval >= 1, f"tuner.interval: must be a number of env steps >= 1, got {s.interval}"),
+        (0.0 < s.quantile <= 0.5, f"tuner.quantile: must be in (0, 0.5], got {s.quantile}"),
+        (0.0 <= s.resample_p <= 1.0, f"tuner.resample_p: must be in [0, 1], got {s.resample_p}"),
+        (s.n_seeds == 1 and not s.seeds.tuning, "tuner.n_seeds: a PBT member trains one seed (its own); use 1"),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise ConfigError(message)
+    s.pruner = "none"  # a member is never stopped early: the bottom quantile is replaced instead
+    return s
+
+
+def _read_schedule(s: PbtSettings) -> None:
+    """``tuner.replay``: one member, one generation per schedule entry, the schedule's interval."""
+    try:
+        with open(s.replay) as f:
+            doc = yaml.safe_load(f.read(1 << 20))
+        schedule, interval = doc["schedule"], int(doc["interval"])
+        if not isinstance(schedule, list) or not schedule or not all(isinstance(e.get("params"), dict) for e in schedule):
+            raise ValueError("no schedule entries with params")
+    except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ConfigError(f"tuner.replay: {s.replay} is not a readable pbt_schedule.yaml ({exc})") from None
+    s.schedule = [dict(e["params"]) for e in schedule]
+    s.population, s.generations, s.interval = 1, len(schedule), interval
+
+
+class PbtDriver(Driver):
+    """Runs a PBT study to its last generation (see the module docstring)."""
+
+    def __init__(self, cfg: DictConfig, settings: PbtSettings, compose: Composer, overrides: list[str]) -> None:
+        self.pbt = settings
+        self.seed = int(settings.seed if settings.seed is not None else cfg.seed)
+        super().__init__(cfg, settings, compose, overrides)
+        self.members_dir = os.path.join(self.study_dir, "members")
+        try:  # the study driver made trials/ for its trials; a PBT study's segments live in members/
+            os.rmdir(os.path.join(self.study_dir, "trials"))
+        except OSError:
+            pass
+        self._plans: dict[int, list[Step]] = {}
+
+    def _enqueue(self, cfg: DictConfig, settings: TunerSettings) -> None:
+        s = self.pbt
+        mine = {"population": s.population, "interval": s.interval, "quantile": s.quantile,
+                "resample_p": s.resample_p, "frozen": list(s.frozen), "seed": self.seed,
+                "replay": s.schedule or None, "enqueue_defaults": settings.enqueue_defaults}
+        old = self.study.user_attrs.get("pbt")
+        if old is not None and settings.resume != "force":
+            # tuner.generations may grow (train on); anything else would change segments already recorded
+            for key, value in mine.items():
+                if key in old and old[key] != value:
+                    raise ConfigError(f"tuner.{key}: PBT study {settings.study_name!r} ran with {old[key]!r}, this "
+                                      f"command gives {value!r} (keep it, use another tuner.study_name, or "
+                                      "tuner.resume=force)")
+        self.study.set_user_attr("pbt", {**mine, "generations": s.generations})
+        self.first = default_params(self.space, cfg) if settings.enqueue_defaults else {}
+        # a config-group choice (optimizer, buffer) builds other objects, whose state a copied checkpoint
+        # cannot fill: exploit copies it, explore leaves it alone
+        self.frozen = [*s.frozen, *(p.name for p in self.space if p.is_group)]
+
+    # -- the state, read from the study --------------------------------------------------------
+    def segments(self, states: Sequence[TrialState] = (TrialState.COMPLETE,)) -> dict[tuple[int, int], Any]:
+        """``(member, generation) -> trial`` of the study's segments in ``states`` (the first of each)."""
+        out: dict[tuple[int, int], Any] = {}
+        for t in self.study.get_trials(deepcopy=False, states=tuple(states)):
+            key = (t.user_attrs.get(MEMBER), t.user_attrs.get(GENERATION))
+            if None not in key:
+                out.setdefault(key, t)
+        return out
+
+    def plan(self, generation: int, done: dict[tuple[int, int], Any]) -> list[Step]:
+        """Generation ``generation``'s steps (generation 0: the initial population; later: exploit and
+        explore on the scores of the generation before, all of which must be COMPLETE)."""
+        if generation not in self._plans:
+            s = self.pbt
+            if s.replay:  # one member, the schedule's hyperparameters, each generation from its own checkpoint
+                steps = [Step(0, 0, dict(s.schedule[generation]))]
+            elif generation == 0:
+                pop = initial_population(self.space, s.population, self.seed, self.first)
+                steps = [Step(m, m, p) for m, p in enumerate(pop)]
+            else:
+                before = [done[(m, generation - 1)] for m in range(s.population)]
+                steps = exploit_explore([t.value for t in before], [t.params for t in before], self.space,
+                                        self.seed, generation, s.quantile, s.resample_p,
+                                        s.direction == "maximize", self.frozen)
+            self._plans[generation] = steps
+        return self._plans[generation]
+
+    # -- the runner's callbacks ----------------------------------------------------------------
+    def _ask(self) -> tuple[str, optuna.Trial | None]:
+        """The next segment to run: the first generation not yet COMPLETE; WAIT while it runs."""
+        done = self.segments()
+        running = set(self.segments((TrialState.RUNNING,)))
+        for g in range(self.pbt.generations):
+            missing = [m for m in range(self.pbt.population) if (m, g) not in done]
+            if not missing:
+                continue
+            todo = [m for m in missing if (m, g) not in running]
+            if not todo:
+                return WAIT, None
+            return OPEN, self._new_segment(self.plan(g, done)[todo[0]], g, done, running)
+        return DONE, None
+
+    def _new_segment(self, step: Step, g: int, done: dict, running: set) -> optuna.Trial:
+        """A trial for ``step`` (enqueued with its params, then asked).  A queued segment that a killed
+        driver left WAITING comes out of ``ask()`` first: it is used when still needed (its params are
+        the plan's), else failed."""
+        attrs = {MEMBER: step.member, GENERATION: g, PARENT: step.parent}
+        queued = [t for t in self.study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+                  if (t.user_attrs.get(MEMBER), t.user_attrs.get(GENERATION)) == (step.member, g)]
+        if not queued:  # ours is in the queue, so the loop below ends at it at the latest
+            self.study.enqueue_trial(step.params, user_attrs=attrs)
+        while True:
+            trial = self.study.ask(distributions(self.space))
+            suggest_conditional(trial, self.space)  # the enqueued values of e.g. buffer.alpha under buffer=prioritized
+            key = (trial.user_attrs.get(MEMBER), trial.user_attrs.get(GENERATION))
+            if key not in done and key not in running and None not in key:
+                return trial
+            self.study._storage.set_trial_user_attr(trial._trial_id, "fail_reason", "stale queued PBT segment")
+            self.study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
+
+    def _prepare(self, trial: optuna.Trial) -> TrialSpec:
+        m, g = trial.user_attrs[MEMBER], trial.user_attrs[GENERATION]
+        step = self.plan(g, self.segments())[m]
+        run_dir = os.path.join(self.members_dir, str(m), f"gen_{g}")
+        init_from = None
+        if g > 0:
+            parent = self.segments()[(step.parent, g - 1)]
+            init_from = parent.user_attrs["checkpoint"]
+            trial.set_user_attr("pbt_parent_trial", parent.number)
+            if not os.path.exists(init_from):
+                raise ConfigError(f"member {step.parent}'s checkpoint of generation {g - 1} is missing: {init_from}")
+        trial.set_user_attr("pbt_changes", {k: list(v) for k, v in step.changes.items()})
+        trial.set_user_attr("run_dir", run_dir)
+        trial.set_user_attr("checkpoint", os.path.join(run_dir, "checkpoint.npz"))
+        trial.set_user_attr("init_from", init_from)
+        overrides = to_overrides(trial.params, self.space)
+        trial.set_user_attr("overrides", overrides)
+        cfg = validate(self.compose(self.overrides + overrides), check_env=False)
+        cfg.tuner = {"name": "none"}
+        cfg.logger.p = 0
+        cfg.seed = int(cfg.seed) + m  # each member its own seed; evaluations share eval.seed
+        cfg.budget.steps = self.pbt.interval
+        os.makedirs(run_dir, exist_ok=True)
+        OmegaConf.save(OmegaConf.create(scrub(OmegaConf.to_container(cfg), ())), os.path.join(run_dir, "config.yaml"))
+        plain = OmegaConf.to_container(cfg, resolve=True)
+        # read by tuner.run.train only (not the config's init_from: that warm start of weights applies too,
+        # before this full checkpoint replaces them)
+        plain.update(continue_from=init_from, save_checkpoint=True)
+        trial.set_user_attr("tuning_seeds", [plain["seed"]])
+        return TrialSpec(trial=trial.number, backend=plain["backend"]["name"], run_dir=run_dir, configs=[plain],
+                         report_every=self.s.report_every, aggregation="mean", memory_mb=self.s.trial_memory_mb,
+                         log_path=os.path.join(run_dir, "trial.log"),
+                         wandb=trial_meta(self.s.study_name, trial.number, trial.params))
+
+    def run(self, on_change: Any = None) -> None:
+        s = self.pbt
+        limits = RunLimits(n_jobs=s.n_jobs, trial_timeout=s.trial_timeout,
+                           max_failures=s.max_failures if s.max_failures is not None else s.population,
+                           timeout=s.timeout, preload=s.preload,
+                           heartbeat_grace_s=HEARTBEAT_GRACE_S, no_driver_grace_s=NO_DRIVER_GRACE_S)
+        self.runner = TrialRunner(self.study, self.lock, limits)
+        self._said = -1
+        self._progress()
+        self.runner.run(self._ask, self._prepare, self._progress)
+
+    def _progress(self) -> None:
+        """One line per newly complete generation: its scores and who copied whom."""
+        done, s = self.segments(), self.pbt
+        for g in range(self._said + 1, s.generations):
+            if not all((m, g) in done for m in range(s.population)):
+                break
+            segs = [done[(m, g)] for m in range(s.population)]
+            copies = ", ".join(f"{m}<-{t.user_attrs.get(PARENT)}" for m, t in enumerate(segs)
+                               if t.user_attrs.get(PARENT) != m)
+            print(f"generation {g}: scores {' '.join(f'{t.value:.4g}' for t in segs)}"
+                  f"{f' (copied: {copies})' if copies else ''}", flush=True)
+            self._said = g
+
+    # -- outputs -------------------------------------------------------------------------------
+    def write_outputs(self) -> dict[str, Any] | None:
+        """``pbt_schedule.yaml``, ``best_config.yaml`` and ``pbt.json`` from the study's segments;
+        ``None`` while no generation is complete."""
+        done = self.segments()
+        s = self.pbt
+        last = max((g for g in range(s.generations) if all((m, g) in done for m in range(s.population))),
+                   default=None)
+        if last is None:
+            return None
+        scores = [done[(m, last)].value for m in range(s.population)]
+        maximize = s.direction == "maximize"
+        winner = max(range(s.population), key=lambda m: (scores[m] if maximize else -scores[m], -m))
+        schedule = lineage(done, winner, last)
+        schedule_doc = {"winner": winner, "generation": last, "score": scores[winner], "interval": s.interval,
+                        "schedule": schedule}
+        with open(os.path.join(self.study_dir, "pbt_schedule.yaml"), "w") as f:
+            f.write("# the winning member's hyperparameters per generation (each segment: tuner.interval env steps),\n"
+                    "# following its lineage back through the members it copied (exploit)\n")
+            yaml.safe_dump(schedule_doc, f, sort_keys=False)
+        final = done[(winner, last)]
+        config = os.path.join(final.user_attrs["run_dir"], "config.yaml")
+        cfg = None
+        if os.path.exists(config):
+            cfg = OmegaConf.load(config)
+            cfg.budget.steps = (last + 1) * s.interval  # what the winner trained in all
+            with open(os.path.join(self.study_dir, "best_config.yaml"), "w") as f:
+                f.write(f"# PBT winner: member {winner}'s hyperparameters in its last generation ({last}), trained from "
+                        f"scratch for the\n# whole budget (not its schedule: pbt_schedule.yaml); its PBT weights: "
+                        f"{final.user_attrs['checkpoint']}\n")
+                f.write(OmegaConf.to_yaml(cfg))
+        summary = {"study_name": s.study_name, "storage": self.storage_desc, "population": s.population,
+                   "generations_complete": last + 1, "generations": s.generations, "winner": winner,
+                   "winner_score": scores[winner], "winner_checkpoint": final.user_attrs["checkpoint"],
+                   "scores_last_generation": scores, "schedule": schedule,
+                   "segments": [{"member": m, "generation": g, "trial": t.number, "value": t.value,
+                                 "parent": t.user_attrs.get(PARENT), "params": t.params}
+                                for (m, g), t in sorted(done.items(), key=lambda kv: (kv[0][1], kv[0][0]))]}
+        write_json(os.path.join(self.study_dir, "pbt.json"), summary)
+        if cfg is not None and not s.replay:
+            self._write_replay(cfg, os.path.join(self.study_dir, "pbt_schedule.yaml"))
+        return summary
+
+    def _write_replay(self, cfg: DictConfig, schedule: str) -> None:
+        """``replay_config.yaml``: the winner's config as a ``tuner=pbt`` run of one member that follows
+        ``schedule`` (its own study in ``<study_dir>/replay``)."""
+        s = self.pbt
+        cfg = OmegaConf.create(OmegaConf.to_container(cfg))
+        cfg.tuner = {"name": "pbt", "replay": os.path.abspath(schedule), "study_name": f"{s.study_name}-replay",
+                     "study_dir": os.path.join(self.study_dir, "replay"), "storage": None, "population": 1,
+                     "interval": s.interval, "n_jobs": 1, "enqueue_defaults": False,
+                     "max_cost_ratio": s.max_cost_ratio}
+        with open(os.path.join(self.study_dir, "replay_config.yaml"), "w") as f:
+            f.write("# trains one member from scratch through the PBT winner's hyperparameter schedule "
+                    "(pbt_schedule.yaml):\n# note-tune --config-dir <this dir> --config-name replay_config\n")
+            f.write(OmegaConf.to_yaml(cfg))
+
+
+def lineage(done: dict[tuple[int, int], Any], member: int, generation: int) -> list[dict[str, Any]]:
+    """The hyperparameters in force for ``member``'s weights in each generation up to ``generation``:
+    following each segment's ``pbt_parent`` back (an exploiting member's earlier weights are its
+    parent's), oldest first."""
+    out = []
+    m = member
+    for g in range(generation, -1, -1):
+        t = done[(m, g)]
+        out.append({"generation": g, "member": m, "trial": t.number, "score": t.value,
+                    "params": dict(t.params), "parent": t.user_attrs.get(PARENT)})
+        m = t.user_attrs.get(PARENT, m)
+    return out[::-1]
