@@ -90,3 +90,80 @@ def test_trials_see_their_gpu_in_their_own_environment(tmp_path) -> None:
     for t in study.trials:
         log = (study_dir / "trials" / f"{t.number:04d}" / "trial.log").read_text()
         assert f"trial {t.number}: CUDA_VISIBLE_DEVICES={t.user_attrs['gpus']}, memory fraction 0.5" in log
+
+
+# -- 2. workers from one command ----------------------------------------------------------------------
+SLOW = ["env.module=tests.tuner.faulty_envs", "env.id=Slow-v0"]
+HELDOUT_ONCE = ["tuner.reevaluate.top_k=1", "tuner.reevaluate.seeds=1", "tuner.reevaluate.episodes=2",
+                "tuner.seeds.test=0"]
+
+
+def _start_main(args, cwd):
+    import subprocess
+    import sys
+
+    from tests.tuner.conftest import REPO
+
+    env = dict(os.environ, PYTHONPATH=REPO)
+    return subprocess.Popen([sys.executable, "-m", "tuner", *args], cwd=cwd, env=env, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _kill_a_worker_mid_trial(study_dir, name, main_pid, timeout=300.0):
+    """SIGKILL the driver of a running trial that is not the command's own: a worker, mid-trial."""
+    import signal
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            trials = _journal_study(study_dir, name).trials
+        except (KeyError, ValueError, FileNotFoundError):
+            trials = []
+        for t in trials:
+            driver = t.user_attrs.get("driver", "")
+            if t.state == TrialState.RUNNING and driver and not driver.endswith(f":{main_pid}"):
+                os.kill(int(driver.rpartition(":")[2]), signal.SIGKILL)
+                return t.number
+        time.sleep(0.2)
+    raise AssertionError("no worker trial seen running")
+
+
+@pytest.mark.parametrize("launcher", ["local", "submitit_local"])
+def test_workers_finish_the_study_when_one_is_sigkilled(tmp_path, launcher) -> None:
+    if launcher.startswith("submitit"):
+        pytest.importorskip("submitit")
+    tiny = [o for o in TINY if not o.startswith("budget.steps")] + ["budget.steps=1200"]
+    args = ["tuner=optuna", *HELDOUT_ONCE, "tuner.study_name=wk", "tuner.n_trials=4", "tuner.workers=2",
+            f"tuner.worker_launcher={launcher}", *SPACE, *SLOW, *tiny]
+    proc = _start_main(args, str(tmp_path))
+    study_dir = tmp_path / "studies" / "wk"
+    try:
+        killed = _kill_a_worker_mid_trial(study_dir, "wk", proc.pid)
+        out, _ = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out
+    assert "worker 1: " in out and ("local; log" in out if launcher == "local" else "submitit local job" in out)
+    assert "worker 1 died: killed by SIGKILL" in out
+    study = _journal_study(study_dir, "wk")
+    states = [t.state for t in study.trials]
+    assert states.count(TrialState.COMPLETE) == 4 and TrialState.RUNNING not in states
+    assert study.trials[killed].state == TrialState.FAIL
+    assert "stopped" in study.trials[killed].user_attrs["fail_reason"]
+    # the held-out stage ran once, in the command itself
+    assert out.count("[held-out] 1/1 runs done") == 1
+    logs = "".join(p.read_text() for p in (study_dir / "workers").rglob("*") if p.is_file() and
+                   p.suffix in (".log", ".out", ".err"))
+    assert "held-out" not in logs
+
+
+def test_workers_share_the_trial_cap(tmp_path) -> None:
+    """Three drivers, n_trials=5: exactly five finished trials, run by more than one driver."""
+    out = run_app(["tuner=optuna", *NO_REEVAL, "tuner.study_name=cap", "tuner.n_trials=5", "tuner.workers=3",
+                   *SPACE, *TINY], cwd=str(tmp_path))
+    study = _journal_study(tmp_path / "studies" / "cap", "cap")
+    assert [t.state for t in study.trials].count(TrialState.COMPLETE) == 5 and len(study.trials) == 5
+    assert len({t.user_attrs["driver"] for t in study.trials}) >= 2
+    assert out.stdout.count("finished") >= 2 and "worker 2: pid" in out.stdout
