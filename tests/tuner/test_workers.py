@@ -167,3 +167,60 @@ def test_workers_share_the_trial_cap(tmp_path) -> None:
     assert [t.state for t in study.trials].count(TrialState.COMPLETE) == 5 and len(study.trials) == 5
     assert len({t.user_attrs["driver"] for t in study.trials}) >= 2
     assert out.stdout.count("finished") >= 2 and "worker 2: pid" in out.stdout
+
+
+# -- 3. Ray -------------------------------------------------------------------------------------------
+@pytest.fixture
+def ray_cluster(monkeypatch):
+    """A local Ray cluster on 127.0.0.1: a head node and a second node, one CPU each.  Ray turns a
+    loopback address into the machine's own IP unless this switch (meant for laptops) keeps it."""
+    monkeypatch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # the command's process reads it too
+    pytest.importorskip("ray")
+    from ray._private import ray_constants
+    from ray.cluster_utils import Cluster
+
+    monkeypatch.setattr(ray_constants, "ENABLE_RAY_CLUSTER", False)
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False,
+                                                             "node_ip_address": "127.0.0.1"})
+    node = cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1")
+    cluster.wait_for_nodes()
+    try:
+        yield cluster, node
+    finally:
+        cluster.shutdown()
+
+
+def test_ray_workers_finish_the_study_when_a_node_dies(tmp_path, ray_cluster) -> None:
+    import time
+
+    cluster, node = ray_cluster
+    tiny = [o for o in TINY if not o.startswith("budget.steps")] + ["budget.steps=1200"]
+    args = ["tuner=optuna", *HELDOUT_ONCE, "tuner.study_name=ray", "tuner.n_trials=5", "tuner.workers=3",
+            "tuner.worker_launcher=ray", f"+tuner.worker_resources.address={cluster.address}", *SPACE, *SLOW, *tiny]
+    proc = _start_main(args, str(tmp_path))
+    study_dir = tmp_path / "studies" / "ray"
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:  # both Ray workers have started a trial
+            try:
+                drivers = {t.user_attrs.get("driver") for t in _journal_study(study_dir, "ray").trials}
+            except (KeyError, ValueError, FileNotFoundError):
+                drivers = set()
+            if len(drivers - {None} - {d for d in drivers if d and d.endswith(f":{proc.pid}")}) >= 2:
+                break
+            time.sleep(0.3)
+        else:
+            raise AssertionError("the Ray workers did not start trials")
+        cluster.remove_node(node)  # its raylet and actor die; the actor's driver dies with it
+        out, _ = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out
+    assert out.count("Ray actor on node 127.0.0.1") == 2
+    assert "died" in out
+    study = _journal_study(study_dir, "ray")
+    states = [t.state for t in study.trials]
+    assert states.count(TrialState.COMPLETE) == 5 and TrialState.RUNNING not in states
+    assert out.count("[held-out] 1/1 runs done") == 1

@@ -57,7 +57,7 @@ def worker_argv(overrides: list[str], settings: Any, index: int) -> list[str]:
 def run_driver(argv: list[str], cwd: str, env: dict[str, str] | None = None) -> int:
     """Run one worker's driver to its end (the body of a submitit job or a Ray task); its exit status
     (negative: killed by that signal)."""
-    proc = subprocess.Popen(argv, cwd=cwd, env=env)
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, preexec_fn=_die_with_parent if sys.platform == "linux" else None)
     try:
         return proc.wait()
     except BaseException:  # the job was cancelled: the driver ends its trials on SIGTERM
@@ -67,6 +67,15 @@ def run_driver(argv: list[str], cwd: str, env: dict[str, str] | None = None) -> 
         except subprocess.TimeoutExpired:
             proc.kill()
         raise
+
+
+def _die_with_parent() -> None:
+    """In the driver's child before it execs: SIGKILL it when the job process that waits on it dies (a
+    killed Ray node or SLURM job must not leave its driver running on as an orphan)."""
+    import ctypes
+
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 class _Local:
@@ -131,9 +140,19 @@ class _Ray:
         ray = _ray(resources)
         options = {k: resources[k] for k in ("num_cpus", "num_gpus", "resources") if k in resources}
         options.setdefault("num_cpus", 1)
+        # the actor imports this module: the Ray worker finds it where this command does
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        path = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
         self.ray = ray
-        self.actor = ray.remote(_RayDriver).options(max_restarts=0, **options).remote()
-        host, ip, pid = ray.get(self.actor.where.remote())
+        self.actor = ray.remote(_RayDriver).options(max_restarts=0, runtime_env={"env_vars": {"PYTHONPATH": path}},
+                                                   **options).remote()
+        wait_s = float(resources.get("start_timeout", 300))
+        try:
+            host, ip, pid = ray.get(self.actor.where.remote(), timeout=wait_s)
+        except ray.exceptions.GetTimeoutError:
+            ray.kill(self.actor)
+            raise ConfigError(f"tuner.worker_resources: no Ray node gave a worker {options} within {wait_s:g} s "
+                              f"(cluster resources: {ray.cluster_resources()})") from None
         self.ref = self.actor.run.remote(argv, cwd, env)
         self.where = f"Ray actor on node {ip} ({host}, pid {pid})"
 
