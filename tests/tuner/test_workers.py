@@ -133,6 +133,10 @@ def _kill_a_worker_mid_trial(study_dir, name, main_pid, timeout=300.0):
 def test_workers_finish_the_study_when_one_is_sigkilled(tmp_path, launcher) -> None:
     if launcher.startswith("submitit"):
         pytest.importorskip("submitit")
+    _one_killed_worker(tmp_path, launcher)
+
+
+def _one_killed_worker(tmp_path, launcher) -> None:
     tiny = [o for o in TINY if not o.startswith("budget.steps")] + ["budget.steps=1200"]
     args = ["tuner=optuna", *HELDOUT_ONCE, "tuner.study_name=wk", "tuner.n_trials=4", "tuner.workers=2",
             f"tuner.worker_launcher={launcher}", *SPACE, *SLOW, *tiny]
@@ -145,7 +149,8 @@ def test_workers_finish_the_study_when_one_is_sigkilled(tmp_path, launcher) -> N
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, out
-    assert "worker 1: " in out and ("local; log" in out if launcher == "local" else "submitit local job" in out)
+    where = {"local": "local; log", "submitit_local": "submitit local job", "submitit_slurm": "submitit slurm job"}
+    assert "worker 1: " in out and where[launcher] in out
     assert "worker 1 died: killed by SIGKILL" in out
     study = _journal_study(study_dir, "wk")
     states = [t.state for t in study.trials]
@@ -224,3 +229,100 @@ def test_ray_workers_finish_the_study_when_a_node_dies(tmp_path, ray_cluster) ->
     states = [t.state for t in study.trials]
     assert states.count(TrialState.COMPLETE) == 5 and TrialState.RUNNING not in states
     assert out.count("[held-out] 1/1 runs done") == 1
+
+
+# -- 4. SLURM -----------------------------------------------------------------------------------------
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+SLURM_CONF = """ClusterName=nt
+SlurmctldHost={host}
+SlurmctldPort={ctld_port}
+SlurmdPort={d_port}
+SlurmUser={user}
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket={d}/munge.sock
+CredType=cred/munge
+StateSaveLocation={d}/state
+SlurmdSpoolDir={d}/spool
+SlurmctldPidFile={d}/slurmctld.pid
+SlurmdPidFile={d}/slurmd.pid
+SlurmctldLogFile={d}/slurmctld.log
+SlurmdLogFile={d}/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+MpiDefault=none
+ReturnToService=2
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+JobAcctGatherType=jobacct_gather/none
+NodeName={host} CPUs={cpus} State=UNKNOWN
+PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
+"""
+
+
+@pytest.fixture
+def slurm_cluster(monkeypatch):
+    """A one-node SLURM cluster on this machine: munged, slurmctld and slurmd with their own
+    config, state, socket and ports in a temporary folder (Debian packages slurm-wlm and munge;
+    slurmd runs as root to start jobs)."""
+    import shutil
+    import signal
+    import socket
+    import subprocess
+    import tempfile
+    import time
+
+    if not all(shutil.which(x) for x in ("munged", "slurmctld", "slurmd", "sbatch", "sinfo")):
+        pytest.skip("slurm-wlm and munge are not installed (apt-get install slurm-wlm munge)")
+    if os.geteuid() != 0:
+        pytest.skip("slurmd must run as root to start jobs")
+    pytest.importorskip("submitit")
+    d = tempfile.mkdtemp(prefix="slurm-", dir="/tmp")  # short: the munge socket path has a length limit
+    for sub in ("state", "spool"):
+        os.makedirs(os.path.join(d, sub))
+    key = os.path.join(d, "munge.key")
+    with open(key, "wb") as f:
+        f.write(os.urandom(1024))
+    os.chmod(key, 0o400)
+    conf = os.path.join(d, "slurm.conf")
+    with open(conf, "w") as f:
+        f.write(SLURM_CONF.format(host=socket.gethostname(), ctld_port=_free_port(), d_port=_free_port(),
+                                  user="root", d=d, cpus=os.cpu_count()))
+    monkeypatch.setenv("SLURM_CONF", conf)
+    subprocess.run(["munged", "--force", f"--socket={d}/munge.sock", f"--key-file={key}", f"--pid-file={d}/munged.pid",
+                    f"--log-file={d}/munged.log", f"--seed-file={d}/munge.seed"], check=True)
+    subprocess.run(["slurmctld", "-f", conf], check=True)
+    subprocess.run(["slurmd", "-f", conf], check=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            out = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True)
+            if out.stdout.strip() == "idle":
+                break
+            time.sleep(0.5)
+        else:
+            raise AssertionError(f"the SLURM node did not come up: {out.stdout} {out.stderr}")
+        yield conf
+    finally:
+        for name in ("slurmd", "slurmctld", "munged"):  # the daemons this fixture started, by their pid files
+            try:
+                with open(os.path.join(d, f"{name}.pid")) as f:
+                    os.kill(int(f.read().strip()), signal.SIGTERM)
+            except (OSError, ValueError):
+                pass
+        time.sleep(1)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_slurm_workers_finish_the_study_when_one_is_sigkilled(tmp_path, slurm_cluster) -> None:
+    _one_killed_worker(tmp_path, "submitit_slurm")
