@@ -326,3 +326,39 @@ def slurm_cluster(monkeypatch):
 
 def test_slurm_workers_finish_the_study_when_one_is_sigkilled(tmp_path, slurm_cluster) -> None:
     _one_killed_worker(tmp_path, "submitit_slurm")
+
+
+def test_sigterm_on_the_command_stops_its_workers(tmp_path) -> None:
+    import re
+    import signal
+    import time
+
+    tiny = [o for o in TINY if not o.startswith("budget.steps")] + ["budget.steps=1500"]
+    args = ["tuner=optuna", *NO_REEVAL, "tuner.study_name=term", "tuner.n_trials=6", "tuner.workers=2", *SPACE,
+            *SLOW, *tiny]
+    proc = _start_main(args, str(tmp_path))
+    study_dir = tmp_path / "studies" / "term"
+    try:
+        deadline = time.monotonic() + 300
+        worker = None
+        while time.monotonic() < deadline and worker is None:
+            try:
+                trials = _journal_study(study_dir, "term").trials
+            except (KeyError, ValueError, FileNotFoundError):
+                trials = []
+            worker = next((int(t.user_attrs["driver"].rpartition(":")[2]) for t in trials
+                           if t.state == TrialState.RUNNING and "driver" in t.user_attrs
+                           and not t.user_attrs["driver"].endswith(f":{proc.pid}")), None)
+            time.sleep(0.2)
+        assert worker is not None
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, out
+    assert re.search(rf"worker 1: pid {worker} ", out)
+    time.sleep(1)
+    with pytest.raises(ProcessLookupError):
+        os.kill(worker, 0)
+    assert TrialState.RUNNING not in [t.state for t in _journal_study(study_dir, "term").trials]
