@@ -109,7 +109,7 @@ def _start_main(args, cwd):
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-def _kill_a_worker_mid_trial(study_dir, name, main_pid, timeout=300.0):
+def _kill_a_worker_mid_trial(load, main_pid, timeout=300.0):
     """SIGKILL the driver of a running trial that is not the command's own: a worker, mid-trial."""
     import signal
     import time
@@ -117,7 +117,7 @@ def _kill_a_worker_mid_trial(study_dir, name, main_pid, timeout=300.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            trials = _journal_study(study_dir, name).trials
+            trials = load().trials
         except (KeyError, ValueError, FileNotFoundError):
             trials = []
         for t in trials:
@@ -136,14 +136,15 @@ def test_workers_finish_the_study_when_one_is_sigkilled(tmp_path, launcher) -> N
     _one_killed_worker(tmp_path, launcher)
 
 
-def _one_killed_worker(tmp_path, launcher) -> None:
+def _one_killed_worker(tmp_path, launcher, extra=(), study=None) -> None:
     tiny = [o for o in TINY if not o.startswith("budget.steps")] + ["budget.steps=1200"]
     args = ["tuner=optuna", *HELDOUT_ONCE, "tuner.study_name=wk", "tuner.n_trials=4", "tuner.workers=2",
-            f"tuner.worker_launcher={launcher}", *SPACE, *SLOW, *tiny]
+            f"tuner.worker_launcher={launcher}", *SPACE, *SLOW, *tiny, *extra]
     proc = _start_main(args, str(tmp_path))
     study_dir = tmp_path / "studies" / "wk"
+    load = study or (lambda: _journal_study(study_dir, "wk"))
     try:
-        killed = _kill_a_worker_mid_trial(study_dir, "wk", proc.pid)
+        killed = _kill_a_worker_mid_trial(load, proc.pid)
         out, _ = proc.communicate(timeout=600)
     finally:
         if proc.poll() is None:
@@ -152,7 +153,7 @@ def _one_killed_worker(tmp_path, launcher) -> None:
     where = {"local": "local; log", "submitit_local": "submitit local job", "submitit_slurm": "submitit slurm job"}
     assert "worker 1: " in out and where[launcher] in out
     assert "worker 1 died: killed by SIGKILL" in out
-    study = _journal_study(study_dir, "wk")
+    study = load()
     states = [t.state for t in study.trials]
     assert states.count(TrialState.COMPLETE) == 4 and TrialState.RUNNING not in states
     assert study.trials[killed].state == TrialState.FAIL
@@ -362,3 +363,39 @@ def test_sigterm_on_the_command_stops_its_workers(tmp_path) -> None:
     with pytest.raises(ProcessLookupError):
         os.kill(worker, 0)
     assert TrialState.RUNNING not in [t.state for t in _journal_study(study_dir, "term").trials]
+
+
+def test_workers_on_a_postgresql_study(tmp_path) -> None:
+    """The storage every machine would reach: the workers get the command's PostgreSQL URL (quoted for
+    Hydra: its ':' '@' '/'), one is SIGKILLed, the study still ends with exactly n_trials."""
+    from tests.tuner.postgres import postgres_server, server_binaries
+
+    if server_binaries() is None:
+        pytest.skip("Debian's postgresql package is not installed")
+    from tuner.study.storage import make_storage
+
+    with postgres_server() as url:
+        _one_killed_worker(tmp_path, "local", [f"tuner.storage='{url}'"],
+                           study=lambda: optuna.load_study(study_name="wk", storage=make_storage(url, str(tmp_path))))
+
+
+@pytest.mark.parametrize("value", ["postgresql://u:p@w@h:5/db?x=1", "/tmp/a b/c", "it's", "a\\b", "end\\", "q\\'x"])
+def test_worker_overrides_carry_values_as_they_are(value) -> None:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from tuner.study.workers import _quote
+
+    assert OverridesParser.create().parse_overrides([f"k={_quote(value)}"])[0].value() == value
+
+
+def test_worker_command_line_replaces_the_commands_own_settings() -> None:
+    from types import SimpleNamespace
+
+    from tuner.study.workers import worker_argv
+
+    s = SimpleNamespace(study_name="s", study_dir="/x/studies/s", storage=None)
+    argv = worker_argv(["tuner=optuna", "tuner.workers=3", "tuner.study_name=other", "agent=dqn",
+                        "tuner.worker_launcher=local"], s, 2)
+    assert argv[1:3] == ["-m", "tuner"]
+    assert argv[3:] == ["tuner=optuna", "agent=dqn", "tuner.study_name='s'", "tuner.study_dir='/x/studies/s'",
+                        "tuner.worker=2", "hydra.run.dir='/x/studies/s/workers/2'"]

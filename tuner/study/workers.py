@@ -47,11 +47,20 @@ def worker_argv(overrides: list[str], settings: Any, index: int) -> list[str]:
     storage as this command resolved them), its number, and a Hydra run dir inside the study dir."""
     kept = [o for o in overrides if o.lstrip("+~").split("=", 1)[0] not in _OWN]
     study_dir = os.path.abspath(settings.study_dir)
-    own = [f"tuner.study_name={settings.study_name}", f"tuner.study_dir={study_dir}", f"tuner.worker={index}",
-           f"hydra.run.dir={os.path.join(study_dir, 'workers', str(index))}"]
+    own = [f"tuner.study_name={_quote(settings.study_name)}", f"tuner.study_dir={_quote(study_dir)}",
+           f"tuner.worker={index}", f"hydra.run.dir={_quote(os.path.join(study_dir, 'workers', str(index)))}"]
     if settings.storage:
-        own.append(f"tuner.storage={settings.storage}")
+        own.append(f"tuner.storage={_quote(settings.storage)}")
     return [sys.executable, "-m", "tuner", *kept, *own]
+
+
+def _quote(value: str) -> str:
+    """A Hydra override value taken as it is (a URL's ``@`` / ``?`` / ``=``, a path with spaces)."""
+    import re
+
+    # Hydra 1.3: a backslash is an escape only before a quote (or the closing one): those are doubled
+    text = re.sub(r"(\\*)(')", lambda m: m.group(1) * 2 + "\\'", str(value))
+    return "'" + re.sub(r"(\\+)$", lambda m: m.group(1) * 2, text) + "'"
 
 
 def run_driver(argv: list[str], cwd: str, env: dict[str, str] | None = None) -> int:
