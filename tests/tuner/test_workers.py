@@ -78,6 +78,18 @@ def test_bad_gpus_per_trial_is_refused(tmp_path, value) -> None:
     assert out.returncode == 2 and "tuner.gpus_per_trial" in out.stderr
 
 
+def test_settings_refuse_what_placement_cannot_do() -> None:
+    from tuner.study.settings import tuner_settings
+
+    with pytest.raises(ConfigError, match="tuner.trial_memory_mb"):
+        tuner_settings({"gpus_per_trial": 0.5, "trial_memory_mb": 1000})
+    with pytest.raises(ConfigError, match="tuner.worker_launcher"):
+        tuner_settings({"worker_launcher": "k8s"})
+    with pytest.raises(ConfigError, match="tuner.workers"):
+        tuner_settings({"workers": 0})
+    assert tuner_settings({"gpus_per_trial": 0.25, "workers": 3}).gpus_per_trial == 0.25
+
+
 def test_trials_see_their_gpu_in_their_own_environment(tmp_path) -> None:
     """A fake list of two GPUs: three trials go to 3, 7, 3, each trial process's CUDA_VISIBLE_DEVICES
     says so (its log's first line), and with no real GPU torch trains on the CPU."""

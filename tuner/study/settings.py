@@ -102,6 +102,10 @@ def tuner_settings(node: Any) -> TunerSettings:
         (s.n_trials > 0, f"tuner.n_trials: must be > 0, got {s.n_trials}"),
         (s.n_jobs > 0, f"tuner.n_jobs: must be > 0, got {s.n_jobs}"),
         (check_gpus_per_trial(s.gpus_per_trial) is None, str(check_gpus_per_trial(s.gpus_per_trial))),
+        # RLIMIT_AS counts virtual memory, and CUDA reserves far more address space than any cap would allow
+        (s.gpus_per_trial is None or s.trial_memory_mb is None,
+         "tuner.trial_memory_mb: caps a trial's address space, which CUDA's own reservation exceeds; leave it "
+         "unset with tuner.gpus_per_trial (a fraction caps GPU memory instead)"),
         (s.workers > 0, f"tuner.workers: must be > 0, got {s.workers}"),
         (s.worker >= 0, f"tuner.worker: must be >= 0, got {s.worker}"),
         (s.worker_launcher in LAUNCHERS,
