@@ -90,6 +90,16 @@ def test_settings_refuse_what_placement_cannot_do() -> None:
     assert tuner_settings({"gpus_per_trial": 0.25, "workers": 3}).gpus_per_trial == 0.25
 
 
+def test_slurm_launcher_without_sbatch_is_refused_before_the_study_opens(tmp_path) -> None:
+    import sys
+
+    pytest.importorskip("submitit")
+    out = run_app(["tuner=optuna", "tuner.study_name=nosb", "tuner.workers=2", "tuner.worker_launcher=submitit_slurm",
+                   *TINY], cwd=str(tmp_path), env={"PATH": os.path.dirname(sys.executable)}, check=False)
+    assert out.returncode == 2 and "sbatch, which is not on PATH" in out.stderr, out.stderr
+    assert not (tmp_path / "studies" / "nosb").exists()
+
+
 def test_trials_see_their_gpu_in_their_own_environment(tmp_path) -> None:
     """A fake list of two GPUs: three trials go to 3, 7, 3, each trial process's CUDA_VISIBLE_DEVICES
     says so (its log's first line), and with no real GPU torch trains on the CPU."""

@@ -186,6 +186,10 @@ def _run_study(cfg: DictConfig) -> dict[str, Any]:
     from ..study.settings import tuner_settings
 
     settings = tuner_settings(cfg.tuner)
+    if settings.workers > 1:
+        from ..study.workers import check_launcher
+
+        check_launcher(settings)  # before the study is opened
     hc = HydraConfig.get()
     overrides = list(hc.overrides.task)
     driver = Driver(cfg, settings, lambda extra: compose(hc.job.config_name, overrides=extra), overrides)

@@ -35,11 +35,28 @@ from typing import Any
 from ..common.errors import ConfigError
 from ..common.process import exit_reason
 
-__all__ = ["worker_argv", "start_workers", "WorkerPool", "run_driver"]
+__all__ = ["worker_argv", "start_workers", "WorkerPool", "run_driver", "check_launcher"]
 
 # overrides the command sets itself on a worker's command line
 _OWN = ("tuner.workers", "tuner.worker", "tuner.worker_launcher", "tuner.worker_resources", "tuner.study_name",
         "tuner.study_dir", "tuner.storage", "hydra.run.dir")
+
+
+def check_launcher(settings: Any) -> None:
+    """Refuse, before the study is opened, a launcher whose engine is not installed here."""
+    import importlib.util
+    import shutil
+
+    if settings.workers <= 1 or settings.worker:
+        return
+    launcher = settings.worker_launcher
+    if launcher.startswith("submitit_") and importlib.util.find_spec("submitit") is None:
+        raise ConfigError(f"tuner.worker_launcher: {launcher} needs submitit (pip install 'note-rl-tuner[cluster]')")
+    if launcher == "submitit_slurm" and shutil.which("sbatch") is None:
+        raise ConfigError("tuner.worker_launcher: submitit_slurm submits with sbatch, which is not on PATH here "
+                          "(run the command on a SLURM login node)")
+    if launcher == "ray" and importlib.util.find_spec("ray") is None:
+        raise ConfigError("tuner.worker_launcher: ray needs Ray (pip install 'note-rl-tuner[ray]')")
 
 
 def worker_argv(overrides: list[str], settings: Any, index: int) -> list[str]:
