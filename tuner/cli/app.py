@@ -219,17 +219,31 @@ def _run_study(cfg: DictConfig) -> dict[str, Any]:
     from ..study.settings import tuner_settings
 
     settings = tuner_settings(cfg.tuner)
+    if settings.workers > 1:
+        from ..study.workers import check_launcher
+
+        check_launcher(settings)  # before the study is opened
     hc = HydraConfig.get()
     overrides = list(hc.overrides.task)
     driver = Driver(cfg, settings, lambda extra: compose(hc.job.config_name, overrides=extra), overrides)
     print(f"study {settings.study_name!r} in {driver.study_dir} (storage {driver.storage_desc})", flush=True)
+    if settings.worker:  # one of the drivers a tuner.workers command started: trials only
+        return _run_worker(driver, settings)
+    pool = _start_workers(settings, overrides, hc.runtime.cwd)
     progress = StudyProgress(driver.study, settings.n_trials)  # the driver's output, whatever the logger
     heldout = test = None
     trust = Trust.of(OmegaConf.to_container(cfg, resolve=True))
     jobs = dict(n_jobs=settings.n_jobs, job_timeout=settings.trial_timeout, memory_mb=settings.trial_memory_mb,
                 trust=trust)
+    def on_change() -> None:
+        progress.update()
+        if pool is not None:
+            pool.poll()
+
     try:
-        driver.run(on_change=progress.update)
+        driver.run(on_change=on_change)
+        if pool is not None:
+            _wait_workers(pool, driver)
         progress.close()
         heldout = reevaluate(driver.study, driver.study_dir, settings.reevaluate, **jobs)
         test = run_test(driver.study, driver.study_dir, settings.seeds, settings.reevaluate, heldout, **jobs)
@@ -238,6 +252,8 @@ def _run_study(cfg: DictConfig) -> dict[str, Any]:
         test = getattr(exc, "test", test)
         raise
     finally:
+        if pool is not None:
+            pool.stop()  # on Ctrl-C / SIGTERM / an error: no worker outlives the command
         progress.close()
         with held():  # a first signal now waits until study.json, best_config.yaml and the report are written
             summary = write_outputs(driver.study, driver.study_dir, driver.storage_desc, heldout, test)
@@ -259,6 +275,44 @@ def _run_study(cfg: DictConfig) -> dict[str, Any]:
                   f"{summary['rerun_command']}")
     raise_held()  # a signal held while the outputs were written ends the command now (130 / 143)
     return summary
+
+
+def _start_workers(settings: Any, overrides: list[str], cwd: str) -> Any:
+    """The extra drivers of ``tuner.workers`` (:mod:`tuner.study.workers`), ``None`` for one driver."""
+    if settings.workers <= 1:
+        return None
+    from ..study.workers import start_workers
+
+    print(f"{settings.workers} drivers on this study: this command (worker 0, {_where()}) and "
+          f"{settings.workers - 1} more ({settings.worker_launcher})", flush=True)
+    return start_workers(settings, overrides, cwd)
+
+
+def _where() -> str:
+    import socket
+
+    return f"pid {os.getpid()} on {socket.gethostname()}"
+
+
+def _wait_workers(pool: Any, driver: Any) -> None:
+    """The study is full (or this driver hit a limit): wait for the workers, then fail what a dead one
+    left RUNNING (possible once ``max_total_trials`` is reached and no driver asks again)."""
+    pool.wait()
+    with driver.lock:
+        driver.runner.fail_zombies()
+    if pool.dead:
+        print(f"{len(pool.dead)} worker(s) died ({', '.join(map(str, pool.dead))}); the study was finished by the "
+              f"other drivers", flush=True)
+
+
+def _run_worker(driver: Any, settings: Any) -> dict[str, Any]:
+    """Worker ``tuner.worker`` of a ``tuner.workers`` command: run trials until the study is full, then
+    end; the command that started it writes the study's outputs and runs its held-out stages."""
+    print(f"worker {settings.worker}: {_where()}", flush=True)
+    driver.run()
+    mine = [n for n in driver.runner.started_here]
+    print(f"worker {settings.worker}: done, ran trials {mine}", flush=True)
+    return {"worker": settings.worker, "trials": mine}
 
 
 def _study_kept(summary: dict[str, Any], study_dir: str, heldout: dict[str, Any] | None) -> str:

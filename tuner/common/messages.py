@@ -37,6 +37,8 @@ class TrialSpec:
     :param driver_pid: the driver's pid; the trial ends its process group when the driver is gone
     :param prefix: with ``log_path`` unset, a label each line of the process's output starts with
         (parallel multirun jobs share one terminal)
+    :param gpus: the trial's ``CUDA_VISIBLE_DEVICES`` (``tuner.gpus_per_trial``; ``None``: the driver's own)
+    :param gpu_fraction: the share of its GPU's memory the trial may use (a fraction of a GPU per trial)
     :param graceful: a plain run (Hydra multirun job) that, sent SIGTERM by its driver, stops at its
         next env step and saves its model and a ``result.json`` marked interrupted
     """
@@ -56,6 +58,8 @@ class TrialSpec:
     driver_pid: int | None = None
     graceful: bool = False
     instances: bool = False
+    gpus: str | None = None
+    gpu_fraction: float | None = None
     prefix: str | None = None  # "[job 3] ": each line the process (and its workers) prints starts with it
 
 

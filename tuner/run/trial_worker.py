@@ -135,6 +135,20 @@ def _limit_memory(extra_mb: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
+def _cap_gpu_memory(spec: TrialSpec) -> None:
+    """Say where this trial runs (its log's first line) and cap a torch trial's share of its GPU's
+    memory (``tuner.gpus_per_trial`` below 1: several trials share one GPU)."""
+    share = f", memory fraction {spec.gpu_fraction:g}" if spec.gpu_fraction is not None else ""
+    print(f"trial {spec.trial}: CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')}{share}", flush=True)
+    if spec.gpu_fraction is None or spec.backend != "torch":
+        return
+    import torch
+
+    if torch.cuda.is_available():
+        for index in range(torch.cuda.device_count()):
+            torch.cuda.set_per_process_memory_fraction(float(spec.gpu_fraction), index)
+
+
 def default_threads(n: int | None) -> None:
     """Use ``n`` framework threads unless the trial's config says otherwise (``backend.threads``,
     applied later by :func:`tuner.run.build.set_threads`).  A framework already imported (forked from
@@ -246,6 +260,10 @@ def main(conn: Any, spec: TrialSpec) -> None:
     if spec.driver_pid:
         watch_driver(spec.driver_pid)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # as note_rl.backends.tf_backend
+    if spec.gpus is not None:  # before any framework initialises CUDA in this process
+        os.environ["CUDA_VISIBLE_DEVICES"] = spec.gpus
+        if spec.gpu_fraction is not None:
+            os.environ["TF_FORCE_GPU_ALLOW_GROWTH"] = "true"  # TensorFlow has no memory fraction
     default_threads(spec.threads)
     if spec.log_path:  # keep the driver's terminal clean; the trial's own output goes to its run dir
         os.makedirs(os.path.dirname(spec.log_path), exist_ok=True)
@@ -257,6 +275,8 @@ def main(conn: Any, spec: TrialSpec) -> None:
         prefix_output(spec.prefix)
     if spec.wandb:  # every run this trial process trains (finder runs too) is the trial's
         set_process_meta(spec.wandb)
+    if spec.gpus is not None:
+        _cap_gpu_memory(spec)
     if spec.memory_mb:
         _limit_memory(int(spec.memory_mb))
     if spec.graceful:  # the driver's SIGTERM asks this run to stop at a safe point and save

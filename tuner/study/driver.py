@@ -42,6 +42,7 @@ from .runner import (
     TrialRunner,
     ask_within,
 )
+from .gpus import GpuPlacer, Placement, visible_gpus
 from .settings import TunerSettings, make_pruner, make_sampler
 from .storage import StudyLock, check_journal, describe, journal_path, make_storage, root_cause, storage_key
 
@@ -65,6 +66,7 @@ class Driver:
         self.cfg, self.s, self.compose, self.overrides = cfg, settings, compose, list(overrides)
         self.space = parse_space(cfg.search, cfg)
         check_cost(self.space, cfg, settings.max_cost_ratio)  # before anything is created
+        self.placer = self._gpus(cfg, settings)  # no GPU for gpus_per_trial: refused before anything is made
         self.identity = self._identity(cfg, settings)  # may give a default-named study its own name
         self.study_dir = os.path.abspath(settings.study_dir)
         journal = journal_path(settings.storage, self.study_dir)
@@ -105,6 +107,32 @@ class Driver:
                                                "n_startup_trials": settings.n_startup_trials,
                                                "n_jobs": settings.n_jobs, "aggregation": settings.aggregation})
         self._enqueue(cfg, settings)
+
+    @staticmethod
+    def _gpus(cfg: DictConfig, settings: TunerSettings) -> GpuPlacer | None:
+        """The GPU placer of ``tuner.gpus_per_trial`` (:mod:`tuner.study.gpus`), ``None`` without it."""
+        if settings.gpus_per_trial is None:
+            return None
+        if str(cfg.backend.get("device", "auto")) in ("cpu", "mps"):
+            raise ConfigError(f"tuner.gpus_per_trial: backend.device={cfg.backend.device} keeps trials off the GPU "
+                              f"(use backend.device=auto or cuda)")
+        # drivers of one study on one machine (tuner.workers) start their round-robin apart
+        return GpuPlacer(visible_gpus(), settings.gpus_per_trial, start=settings.worker * settings.n_jobs)
+
+    def _place(self, trial: optuna.Trial, configs: list[dict]) -> Placement | None:
+        """This trial's GPUs, beside this driver's running trials; ``cuda:N`` becomes ``cuda`` (the
+        trial sees its own GPUs only)."""
+        if self.placer is None:
+            return None
+        runner = getattr(self, "runner", None)
+        running = [Placement(p.spec.gpus, p.spec.gpu_fraction) for _, p in runner.supervisor.running.values()
+                   if p.spec.gpus is not None] if runner is not None else []
+        placement = self.placer.place(running)
+        for c in configs:
+            if str(c["backend"].get("device", "auto")).startswith("cuda"):
+                c["backend"] = dict(c["backend"], device="cuda")
+        trial.set_user_attr("gpus", placement.visible)
+        return placement
 
     def _identity(self, cfg: DictConfig, settings: TunerSettings) -> StudyIdentity:
         """What defines this study (:mod:`tuner.study.identity`), its dir checked before anything is made.
@@ -189,12 +217,15 @@ class Driver:
         tuning = self.s.seeds.tuning
         configs = [dict(plain, seed=int(x)) for x in tuning] if tuning else seed_configs(plain, self.s.n_seeds)
         trial.set_user_attr("tuning_seeds", [c["seed"] for c in configs])  # held-out seeds must avoid them
+        placement = self._place(trial, configs)
         return TrialSpec(trial=trial.number, backend=plain["backend"]["name"], run_dir=run_dir,
                          configs=configs, report_every=self.s.report_every,
                          aggregation=self.s.aggregation, memory_mb=self.s.trial_memory_mb,
                          instances=self.s.pruner == "wilcoxon",
                          log_path=os.path.join(run_dir, "trial.log"),
-                         wandb=trial_meta(self.s.study_name, trial.number, trial.params))
+                         wandb=trial_meta(self.s.study_name, trial.number, trial.params),
+                         gpus=placement.visible if placement else None,
+                         gpu_fraction=placement.fraction if placement else None)
 
 
 def check_search_space(study: optuna.Study, space: list, name_key: str) -> None:

@@ -15,11 +15,13 @@ from ..config.search import Param
 from .identity import RESUME_MODES
 from .protocol import SeedSettings, check_seeds
 from .reevaluate import ReevalSettings, check_reeval
+from .gpus import check_gpus_per_trial
 from .storage import check_storage
 
 __all__ = ["TunerSettings", "tuner_settings", "make_sampler", "make_pruner"]
 
 SAMPLERS = ("tpe", "random", "cmaes", "gp", "grid", "qmc")
+LAUNCHERS = ("local", "submitit_local", "submitit_slurm", "ray")
 PRUNERS = ("median", "percentile", "successive_halving", "hyperband", "threshold", "wilcoxon", "none")
 
 
@@ -64,6 +66,16 @@ class TunerSettings:
     # an existing study whose definition (agent, env, backend, budget, objective, search space: see
     # tuner/study/identity.py) differs from the command's: auto refuses it, force continues it with the new one
     resume: str = "auto"
+    # GPUs each trial gets (a fraction shares one GPU: 0.25 puts four trials on it); null: no placement
+    gpus_per_trial: Optional[float] = None
+    # study drivers this command runs (itself + workers - 1 more, on one storage: tuner/study/workers.py)
+    workers: int = 1
+    worker_launcher: str = "local"
+    # the launcher's own settings: submitit's executor parameters (slurm_partition, timeout_min, ...),
+    # Ray's address / num_cpus / num_gpus per worker
+    worker_resources: dict[str, Any] = field(default_factory=dict)
+    # set by the command on the drivers it starts (1, 2, ...): they run trials only; 0: the command itself
+    worker: int = 0
 
 
 def tuner_settings(node: Any) -> TunerSettings:
@@ -89,6 +101,15 @@ def tuner_settings(node: Any) -> TunerSettings:
         (s.resume in RESUME_MODES, f"tuner.resume: {s.resume!r} must be {' or '.join(RESUME_MODES)}"),
         (s.n_trials > 0, f"tuner.n_trials: must be > 0, got {s.n_trials}"),
         (s.n_jobs > 0, f"tuner.n_jobs: must be > 0, got {s.n_jobs}"),
+        (check_gpus_per_trial(s.gpus_per_trial) is None, str(check_gpus_per_trial(s.gpus_per_trial))),
+        # RLIMIT_AS counts virtual memory, and CUDA reserves far more address space than any cap would allow
+        (s.gpus_per_trial is None or s.trial_memory_mb is None,
+         "tuner.trial_memory_mb: caps a trial's address space, which CUDA's own reservation exceeds; leave it "
+         "unset with tuner.gpus_per_trial (a fraction caps GPU memory instead)"),
+        (s.workers > 0, f"tuner.workers: must be > 0, got {s.workers}"),
+        (s.worker >= 0, f"tuner.worker: must be >= 0, got {s.worker}"),
+        (s.worker_launcher in LAUNCHERS,
+         f"tuner.worker_launcher: {s.worker_launcher!r} is not one of {', '.join(LAUNCHERS)}"),
         (0 < s.n_seeds <= 1000, f"tuner.n_seeds: must be from 1 to 1000, got {s.n_seeds}"),
         (s.report_every > 0, f"tuner.report_every: must be > 0, got {s.report_every}"),
         (s.max_total_trials is None or s.max_total_trials > 0, "tuner.max_total_trials: must be > 0"),
