@@ -124,6 +124,12 @@ class Backend(ABC):
         """The framework's name of ``device`` (``auto``/``None``: a GPU when one is present, else
         the CPU); raises :class:`DeviceError` with one line when it does not exist here."""
 
+    def cap_device_memory(self, fraction: float) -> bool:
+        """Let this process use at most ``fraction`` of each visible GPU's memory (several trials
+        share one GPU); ``False`` where the framework has no such cap (TensorFlow: it allocates on
+        demand instead) or no GPU is visible."""
+        return False
+
     # -- randomness --------------------------------------------------------------------------
     @abstractmethod
     def seed(self, seed: int) -> None:

@@ -191,6 +191,13 @@ class TorchBackend(Backend):
     def seed(self, seed: int) -> None:
         torch.manual_seed(seed)
 
+    def cap_device_memory(self, fraction: float) -> bool:
+        if not torch.cuda.is_available():
+            return False
+        for index in range(torch.cuda.device_count()):
+            torch.cuda.set_per_process_memory_fraction(float(fraction), index)
+        return True
+
     def rng_state(self) -> np.ndarray | None:
         return torch.get_rng_state().numpy().copy()  # the CPU generator (a CUDA device's is not kept)
 

@@ -140,13 +140,8 @@ def _cap_gpu_memory(spec: TrialSpec) -> None:
     memory (``tuner.gpus_per_trial`` below 1: several trials share one GPU)."""
     share = f", memory fraction {spec.gpu_fraction:g}" if spec.gpu_fraction is not None else ""
     print(f"trial {spec.trial}: CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')}{share}", flush=True)
-    if spec.gpu_fraction is None or spec.backend != "torch":
-        return
-    import torch
-
-    if torch.cuda.is_available():
-        for index in range(torch.cuda.device_count()):
-            torch.cuda.set_per_process_memory_fraction(float(spec.gpu_fraction), index)
+    if spec.gpu_fraction is not None:  # torch caps it; TensorFlow allocates on demand instead
+        get_backend(spec.backend).cap_device_memory(float(spec.gpu_fraction))
 
 
 def default_threads(n: int | None) -> None:
