@@ -119,9 +119,14 @@ def eval_model(args: dict[str, str]) -> dict[str, Any]:
 def _check_out(out: str) -> None:
     """``out`` can be written: not a directory, in an existing writable directory, a name the file
     system takes."""
-    folder, name = os.path.split(os.path.abspath(out))
     if os.path.isdir(out):
         raise _Bad(f"out: {out} is a directory; give a file name ending in .gif or .mp4")
+    _check_writable_place(out)
+
+
+def _check_writable_place(out: str) -> None:
+    """``out``'s directory exists and is writable, and its name is one the file system takes."""
+    folder, name = os.path.split(os.path.abspath(out))
     if not os.path.isdir(folder):
         raise _Bad(f"out: no such directory {folder}")
     if not os.access(folder, os.W_OK):
@@ -216,15 +221,9 @@ def export_model(args: dict[str, str]) -> str:
 
 def _check_export_out(out: str, fmt: str | None) -> None:
     """``out`` is a name that can be written: in an existing writable directory, short enough."""
-    folder, name = os.path.split(os.path.abspath(out))
-    if not name:
+    if not os.path.basename(os.path.abspath(out)):
         raise _Bad(f"out: {out!r} names no file")
-    if not os.path.isdir(folder):
-        raise _Bad(f"out: no such directory {folder}")
-    if not os.access(folder, os.W_OK):
-        raise _Bad(f"out: directory {folder} is not writable")
-    if name_too_long(out, folder):
-        raise _Bad(f"out: file name {name[:40]}... is longer than the file system allows")
+    _check_writable_place(out)
     if fmt is None:
         return
     suffixes = _EXPORT_SUFFIXES[fmt]

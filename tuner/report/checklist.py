@@ -14,13 +14,9 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
-from ..study.outputs import study_answer
+from ..study.outputs import format_cell, study_answer
 
 __all__ = ["checklist"]
-
-
-def _fmt(v: Any) -> str:
-    return "-" if v is None else f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
 def _seeds(values: list[int]) -> str:
@@ -83,17 +79,17 @@ def checklist(study: optuna.Study) -> list[str]:
              f"{per_trial} seed(s) = up to {len(finished) * per_trial} training runs; {steps} env steps in trials",
              f"- seeds: tuning {_seeds(tuning)}; held-out (choosing among the top configs) {_seeds(heldout)}; "
              f"test (scoring only) {_seeds(test.get('seeds') or [])}",
-             f"- time: {_fmt(wall)} s wall for the trials, {_fmt(cpu)} s CPU in trial processes"
-             + (f"; test stage {_fmt(test.get('wall_time_s'))} s wall" if test else "")]
+             f"- time: {format_cell(wall)} s wall for the trials, {format_cell(cpu)} s CPU in trial processes"
+             + (f"; test stage {format_cell(test.get('wall_time_s'))} s wall" if test else "")]
     if answer is not None:
         how = "held-out winner" if answer["source"] == "heldout" else "best tuning score"
         gap = answer["tuning_value"] - answer["test_mean"] if answer.get("test_mean") is not None \
             and answer.get("tuning_value") is not None else None
-        lines += [f"- answer: trial {answer['trial']} ({how}): tuning score {_fmt(answer['tuning_value'])}, "
-                  f"held-out mean {_fmt(answer.get('heldout_mean'))}, test mean {_fmt(answer.get('test_mean'))}, "
-                  f"gap (tuning - test) {_fmt(gap)}",
-                  f"- starting config (trial {_fmt(answer.get('start_trial'))}): test mean "
-                  f"{_fmt(answer.get('start_test_mean'))}" + (f"; {answer['verdict']}" if answer.get("verdict") else "")]
+        lines += [f"- answer: trial {answer['trial']} ({how}): tuning score {format_cell(answer['tuning_value'])}, "
+                  f"held-out mean {format_cell(answer.get('heldout_mean'))}, test mean {format_cell(answer.get('test_mean'))}, "
+                  f"gap (tuning - test) {format_cell(gap)}",
+                  f"- starting config (trial {format_cell(answer.get('start_trial'))}): test mean "
+                  f"{format_cell(answer.get('start_test_mean'))}" + (f"; {answer['verdict']}" if answer.get("verdict") else "")]
     space = _space(study)
     if space:
         lines += ["", "Search space:", "", "| parameter | distribution |", "| --- | --- |", *space]

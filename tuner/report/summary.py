@@ -31,6 +31,7 @@ from typing import Any
 
 from ..common.redact import redact_text, scrub
 from ..config.untrusted import UntrustedFileError, read_json, read_yaml
+from ..study.outputs import format_cell
 
 __all__ = ["Sample", "Group", "SummaryError", "collect", "summarize", "common_part", "t_interval", "format_table",
            "write_summary", "METRICS"]
@@ -251,22 +252,14 @@ def _row(g: Group) -> dict[str, Any]:
             "max": max(g.values), "seeds": " ".join(str(s) for s in g.seeds if s is not None), "overrides": g.name}
 
 
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
-
-
 def format_table(groups: list[Group], metric: str) -> str:
     """A plain-text table (what ``note-tune summary`` prints)."""
     head = ["config", "n", "mean", "std", "95% CI", "min", "max"]
     rows = []
     for g in groups:
         r = _row(g)
-        ci = f"[{_fmt(r['ci95_low'])}, {_fmt(r['ci95_high'])}]" if g.ci95 else "-"
-        rows.append([r["config"], str(g.n), _fmt(r["mean"]), _fmt(r["std"]), ci, _fmt(r["min"]), _fmt(r["max"])])
+        ci = f"[{format_cell(r['ci95_low'])}, {format_cell(r['ci95_high'])}]" if g.ci95 else "-"
+        rows.append([r["config"], str(g.n), format_cell(r["mean"]), format_cell(r["std"]), ci, format_cell(r["min"]), format_cell(r["max"])])
     widths = [max(len(head[i]), *(len(r[i]) for r in rows)) for i in range(len(head))]
     line = lambda cells: "  ".join(c.ljust(w) if i == 0 else c.rjust(w)  # noqa: E731
                                    for i, (c, w) in enumerate(zip(cells, widths)))
@@ -306,10 +299,10 @@ def _markdown(groups: list[Group], samples: list[Sample], warnings: list[str], m
               "| --- | ---: | ---: | ---: | --- | ---: | ---: | --- |"]
     for g in groups:
         r = _row(g)
-        ci = f"[{_fmt(r['ci95_low'])}, {_fmt(r['ci95_high'])}]" if g.ci95 else "-"
+        ci = f"[{format_cell(r['ci95_low'])}, {format_cell(r['ci95_high'])}]" if g.ci95 else "-"
         cell = r["config"].replace("|", "\\|")
-        lines.append(f"| `{cell}` | {g.n} | {_fmt(r['mean'])} | {_fmt(r['std'])} | {ci} | {_fmt(r['min'])} | "
-                     f"{_fmt(r['max'])} | {r['seeds']} |")
+        lines.append(f"| `{cell}` | {g.n} | {format_cell(r['mean'])} | {format_cell(r['std'])} | {ci} | {format_cell(r['min'])} | "
+                     f"{format_cell(r['max'])} | {r['seeds']} |")
     lines += ["", "## Samples", ""] + [f"- `{s.path}`: {s.value:.6g}" + (f" (seed {s.seed})" if s.seed is not None
                                                                            else "") for s in samples]
     if warnings:

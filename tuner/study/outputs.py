@@ -12,7 +12,7 @@ from optuna.trial import TrialState
 from ..common.redact import redact_text, scrub
 from ..logs.results import write_json
 
-__all__ = ["study_summary", "write_outputs", "summary_table", "rerun_command", "study_answer"]
+__all__ = ["study_summary", "write_outputs", "summary_table", "rerun_command", "study_answer", "format_cell"]
 
 
 def rerun_command(study_dir: str, config_name: str = "best_config") -> str:
@@ -40,8 +40,8 @@ def study_answer(study: optuna.Study) -> dict[str, Any] | None:
     if best is None:
         return None
     winner = study.user_attrs.get("heldout_winner")
-    trial, source = (study.trials[winner], "heldout") if isinstance(winner, int) and winner < len(study.trials) \
-        else (best, "tuning")
+    trials = study.get_trials(deepcopy=False)
+    trial, source = (trials[winner], "heldout") if isinstance(winner, int) and winner < len(trials) else (best, "tuning")
     held = study.user_attrs.get(f"heldout:{trial.number:04d}") or {}
     test = study.user_attrs.get("test") or {}
     tested = test.get("answer_trial") == trial.number
@@ -163,15 +163,16 @@ def summary_table(study: optuna.Study, limit: int = 30) -> str:
     table = [header]
     for t in rows:
         secs = t.duration.total_seconds() if t.duration else None
-        table.append([str(t.number), t.state.name, _fmt(t.value), _fmt(secs)]
-                     + [_fmt(t.params.get(n)) for n in names])
+        table.append([str(t.number), t.state.name, format_cell(t.value), format_cell(secs)]
+                     + [format_cell(t.params.get(n)) for n in names])
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in table]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
 
-def _fmt(v: Any) -> str:
+def format_cell(v: Any) -> str:
+    """A table cell: ``-`` for nothing, a float to 4 significant digits, anything else as text."""
     if v is None:
         return "-"
     if isinstance(v, float):

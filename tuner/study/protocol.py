@@ -33,6 +33,7 @@ from .reevaluate import (
     _config,
     _Entry,
     _Runner,
+    pick_seeds,
     start_trial,
     tuning_seeds,
 )
@@ -93,20 +94,8 @@ def check_seeds(s: SeedSettings, n_seeds: int) -> None:
 def pick_test_seeds(setting: Any, used: set[int]) -> list[int]:
     """``setting`` seeds from :data:`TEST_SEED_BASE` on, skipping every seed ``used`` for tuning or
     choosing; or the given list, which must not contain one."""
-    listed = _listed(setting)
-    if listed is None:
-        seeds, s = [], TEST_SEED_BASE
-        while len(seeds) < int(setting):
-            if s not in used:
-                seeds.append(s)
-            s += 1
-        return seeds
-    seeds = [int(s) for s in listed]
-    clash = sorted(set(seeds) & used)
-    if clash:
-        raise ConfigError(f"tuner.seeds.test: seed {clash[0]} was used to tune or choose the answer; "
-                          f"test seeds must differ")
-    return seeds
+    return pick_seeds(setting, used, TEST_SEED_BASE, "tuner.seeds.test: seed {seed} was used to tune or choose "
+                                                     "the answer; test seeds must differ")
 
 
 def incumbent(study: optuna.Study, heldout: dict[str, Any] | None) -> tuple[FrozenTrial, str] | None:

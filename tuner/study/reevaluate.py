@@ -152,9 +152,16 @@ def tuning_seeds(study: optuna.Study, trust: Trust = Trust()) -> set[int]:
 def heldout_seeds(setting: Any, used: set[int]) -> list[int]:
     """``setting`` seeds from :data:`HELDOUT_SEED_BASE` on, skipping ``used``; or the given list,
     which must not contain a tuning seed."""
-    if isinstance(setting, int):
-        seeds, s = [], HELDOUT_SEED_BASE
-        while len(seeds) < setting:
+    return pick_seeds(setting, used, HELDOUT_SEED_BASE,
+                      "tuner.reevaluate.seeds: seed {seed} was a tuning seed; held-out seeds must differ")
+
+
+def pick_seeds(setting: Any, used: set[int], base: int, refused: str) -> list[int]:
+    """A count ``setting``: that many seeds from ``base`` on, skipping ``used``; a list: those seeds,
+    refused with ``refused.format(seed=...)`` when one of them was ``used``."""
+    if not (isinstance(setting, (list, tuple)) or OmegaConf.is_list(setting)):
+        seeds, s = [], base
+        while len(seeds) < int(setting):
             if s not in used:
                 seeds.append(s)
             s += 1
@@ -162,7 +169,7 @@ def heldout_seeds(setting: Any, used: set[int]) -> list[int]:
     seeds = [int(s) for s in setting]
     clash = sorted(set(seeds) & used)
     if clash:
-        raise ConfigError(f"tuner.reevaluate.seeds: seed {clash[0]} was a tuning seed; held-out seeds must differ")
+        raise ConfigError(refused.format(seed=clash[0]))
     return seeds
 
 
