@@ -30,7 +30,7 @@ class RL_pytorch(RLBase):
         window_size_: int | None = None,
         window_size_ppo: int | None = None,
         window_size_pr: int | None = None,
-        jit_compile: bool = False,
+        jit_compile: bool | str = False,
         random: bool = False,
         save_data: bool = True,
         callbacks: list[Any] | None = None,
@@ -47,7 +47,8 @@ class RL_pytorch(RLBase):
 
         :param optimizer: a ``torch.optim`` optimizer, or a list (one per group of ``self.param``)
         :param episodes: number of episodes (``None``: until ``criterion``/``steps``/stop)
-        :param jit_compile: wrap the loss in ``torch.compile`` (off by default)
+        :param jit_compile: wrap the loss in ``torch.compile`` (off by default); a mode name
+            (``"reduce-overhead"``: CUDA graphs, as LeanRL) picks torch.compile's mode
         See :class:`note_rl.core.settings.TrainSettings` for the other options.
         """
         settings = TrainSettings(

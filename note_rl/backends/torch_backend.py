@@ -257,7 +257,7 @@ class TorchBackend(Backend):
         if jit:
             from .torch_compile import CompiledStep
 
-            return CompiledStep(build, loss_fn)
+            return CompiledStep(build, loss_fn, mode=jit if isinstance(jit, str) else None)
         return build(loss_fn)
 
     def _make_step(self, compute: Callable[..., Any], groups: Sequence[BoundGroup], recorder: Any,

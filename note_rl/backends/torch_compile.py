@@ -14,7 +14,10 @@ import torch
 
 from .base import StepFn, StepResult
 
-__all__ = ["CompiledStep", "is_compile_error"]
+__all__ = ["CompiledStep", "is_compile_error", "MODES"]
+
+#: ``torch.compile`` modes ``jit_compile`` may name instead of ``True``
+MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
 def is_compile_error(exc: BaseException) -> bool:
@@ -28,10 +31,15 @@ class CompiledStep:
 
     :param build: makes a step function from a loss function (the backend's eager step builder)
     :param loss_fn: the loss term
+    :param mode: ``torch.compile``'s mode (``jit_compile="reduce-overhead"``: CUDA graphs on a GPU, as
+        LeanRL; ``None``: its default)
     """
 
-    def __init__(self, build: Callable[[Callable[..., Any]], StepFn], loss_fn: Callable[..., Any]) -> None:
-        self.compiled = build(torch.compile(loss_fn))
+    def __init__(self, build: Callable[[Callable[..., Any]], StepFn], loss_fn: Callable[..., Any],
+                 mode: str | None = None) -> None:
+        if mode is not None and mode not in MODES:
+            raise ValueError(f"jit_compile={mode!r}: use True, False or one of {', '.join(MODES)}")
+        self.compiled = build(torch.compile(loss_fn, mode=mode))
         self.eager = build(loss_fn)
         self.step: StepFn | None = None
         #: seconds the first (compiling) step took; 0.0 after a fallback, ``None`` before the first step

@@ -23,7 +23,8 @@ class TrainSettings:
     :param clearing_freq: every this many inserts drop ``window_size_`` items
     :param window_size_: see ``clearing_freq``
     :param window_size_ppo, window_size_pr: items dropped after each ``update_param()`` with PR
-    :param jit_compile: ``tf.function(jit_compile=True)`` (Keras) / ``torch.compile`` (PyTorch)
+    :param jit_compile: ``tf.function(jit_compile=True)`` (Keras) / ``torch.compile`` (PyTorch; a string
+        names torch.compile's mode, e.g. ``"reduce-overhead"`` for CUDA graphs)
     :param random: pool mode: place each worker's data in a segment drawn by inverse length
     :param save_data: include the replay buffer in full checkpoints
     :param callbacks: extra callbacks for this call (added to ``agent.callbacks``)
@@ -50,7 +51,7 @@ class TrainSettings:
     window_size_: int | None = None
     window_size_ppo: int | None = None
     window_size_pr: int | None = None
-    jit_compile: bool = True
+    jit_compile: bool | str = True
     random: bool = False
     save_data: bool = True
     callbacks: list[Any] | None = None

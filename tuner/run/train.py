@@ -163,6 +163,7 @@ def _train(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | None, 
         "seed": cfg["seed"],
         "pid": os.getpid(),  # the process that trained (each trial / multirun job has its own)
         "threads": agent.backend.framework_threads(),
+        "device": str(getattr(agent, "device", "") or "") or None,  # where the weights lived (backend.device resolved)
         "compile_s": getattr(agent, "compile_time", None),  # jit_compile on torch: the first step's compile
         # strategy=ddp: replicas that trained together (each ran the budget; counts above are rank 0's)
         "replicas": _replicas(cfg, strategy),
