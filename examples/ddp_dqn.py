@@ -27,7 +27,11 @@ from note_rl.policy import EpsGreedyQPolicy
 
 def train(rank: int = 0, episodes: int = 400, path: str = "ddp_dqn.npz") -> dict:
     torch.set_num_threads(1)  # one thread per replica: the replicas share the cores
-    model = DQN(4, 128, 2, env="CartPole-v1", seed=0)
+    # on a GPU machine, replica r on GPU r (mod the GPU count; with fewer GPUs than replicas they share
+    # one, and distributed_training talks over gloo, since NCCL wants one GPU per replica)
+    local = int(os.environ.get("LOCAL_RANK", rank))
+    device = f"cuda:{local % torch.cuda.device_count()}" if torch.cuda.is_available() else "cpu"
+    model = DQN(4, 128, 2, env="CartPole-v1", seed=0, device=device)
     model.set(policy=EpsGreedyQPolicy(0.01), pool_size=10000, batch=64, update_steps=10,
               trial_count=10, criterion=200)
     model.path = path

@@ -78,7 +78,8 @@ class RL_pytorch(RLBase):
         :param episodes: this replica's episode budget (``num_episodes``: the seeds' name for it)
         :param global_batch_size: the global batch (sets ``batch``); must be a multiple of N
         :param backend: ``gloo`` or ``nccl`` when this call starts the process group from torchrun's
-            environment; default NCCL for an agent on a GPU, else gloo
+            environment; default NCCL for an agent on a GPU when there is a GPU per replica (NCCL
+            refuses two replicas on one GPU), else gloo (which also carries CUDA tensors)
         :param options: any other ``train()`` option (``steps``, ``p``, ``callbacks``, ...); a
             ``strategy=`` (the Keras agent's ``tf.distribute`` strategy) is refused in one line
         """
@@ -95,9 +96,8 @@ class RL_pytorch(RLBase):
             raise ValueError(f"distributed_training(episodes={episodes}, num_episodes={num_episodes}): "
                              "two names for the episode budget; give one")
         episodes = episodes if episodes is not None else num_episodes
-        if backend is None:  # NCCL for an agent on a GPU, gloo otherwise
-            variables = self._variables()
-            backend = "nccl" if variables and variables[0].device.type == "cuda" else "gloo"
+        if backend is None:
+            backend = torch_ddp.default_backend(self._variables())
         torch_ddp.join_process_group(backend)
         import torch.distributed as dist
 

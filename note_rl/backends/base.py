@@ -278,8 +278,10 @@ class Backend(ABC):
         """Lower-case class name, e.g. ``adam``."""
 
     @abstractmethod
-    def make_variable(self, value: float) -> Any:
-        """A scalar variable the loss may read and the loop may assign (e.g. a clip range)."""
+    def make_variable(self, value: float, device: str | None = None) -> Any:
+        """A scalar variable the loss may read and the loop may assign (e.g. a clip range), on
+        ``device`` where the framework places it by hand (torch: an op such as ``clamp`` wants its
+        bounds on its input's device; ``None``: the CPU)."""
 
     @abstractmethod
     def assign(self, variable: Any, value: float) -> None:

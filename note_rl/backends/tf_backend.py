@@ -413,7 +413,7 @@ class TFBackend(Backend):
     def optimizer_name(self, optimizer: Any) -> str:
         return type(optimizer).__name__.lower()
 
-    def make_variable(self, value: float) -> Any:
+    def make_variable(self, value: float, device: str | None = None) -> Any:  # placed by tf.device scopes
         return tf.Variable(float(value), trainable=False, dtype=tf.float32)
 
     def assign(self, variable: Any, value: float) -> None:

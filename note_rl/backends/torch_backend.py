@@ -413,8 +413,8 @@ class TorchBackend(Backend):
     def optimizer_name(self, optimizer: Any) -> str:
         return type(optimizer).__name__.lower()
 
-    def make_variable(self, value: float) -> Any:
-        return torch.tensor(float(value), dtype=torch.float32)
+    def make_variable(self, value: float, device: str | None = None) -> Any:
+        return torch.tensor(float(value), dtype=torch.float32, device=device)
 
     def assign(self, variable: Any, value: float) -> None:
         variable.fill_(float(value))

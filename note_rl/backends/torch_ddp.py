@@ -50,6 +50,17 @@ def active() -> "ReplicaGroup | None":
 _RECENT_WORK: "collections.deque[Any]" = collections.deque(maxlen=8)
 
 
+def default_backend(variables: Sequence[torch.Tensor], env: dict[str, str] | None = None) -> str:
+    """``nccl`` for variables on a GPU when each of the ``WORLD_SIZE`` replicas can have its own GPU,
+    else ``gloo``: NCCL refuses two ranks on one GPU ("invalid usage", seen on a one-GPU H200 with
+    two replicas), and gloo carries CUDA tensors too."""
+    env = os.environ if env is None else env
+    if not variables or variables[0].device.type != "cuda":
+        return "gloo"
+    world = int(env.get("WORLD_SIZE", "1") or 1)
+    return "nccl" if world <= torch.cuda.device_count() else "gloo"
+
+
 def join_process_group(backend: str | None = None, timeout_s: float = 1800.0) -> None:
     """Join the default process group if this process is not in one yet, from the environment that
     ``torchrun`` (or :func:`note_rl.distributed.launch`) sets: ``RANK``, ``WORLD_SIZE``,

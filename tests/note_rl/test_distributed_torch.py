@@ -171,3 +171,12 @@ def test_torchrun_runs_the_example(tmp_path) -> None:
     sums = {m.group(1): m.group(2) for m in re.finditer(r"rank (\d): 12 episodes, .*?weights sum (-?\d+\.\d{6})", out.stdout)}
     assert set(sums) == {"0", "1"} and sums["0"] == sums["1"], out.stdout
     assert os.listdir(tmp_path) == ["model.npz"]
+
+
+def test_default_backend_is_gloo_off_the_gpu() -> None:
+    import torch
+
+    from note_rl.backends.torch_ddp import default_backend
+
+    assert default_backend([torch.zeros(1)], {"WORLD_SIZE": "2"}) == "gloo"
+    assert default_backend([], {}) == "gloo"

@@ -99,3 +99,12 @@ def test_result_records_the_device(tmp_path) -> None:
     result = next(tmp_path.glob("outputs/*/*/result.json"))
     assert json.loads(result.read_text())["device"] == "cuda", out.stdout
     assert os.path.exists(result.parent / "model.npz")
+
+
+def test_nccl_only_with_a_gpu_per_replica() -> None:
+    from note_rl.backends.torch_ddp import default_backend
+
+    on_gpu = [torch.zeros(1, device="cuda")]
+    assert default_backend(on_gpu, {"WORLD_SIZE": "1"}) == "nccl"
+    many = str(torch.cuda.device_count() + 1)
+    assert default_backend(on_gpu, {"WORLD_SIZE": many}) == "gloo"  # NCCL refuses two ranks on one GPU

@@ -101,7 +101,7 @@ class PPOMixin(SeededInit):
                                         activation, ortho_init, log_std_init)
         self._build_networks(actor, critic, activation)
         self.gamma = self.backend.make_variable(gamma)
-        self.clip = self.backend.make_variable(clip)
+        self.clip = self.backend.make_variable(clip, self.device)  # torch.clamp's bounds: on the loss's device
         if seed is not None:
             self.set(seed=seed)
 
