@@ -1,0 +1,191 @@
+"""The AutoRL protocol as a benchmark: tuning methods at equal budget on one task, every answer scored
+on test seeds nothing was tuned on, beside the rl-zoo3 preset and ARLBench's published numbers.
+
+    python bench/bench_autorl.py acrobot_dqn [--methods random,tpe,wilcoxon,pbt] [--repeats 1]
+        [--trials 6] [--seeds 2] [--steps 30000] [--test-seeds 3] [--jobs 2] [--out bench_autorl]
+
+Methods (each a fresh study in ``<out>/<task>/<method>-r<repeat>``; ``--repeats`` runs each again with
+another sampler seed):
+
+- ``random``, ``tpe``: ``tuner=optuna`` with that sampler and the median pruner; ``--trials`` trials of
+  ``--seeds`` seeds each (the objective is their mean), so a study's budget is trials x seeds full runs;
+- ``wilcoxon``: TPE with ``pruner=wilcoxon`` (a trial's seeds are its instances; one losing to the best
+  trial on the seeds run so far stops early), the same trials and seeds, so it uses at most that budget;
+- ``pbt``: ``tuner=pbt`` with ``population = trials x seeds`` members (the same env steps in all),
+  ``--generations`` segments each.
+
+Every Optuna study runs the protocol (``tuner.seeds.test``): its answer (the held-out winner of the
+top 2) and its starting config (trial 0: the rl-zoo3 preset, which conf/hyperparams holds for each task
+here) are retrained on the test seeds and scored by 20 deterministic episodes; the starting config's
+score is the preset's row.  PBT's answer is its schedule (``pbt_schedule.yaml``), replayed from scratch
+on each test seed (``replay_config.yaml``) and scored by the last segment's evaluation.  The table is
+printed and written to ``<out>/<task>/results.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TEST_SEEDS = [20000, 20001, 20002, 20003, 20004]
+
+# task -> (agent, env preset, full budget in env steps (ARLBench's = the preset's), solved at,
+#          ARLBench's tuning-seed incumbents (RS, SMAC, PBT) and rl-zoo3's one SB3 run, as published)
+TASKS = {
+    "lunar_lander_ppo": ("ppo", "lunar_lander", 1_000_000, 200.0,
+                         {"RS": "199.3 ± 8.0", "SMAC": "222.8 ± 7.4", "PBT": "199.6 ± 22.2", "zoo": "242.1 ± 31.8"}),
+    "acrobot_dqn": ("dqn", "acrobot", 100_000, -100.0,
+                    {"RS": "−77.7 ± 1.2", "SMAC": "−74.6 ± 4.3", "PBT": "−80.4 ± 2.7", "zoo": "−76.6 ± 11.8"}),
+    "pendulum_sac": ("sac", "pendulum", 20_000, -200.0,
+                     {"RS": "−286 ± 131", "SMAC": "−292 ± 194", "PBT": "−1150 ± 67", "zoo": "−157.0 ± 88.7"}),
+    "mountain_car_continuous_sac": ("sac", "mountain_car_continuous", 50_000, 90.0,
+                                    {"RS": "18.8 ± 28.3", "SMAC": "−0.0", "PBT": "−0.0", "zoo": "94.7 ± 1.1"}),
+}
+OPTUNA = {"random": ["tuner.sampler=random", "tuner.pruner=median"],
+          "tpe": ["tuner.sampler=tpe", "tuner.pruner=median"],
+          "wilcoxon": ["tuner.sampler=tpe", "tuner.pruner=wilcoxon"]}
+
+
+def note_tune(args: list[str], log: str) -> int:
+    """``python -m tuner <args>`` with its output in ``log``; the exit code."""
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""), WANDB_MODE="offline")
+    with open(log, "a") as f:
+        f.write(f"$ note-tune {' '.join(args)}\n")
+        f.flush()
+        return subprocess.run([sys.executable, "-m", "tuner", *args], stdout=f, stderr=subprocess.STDOUT,
+                              env=env, cwd=REPO).returncode
+
+
+def common(agent: str, env: str, a: argparse.Namespace) -> list[str]:
+    return [f"agent={agent}", f"env={env}", f"budget.steps={a.steps}", "logger=none", f"tuner.n_jobs={a.jobs}"]
+
+
+def run_optuna(method: str, task: str, repeat: int, a: argparse.Namespace, where: str) -> dict:
+    agent, env = TASKS[task][:2]
+    test = TEST_SEEDS[:a.test_seeds]
+    args = ["tuner=optuna", *common(agent, env, a), *OPTUNA[method], f"tuner.study_name={task}-{method}-r{repeat}",
+            f"tuner.study_dir={where}", f"tuner.n_trials={a.trials}", f"tuner.n_seeds={a.seeds}",
+            f"tuner.sampler_seed={repeat}", f"tuner.seeds.test=[{','.join(map(str, test))}]",
+            "tuner.reevaluate.top_k=2", "tuner.reevaluate.seeds=2"]
+    started = time.monotonic()
+    code = note_tune(args, os.path.join(where + ".log"))
+    wall = time.monotonic() - started
+    try:
+        with open(os.path.join(where, "study.json")) as f:
+            study = json.load(f)
+    except OSError:
+        return {"method": method, "repeat": repeat, "error": f"exit {code}, no study.json", "wall_s": wall}
+    t = study.get("test") or {}
+    answer, start = t.get("answer") or {}, t.get("start") or {}
+    trials = study.get("n_trials") or study.get("trials")
+    return {"method": method, "repeat": repeat, "wall_s": wall, "exit": code, "test_seeds": t.get("seeds"),
+            "answer_trial": answer.get("trial"), "answer_tuning": answer.get("tuning_value"),
+            "answer_test_mean": answer.get("mean"), "answer_test_scores": answer.get("scores"),
+            "start_test_mean": (start or {}).get("mean") if start else (answer.get("mean") if t.get("start_is_answer") else None),
+            "start_test_scores": (start or {}).get("scores"), "verdict": t.get("verdict"), "trials": trials,
+            "seed_runs": _seed_runs(where)}
+
+
+def _seed_runs(study_dir: str) -> int | None:
+    """Tuning runs the study trained (trials x the seeds each ran before it ended or was pruned)."""
+    path = os.path.join(study_dir, "trials")
+    if not os.path.isdir(path):
+        return None
+    seeds = sum(1 for root, _, files in os.walk(path) if "result.json" in files and os.path.basename(root).startswith("seed_"))
+    return seeds or sum(1 for root, _, files in os.walk(path) if "result.json" in files)
+
+
+def run_pbt(task: str, repeat: int, a: argparse.Namespace, where: str) -> dict:
+    agent, env = TASKS[task][:2]
+    population = a.trials * a.seeds
+    args = ["tuner=pbt", *common(agent, env, a), f"tuner.study_name={task}-pbt-r{repeat}", f"tuner.study_dir={where}",
+            f"tuner.population={population}", f"tuner.generations={a.generations}",
+            f"tuner.interval={a.steps // a.generations}", f"tuner.seed={repeat}"]
+    started = time.monotonic()
+    code = note_tune(args, where + ".log")
+    replay = os.path.join(where, "replay_config.yaml")
+    if not os.path.exists(replay):
+        return {"method": "pbt", "repeat": repeat, "error": f"exit {code}, no replay_config.yaml",
+                "wall_s": time.monotonic() - started}
+    scores = {}
+    for seed in TEST_SEEDS[:a.test_seeds]:
+        replay_dir = os.path.join(where, f"replay-{seed}")
+        note_tune(["--config-path", where, "--config-name", "replay_config", f"seed={seed}",
+                   f"tuner.study_name={task}-pbt-r{repeat}-replay-{seed}", f"tuner.study_dir={replay_dir}"],
+                  where + ".log")
+        try:
+            with open(os.path.join(replay_dir, "pbt.json")) as f:
+                scores[str(seed)] = float(json.load(f)["scores_last_generation"][0])  # the replay's one member
+        except (OSError, KeyError, IndexError, TypeError, ValueError):
+            scores[str(seed)] = None
+    with open(os.path.join(where, "pbt.json")) as f:
+        pbt = json.load(f)
+    got = [v for v in scores.values() if v is not None]
+    return {"method": "pbt", "repeat": repeat, "wall_s": time.monotonic() - started, "exit": code,
+            "answer_tuning": pbt.get("winner_score"),
+            "answer_test_mean": statistics.fmean(got) if got else None, "answer_test_scores": scores,
+            "seed_runs": population}
+
+
+def table(task: str, rows: list[dict], a: argparse.Namespace) -> str:
+    def f(v):
+        return "-" if v is None else f"{v:.1f}"
+
+    arl = TASKS[task][4]
+    starts = [r["start_test_mean"] for r in rows if r.get("start_test_mean") is not None]
+    lines = [f"{task}: {a.steps} env steps per run (full budget {TASKS[task][2]}), {a.trials} trials x {a.seeds} seeds, "
+             f"test seeds {TEST_SEEDS[:a.test_seeds]}",
+             "| method | repeat | answer's tuning score | answer's test mean | test scores | rl-zoo3 preset's test mean "
+             "(same study) | tuning runs | wall |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['method']} | {r['repeat']} | error: {r['error']} | | | | | {r['wall_s']:.0f} s |")
+            continue
+        scores = ", ".join(f(v) for v in (r.get("answer_test_scores") or {}).values())
+        lines.append(f"| {r['method']} | {r['repeat']} | {f(r.get('answer_tuning'))} | **{f(r.get('answer_test_mean'))}** | "
+                     f"{scores} | {f(r.get('start_test_mean'))} | {r.get('seed_runs') or '-'} | {r['wall_s'] / 60:.1f} min |")
+    if starts:
+        lines.append(f"\nrl-zoo3 preset (trial 0 of each study, retrained on the same test seeds): mean "
+                     f"{statistics.fmean(starts):.1f} over {len(starts)} studies")
+    lines.append(f"ARLBench (tuning seeds, JAX envs, full budget): RS {arl['RS']}, SMAC {arl['SMAC']}, PBT {arl['PBT']}; "
+                 f"rl-zoo3's one SB3 run {arl['zoo']}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("task", choices=sorted(TASKS))
+    parser.add_argument("--methods", default="random,tpe,wilcoxon,pbt")
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--trials", type=int, default=6)
+    parser.add_argument("--seeds", type=int, default=2, help="seeds per trial (wilcoxon needs 2 or more)")
+    parser.add_argument("--steps", type=int, default=None, help="env steps per run (default: the full budget)")
+    parser.add_argument("--generations", type=int, default=4, help="PBT segments per member")
+    parser.add_argument("--test-seeds", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--out", default=os.path.join(REPO, "bench_autorl"))
+    a = parser.parse_args()
+    a.steps = a.steps or TASKS[a.task][2]
+    folder = os.path.join(os.path.abspath(a.out), a.task)
+    os.makedirs(folder, exist_ok=True)
+    rows = []
+    for repeat in range(a.repeats):
+        for method in a.methods.split(","):
+            where = os.path.join(folder, f"{method}-r{repeat}")
+            row = run_pbt(a.task, repeat, a, where) if method == "pbt" else run_optuna(method, a.task, repeat, a, where)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            with open(os.path.join(folder, "results.json"), "w") as f:
+                json.dump({"task": a.task, "args": vars(a), "rows": rows}, f, indent=1)
+    print(table(a.task, rows, a))
+
+
+if __name__ == "__main__":
+    main()
