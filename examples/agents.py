@@ -1,8 +1,8 @@
 """One short, complete training script per built-in agent, in either backend.
 
 Each function builds the agent with the settings that the tests and presets use, trains it for
-``steps`` env steps and returns it; the defaults are the budgets at which it does what the README
-says (solves, improves, beats random play)::
+``steps`` env steps and returns it; the defaults are the budgets at which it does what the docs
+say (solves, improves, beats random play)::
 
     python examples/agents.py a2c                   # A2C solves CartPole-v1 (~45k steps)
     python examples/agents.py sac --backend tf      # SAC on Pendulum-v1, Keras backend

@@ -176,7 +176,7 @@ def _layer(module: str) -> int | None:
 
 
 def test_tuner_imports_point_down_its_layers() -> None:
-    """cli -> finders -> report -> study -> run -> logs -> config -> common (README, Layout): no
+    """cli -> finders -> report -> study -> run -> logs -> config -> common (docs/layout.md): no
     module imports one of a layer above its own."""
     upward = []
     for module, deps in sorted(import_graph().items()):

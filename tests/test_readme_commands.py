@@ -1,15 +1,18 @@
-"""Every ``note-tune`` command in README.md is checked as written, in-process and without training: a
+"""Every ``note-tune`` command in README.md and in the documentation pages (``docs/**/*.md``) is checked
+as written, in-process and without training: a
 training / study / sweep command composes with the app's own pre-check (``tuner.cli.app._precheck``:
 unknown keys, group options, unparsable overrides), then passes the schema (``validate``), the study
 settings and the search space's checks; a subcommand (``eval``, ``report``, ...) is given only keys it
 takes.  Commands that need what an earlier command made (a study dir, a run dir), a server
 (``postgresql://``) or a value the reader fills in (``<study_name>``, ``DIR``) are checked for their
-keys only.  README commands that failed as written (issue 36) fail here."""
+keys only.  README commands that failed as written (issue 36) fail here.  Everything runs in this
+process: no command starts a subprocess."""
 
 from __future__ import annotations
 
 import os
 import re
+import glob
 import shlex
 import sys
 import warnings
@@ -27,10 +30,12 @@ class Command:
     line: int
     cwd: str
     words: list[str]
-    error: str | None = None  # "# error: ... (exit 2)" after it: the README says it is refused so
+    error: str | None = None  # "# error: ... (exit 2)" after it: the page says it is refused so
+    source: str = "README.md"  # the page it is written in, relative to the repository root
+
     @property
     def id(self) -> str:
-        return f"README.md:{self.line}"
+        return f"{self.source}:{self.line}"
 
 
 def _split_comment(text: str) -> tuple[str, str]:
@@ -57,10 +62,16 @@ def _expected_error(comment: str) -> str | None:
     return text.split("...")[0].rstrip(" (")
 
 
-def readme_commands() -> list[Command]:
-    """The ``note-tune`` commands of README.md's ``bash`` blocks, each with the directory it runs in
-    (a ``cd`` earlier in its block)."""
-    lines = open(os.path.join(ROOT, "README.md")).read().splitlines()
+def doc_pages() -> list[str]:
+    """README.md and every page of the documentation site, relative to the repository root."""
+    pages = sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "**", "*.md"), recursive=True))
+    return ["README.md", *pages]
+
+
+def readme_commands(source: str = "README.md") -> list[Command]:
+    """The ``note-tune`` commands of the ``bash`` blocks of ``source`` (README.md or a docs page), each
+    with the directory it runs in (a ``cd`` earlier in its block)."""
+    lines = open(os.path.join(ROOT, source), encoding="utf-8").read().splitlines()
     out, block, cwd, pending, start = [], False, ROOT, "", 0
     for number, raw in enumerate(lines, 1):
         if raw.strip().startswith("```"):
@@ -88,17 +99,22 @@ def readme_commands() -> list[Command]:
             if words[:1] == ["cd"] and len(words) == 2:
                 cwd = os.path.join(cwd, words[1])
             elif words and os.path.basename(words[0]) == "note-tune":
-                out.append(Command(start, cwd, words[1:], _expected_error(comment)))
+                out.append(Command(start, cwd, words[1:], _expected_error(comment), source))
     return out
 
 
-COMMANDS = readme_commands()
+COMMANDS = [command for page in doc_pages() for command in readme_commands(page)]
 SUBCOMMANDS = ("report", "dashboard", "eval", "play", "export", "reevaluate", "summary")
 
 
 def test_the_readme_has_commands_to_check() -> None:
-    assert len(COMMANDS) >= 40  # the extraction found the README's commands (not an empty pass)
+    assert len(COMMANDS) >= 60  # the extraction found the commands (not an empty pass)
     assert any(c.words[:1] == ["report"] for c in COMMANDS) and any("-m" in c.words for c in COMMANDS)
+    readme = [c for c in COMMANDS if c.source == "README.md"]
+    assert len(readme) >= 10  # the README's own list of the commands a user needs
+    pages = {c.source for c in COMMANDS if c.source != "README.md"}
+    for page in ("docs/guide/tuner-app.md", "docs/guide/studies.md", "docs/guide/logging.md", "docs/guide/finders.md"):
+        assert page in pages, f"no note-tune command found in {page}"
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=[c.id for c in COMMANDS])
@@ -136,9 +152,9 @@ def test_readme_command_is_valid_as_written(command: Command, capsys) -> None:
         refused = str(exc)
     finally:
         sys.path.remove(command.cwd)
-    if command.error is not None:  # the README shows this command's refusal: it must be that one
+    if command.error is not None:  # the page shows this command's refusal: it must be that one
         assert refused is not None and refused.startswith(command.error), \
-            f"{command.id}: note-tune {text}\n  README says: {command.error}\n  got: {refused}"
+            f"{command.id}: note-tune {text}\n  the page says: {command.error}\n  got: {refused}"
     elif refused is not None:
         pytest.fail(f"{command.id}: note-tune {text}\n  {refused}")
 

@@ -156,7 +156,7 @@ def test_rank_zero_killed_mid_save_leaves_the_previous_checkpoint(tmp_path) -> N
 
 
 def test_torchrun_runs_the_example(tmp_path) -> None:
-    """examples/ddp_dqn.py as the README runs it, under torchrun: both replicas end with the same
+    """examples/ddp_dqn.py as docs/core/distributed.md runs it, under torchrun: both replicas end with the same
     weights and one checkpoint is written."""
     import re
     import subprocess

@@ -348,7 +348,7 @@ CONFLICTS = [(["agent=dqn", "env=bit_flip", "agent.num_steps=3"], "agent.num_ste
              (["agent=dqn", "agent.n_envs=2", "strategy=pool_network"], "agent.n_envs=2: n_envs=2 (vectorised "
               "envs) cannot be combined with pool_network=True"),
              (["agent=sac", "env=pendulum", "buffer=her"], "buffer=her: Pendulum-v1 is not a goal env"),
-             # the README's adjuster examples once met the default PPO, which trains on rollouts: a traceback
+             # the adjuster examples (docs/guide/adjusters.md) once met the default PPO, which trains on rollouts: a traceback
              (["adjuster=gns"], "adjuster=gns: adjusters tune replay training; agent=ppo with agent.n_steps=32")]
 
 

@@ -87,7 +87,7 @@ def test_eval_refuses_missing_and_corrupt_models_in_one_line(tmp_path) -> None:
     assert "does not load into this agent" in out.stderr and "not a note_rl checkpoint" in out.stderr
     out = run_app(["eval", f"model={bad}", "seeds=a"], cwd=str(tmp_path), check=False)
     assert out.returncode == 2 and "seeds: expected integers" in out.stderr
-    # a user's agent class whose module does not import here (README: examples/custom_agent run
+    # a user's agent class whose module does not import here (docs/guide/config-objects.md: examples/custom_agent run
     # without its PYTHONPATH): one line naming the class, not Hydra's log lines and a traceback
     # (trust_code=true: without it the file may name only note_rl's own classes)
     cfg["agent"]["_target_"] = "my_missing_agents.DuelingDQN"

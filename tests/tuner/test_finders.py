@@ -416,11 +416,11 @@ def test_finder_settings_without_a_curve_are_one_line_exit_2(tmp_path) -> None:
 
 
 def readme_finder_command(tuner: str) -> list[str]:
-    """The arguments of README's ``note-tune tuner=<tuner> ...`` example (section "Finders"), as a
-    shell would pass them."""
+    """The arguments of the ``note-tune tuner=<tuner> ...`` example of the Finders page
+    (docs/guide/finders.md, once README's section "Finders"), as a shell would pass them."""
     import shlex
 
-    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+    with open(os.path.join(REPO, "docs", "guide", "finders.md"), encoding="utf-8") as f:
         (line,) = [line for line in f if line.startswith(f"note-tune tuner={tuner} ")]
     return shlex.split(line)[1:]
 
@@ -432,9 +432,9 @@ def _trials(folder) -> list:
 
 @pytest.mark.slow
 def test_readme_lr_finder_example_suggests_a_range(tmp_path) -> None:
-    """README's LR finder example as written (PPO on CartPole, N=77 from 1e-4 to 1; 13-17 s here): the
+    """The Finders page's LR finder example as written (PPO on CartPole, N=77 from 1e-4 to 1; 13-17 s here): the
     reward curve rises and collapses, and the suggestion is an interval on its rise near the value
-    README states (8.6e-4 on seed 0)."""
+    page states (8.6e-4 on seed 0)."""
     from tuner.logs.curves import reward_curve
 
     run_app(readme_finder_command("lr_finder"), cwd=str(tmp_path))
@@ -456,7 +456,7 @@ def test_readme_lr_finder_example_suggests_a_range(tmp_path) -> None:
 
 @pytest.mark.slow
 def test_readme_opt_finder_example_names_the_optimizer_that_learns(tmp_path) -> None:
-    """README's OptFinder example as written (PPO, adam/adamw/sgd, 100 episodes each; ~25 s here):
+    """The Finders page's OptFinder example as written (PPO, adam/adamw/sgd, 100 episodes each; ~25 s here):
     every candidate trains, and the best is clearly above a random policy (~20 on CartPole)."""
     run_app(readme_finder_command("opt_finder"), cwd=str(tmp_path))
     folder = tmp_path / "studies" / "opt_finder_ppo_CartPole-v1"
@@ -470,7 +470,7 @@ def test_readme_opt_finder_example_names_the_optimizer_that_learns(tmp_path) -> 
 
 @pytest.mark.slow
 def test_readme_parallel_finder_example_names_the_candidate_that_learns(tmp_path) -> None:
-    """README's ParallelFinder example as written (DQN+Adam, PPO+Adam, PPO+SGD, 100 episodes each;
+    """The Finders page's ParallelFinder example as written (DQN+Adam, PPO+Adam, PPO+SGD, 100 episodes each;
     ~23 s here): every candidate trains, and PPO+Adam wins clearly above a random policy."""
     run_app(readme_finder_command("parallel_finder"), cwd=str(tmp_path))
     folder = tmp_path / "studies" / "parallel_finder_CartPole-v1"

@@ -138,7 +138,7 @@ def test_report_and_dashboard_find_the_only_study_here(tmp_path, monkeypatch) ->
 
 
 def test_report_without_arguments_reports_the_only_study_here(tmp_path, monkeypatch, capsys) -> None:
-    """README's ``note-tune report`` with nothing else: the study dir and the study in it are found."""
+    """``note-tune report`` with nothing else (docs/guide/logging.md): the study dir and the study in it are found."""
     from optuna.storages.journal import JournalFileBackend, JournalStorage
 
     from tuner.cli.subcommands import main

@@ -136,7 +136,7 @@ def test_init_from_warm_starts_and_refuses_another_architecture(tmp_path: Path) 
 
 
 def test_ppo_resume_continues_from_its_checkpoint(tmp_path: Path) -> None:
-    """An on-policy run continues but not bit-identically (README "Checkpoints, resume and warm starts"): a
+    """An on-policy run continues but not bit-identically (docs/guide/checkpoints.md): a
     checkpoint is taken when an episode ends, in the middle of a rollout of n_envs envs, and a simulator's state
     mid-episode is not something a checkpoint can hold, so the resumed run drops that rollout and restarts the
     other envs' episodes.  What holds: everything up to the checkpoint is the uninterrupted run's (its

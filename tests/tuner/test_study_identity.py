@@ -133,7 +133,7 @@ def _default_named(tmp_path, overrides: list[str]) -> Driver:
 
 
 def test_a_default_named_study_with_another_definition_gets_its_own(tmp_path, monkeypatch, capsys) -> None:
-    """The README's commands one after another (another budget, another search space) each tune their
+    """The documentation's commands one after another (another budget, another search space) each tune their
     own study instead of adding trials to the first one's; re-running one resumes it."""
     monkeypatch.chdir(tmp_path)
     first = _default_named(tmp_path, ["tuner.n_trials=1"])

@@ -170,7 +170,7 @@ def _load_study(storage: Any, desc: str, name: str | None) -> Any:
     import optuna
 
     names = [s.study_name for s in optuna.get_all_study_summaries(storage, include_best_trial=False)]
-    if not name and len(names) == 1:  # e.g. the only study under ./studies (README's `note-tune report`)
+    if not name and len(names) == 1:  # e.g. the only study under ./studies (docs/guide/logging.md: `note-tune report`)
         name = names[0]
     if not name:
         raise ArgError(f"study_name: missing (studies in {desc}: {', '.join(names) or 'none'})")

@@ -18,8 +18,8 @@ Checkpoints are taken at the end of the first episode after every ``every`` env 
 boundary a single-env run has no env mid-episode, so nothing the checkpoint cannot hold (a
 simulator's internal state) is lost, and an off-policy run resumed from it continues exactly as the
 uninterrupted one would.  An on-policy run (``n_envs`` envs, rollouts) is checkpointed mid-rollout:
-its resumed run drops that rollout and restarts the other envs' episodes (README, "Checkpoints,
-resume and warm starts").
+its resumed run drops that rollout and restarts the other envs' episodes (docs/guide/checkpoints.md,
+"Checkpoints, resume and warm starts").
 """
 
 from __future__ import annotations

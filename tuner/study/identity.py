@@ -18,7 +18,7 @@ A command whose definition differs is refused in one line naming the first diffe
 anything is written (``tuner.resume=force`` continues deliberately: the new definition is recorded
 and the old one kept in the file's ``previous`` list).  A study under the default name
 ``<agent>_<env>`` in its default dir is the exception: a command that defines another study gets a
-study of its own, ``<agent>_<env>-<digest of its definition>``, so the README's commands, run one
+study of its own, ``<agent>_<env>-<digest of its definition>``, so the documentation's commands, run one
 after another, each tune their own study and re-running any of them resumes it.
 """
 

@@ -1,4 +1,5 @@
-"""A user's own agent, trained and tuned by ``note-tune`` from a config (see ``../README.md``).
+"""A user's own agent, trained and tuned by ``note-tune`` from a config (see "Your own agent" in
+docs/guide/config-objects.md).
 
 ``DuelingDQN`` is Wang et al. 2016's dueling architecture (https://arxiv.org/abs/1511.06581):
 ``Q(s, a) = V(s) + A(s, a) - mean_a A(s, a)``, trained with the double-DQN target and a target
