@@ -6,7 +6,6 @@ bad group option is one line, exit 2."""
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 import yaml
@@ -51,7 +50,7 @@ def _without(cfg: dict, *keys: str) -> dict:
 
 
 def test_best_config_has_a_defaults_list_and_composes_the_trials_config(study, tmp_path) -> None:
-    cwd, study_dir = study
+    _, study_dir = study
     doc = yaml.safe_load((study_dir / "best_config.yaml").read_text())
     assert doc["defaults"][-1] == "_self_"
     assert {"agent": "dqn"} in doc["defaults"] and {"env": "cartpole"} in doc["defaults"]

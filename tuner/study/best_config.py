@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["best_config_body", "group_choices", "compose_primary"]
+__all__ = ["best_config_body", "compose_primary", "group_choices"]
 
 NAME = "best_config"
 _INTERPOLATION = re.compile(r"\$\{(\w+)\}")
