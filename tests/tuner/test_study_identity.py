@@ -180,3 +180,46 @@ def test_the_storage_attribute_holds_the_definition(tmp_path) -> None:
     journal = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(
         os.path.join(tmp_path, "study", "journal.log")))
     assert optuna.load_study(study_name="s", storage=journal).user_attrs[ATTR] == defn
+
+
+def test_the_warm_start_model_is_part_of_the_identity(tmp_path) -> None:
+    """A study started with init_from=<model.npz> records the model by path and SHA-256: the same study
+    name without it, with another model, or with another file written over the same path is refused in
+    one line and changes nothing; the same command resumes; a study made without it refuses one."""
+    cold = ["tuner=optuna", *NO_REEVAL, "search=none", "tuner.pruner=none", "tuner.n_trials=1", *TINY]
+    run_app([*cold, "tuner.study_name=cold"], cwd=str(tmp_path))
+    trial = tmp_path / "studies" / "cold" / "trials" / "0000"
+    model, other = tmp_path / "model.npz", tmp_path / "other.npz"
+    model.write_bytes((trial / "model.npz").read_bytes())
+    sha = hashlib.sha256(model.read_bytes()).hexdigest()
+    warm = [*cold, "tuner.study_name=warm"]
+    run_app([*warm, f"init_from={model}"], cwd=str(tmp_path))
+    folder = tmp_path / "studies" / "warm"
+    recorded = f"{model} (sha256 {sha})"
+    assert json.loads((folder / IDENTITY_FILE).read_text())["definition"]["init_from"] == recorded
+    result = json.loads((folder / "trials" / "0000" / "result.json").read_text())
+    assert result["config"]["init_from"] == str(model)  # the trial did start from it
+    other.write_bytes((folder / "trials" / "0000" / "model.npz").read_bytes())  # trained on from it: other weights
+    before = _hashes(folder)
+    # the same command (the model given as a relative path: the same file) resumes the study
+    again = run_app([*warm, "init_from=model.npz"], cwd=str(tmp_path))
+    assert "no trial to run" in again.stdout and _hashes(folder / "trials") == {
+        k[len("trials/"):]: v for k, v in before.items() if k.startswith("trials/")}
+    before = _hashes(folder)
+    other_sha = hashlib.sha256(other.read_bytes()).hexdigest()
+    assert other_sha != sha
+    for extra, now in (([], "(unset)"), ([f"init_from={other}"], f"{other} (sha256 {other_sha})")):
+        out = run_app([*warm, *extra], cwd=str(tmp_path), check=False)
+        _one_line(out, f"error: init_from: study 'warm' was made with {recorded}, this command has {now}; {HOW}")
+        assert _hashes(folder) == before, extra
+    model.write_bytes(other.read_bytes())  # another model under the same path: another study
+    out = run_app([*warm, f"init_from={model}"], cwd=str(tmp_path), check=False)
+    _one_line(out, f"error: init_from: study 'warm' was made with {recorded}, this command has {model} "
+                   f"(sha256 {other_sha}); {HOW}")
+    assert _hashes(folder) == before
+    cold_dir = tmp_path / "studies" / "cold"
+    cold_before = _hashes(cold_dir)
+    out = run_app([*cold, "tuner.study_name=cold", f"init_from={other}"], cwd=str(tmp_path), check=False)
+    _one_line(out, f"error: init_from: study 'cold' was made with (unset), this command has {other} "
+                   f"(sha256 {other_sha}); {HOW}")
+    assert _hashes(cold_dir) == cold_before

@@ -225,7 +225,9 @@ def _run_study(cfg: DictConfig) -> dict[str, Any]:
         check_launcher(settings)  # before the study is opened
     hc = HydraConfig.get()
     overrides = list(hc.overrides.task)
-    driver = Driver(cfg, settings, lambda extra: compose(hc.job.config_name, overrides=extra), overrides)
+    # with Hydra's node: each trial records its groups' options (best_config.yaml's defaults list)
+    driver = Driver(cfg, settings, lambda extra: compose(hc.job.config_name, overrides=extra, return_hydra_config=True),
+                    overrides)
     print(f"study {settings.study_name!r} in {driver.study_dir} (storage {driver.storage_desc})", flush=True)
     if settings.worker:  # one of the drivers a tuner.workers command started: trials only
         return _run_worker(driver, settings)

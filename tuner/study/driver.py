@@ -42,6 +42,7 @@ from .runner import (
     TrialRunner,
     ask_within,
 )
+from .best_config import group_choices
 from .gpus import GpuPlacer, Placement, visible_gpus
 from .settings import TunerSettings, make_pruner, make_sampler
 from .storage import StudyLock, check_journal, describe, journal_path, make_storage, root_cause, storage_key
@@ -57,7 +58,8 @@ class Driver:
 
     :param cfg: the validated config of the command (``tuner=optuna``)
     :param settings: its ``tuner`` node, typed
-    :param compose: builds a trial's config from override strings
+    :param compose: builds a trial's config from override strings (with Hydra's node, when composed with
+        ``return_hydra_config=True``: the groups' options are then recorded on the trial as ``choices``)
     :param overrides: the command-line overrides every trial starts from
     """
 
@@ -207,7 +209,11 @@ class Driver:
         suggest_conditional(trial, self.space)  # e.g. buffer.alpha, in trials that chose buffer=prioritized
         overrides = to_overrides(trial.params, self.space)
         trial.set_user_attr("overrides", overrides)
-        cfg = validate(self.compose(self.overrides + overrides), check_env=False)
+        composed = self.compose(self.overrides + overrides)
+        choices = group_choices(composed)  # the groups' options: best_config.yaml's defaults list
+        if choices is not None:
+            trial.set_user_attr("choices", choices)
+        cfg = validate(composed, check_env=False)
         cfg.tuner = {"name": "none"}
         cfg.logger.p = 0
         os.makedirs(run_dir, exist_ok=True)

@@ -6,8 +6,9 @@ the first one's, and re-running a study with ``env=acrobot`` (or another backend
 or search space) appended trials that scored on another scale beside the old ones.
 
 The definition (:func:`definition`) is a flat mapping of dotted config keys: the agent, env, backend,
-budget, objective (with ``tuner.n_seeds`` / ``tuner.aggregation``, which change the score's scale) and
-the search space, each searched entry as its expression.  It is kept twice:
+budget, objective (with ``tuner.n_seeds`` / ``tuner.aggregation``, which change the score's scale),
+the warm start ``init_from`` when one is set (the model's path and SHA-256: every trial starts from
+those weights) and the search space, each searched entry as its expression.  It is kept twice:
 
 * in the study dir, ``study_identity.json`` with the study's name and storage (password hidden): a
   dir belongs to one study, so a command naming another study there is refused;
@@ -39,7 +40,7 @@ from ..common.redact import scrub
 from .storage import describe, journal_path
 
 __all__ = ["IDENTITY_FILE", "ATTR", "RESUME_MODES", "StudyIdentity", "definition", "storage_text",
-           "default_variant", "read_record"]
+           "default_variant", "read_record", "model_identity"]
 
 IDENTITY_FILE = "study_identity.json"
 IDENTITY_LIMIT = 16 * 2**20  # an identity (or a study.json) is a few KB; a study.json holding many trials less than this
@@ -55,18 +56,39 @@ DEFINING = ("agent.name", "env.id", "env.kwargs", "backend.name", "budget.steps"
 def definition(cfg: DictConfig, n_seeds: int, aggregation: str, searched: dict[str, str],
                tuning_seeds: Any = None) -> dict[str, Any]:
     """What defines a ``tuner=optuna`` study: :data:`DEFINING` read off ``cfg``, the settings that
-    change a trial's score (seeds per trial and their aggregation), and ``searched`` (the search
-    space, ``search.values.<key>`` / ``search.groups.<group>`` -> its expression)."""
+    change a trial's score (seeds per trial and their aggregation), the warm start ``init_from`` when
+    set (:func:`model_identity`), and ``searched`` (the search space, ``search.values.<key>`` /
+    ``search.groups.<group>`` -> its expression)."""
     out: dict[str, Any] = {}
     for key in DEFINING:
         value = OmegaConf.select(cfg, key, default=None)
         value = OmegaConf.to_container(value, resolve=True) if OmegaConf.is_config(value) else value
         out[key] = scrub({key: value}, ())[key]  # env.kwargs.api_token: recorded (file, study attr) masked
     out["tuner.n_seeds"], out["tuner.aggregation"] = n_seeds, aggregation
+    init = OmegaConf.select(cfg, "init_from", default=None)
+    if init:  # recorded only when set, so studies made before init_from was recorded keep their identity
+        out["init_from"] = model_identity(str(init))
     if tuning_seeds:  # recorded only when named, so studies made before tuner.seeds keep their identity
         out["tuner.seeds.tuning"] = [int(x) for x in tuning_seeds]
     out.update(searched)
     return out
+
+
+def model_identity(value: str) -> str:
+    """The warm start's weights as a study's identity records them: the file's absolute path and its
+    SHA-256 (``<path> (sha256 <hex>)``), so that another model, or another file written over the same
+    path, defines another study.  A missing file is a one-line ``ConfigError`` naming ``init_from``."""
+    from ..config.schema import init_model_path
+
+    path = init_model_path(value)
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as exc:
+        raise ConfigError(f"init_from: cannot read {path} ({exc.strerror or exc})") from None
+    return f"{path} (sha256 {digest.hexdigest()})"
 
 
 def storage_text(storage: str | None, study_dir: str) -> str:
