@@ -117,7 +117,7 @@ def run_pbt(task: str, repeat: int, a: argparse.Namespace, where: str) -> dict:
     scores = {}
     for seed in TEST_SEEDS[:a.test_seeds]:
         replay_dir = os.path.join(where, f"replay-{seed}")
-        note_tune(["--config-path", where, "--config-name", "replay_config", f"seed={seed}",
+        note_tune(["--config-dir", where, "--config-name", "replay_config", f"seed={seed}",
                    f"tuner.study_name={task}-pbt-r{repeat}-replay-{seed}", f"tuner.study_dir={replay_dir}"],
                   where + ".log")
         try:

@@ -183,7 +183,11 @@ def test_a_real_pbt_run_records_its_lineage(tmp_path) -> None:
     last = schedule["schedule"][-1]
     assert last["member"] == winner and last["trial"] == done[(winner, 1)].number
     assert schedule["schedule"][0]["member"] == done[(winner, 1)].user_attrs["pbt_parent"]
-    best = OmegaConf.load(study_dir / "best_config.yaml")
+    from tuner.study.best_config import compose_primary
+
+    # a primary config with a defaults list (group overrides work on it), composing to the winner's config
+    best = OmegaConf.create(compose_primary(yaml.safe_load((study_dir / "best_config.yaml").read_text())))
+    assert {"tuner": "none"} in yaml.safe_load((study_dir / "best_config.yaml").read_text())["defaults"]
     assert best.optimizer.lr == pytest.approx(done[(winner, 1)].params["optimizer.lr"])
     assert best.tuner.name == "none" and best.budget.steps == 600  # 2 generations x 300 env steps
     # the same command again: nothing left to run; another population: refused before anything changes

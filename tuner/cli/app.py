@@ -336,7 +336,7 @@ def _run_pbt(cfg: DictConfig) -> dict[str, Any] | None:
 
     settings = pbt_settings(cfg.tuner)
     hc = HydraConfig.get()
-    driver = PbtDriver(cfg, settings, lambda extra: compose(hc.job.config_name, overrides=extra),
+    driver = PbtDriver(cfg, settings, lambda extra: compose(hc.job.config_name, overrides=extra, return_hydra_config=True),
                        list(hc.overrides.task))
     print(f"PBT study {settings.study_name!r} in {driver.study_dir} (storage {driver.storage_desc}): "
           f"{settings.population} members x {settings.generations} generations of {settings.interval} env steps",

@@ -44,6 +44,7 @@ from ..config.schema import validate
 from ..config.search import default_params, distributions, suggest_conditional, to_overrides
 from ..logs.results import write_json
 from ..logs.wandb_logger import trial_meta
+from .best_config import best_config_body, group_choices
 from .driver import Composer, Driver
 from .pbt_rules import Step, exploit_explore, initial_population
 from .runner import DONE, HEARTBEAT_GRACE_S, NO_DRIVER_GRACE_S, OPEN, WAIT, RunLimits, TrialRunner
@@ -228,7 +229,11 @@ class PbtDriver(Driver):
         trial.set_user_attr("init_from", init_from)
         overrides = to_overrides(trial.params, self.space)
         trial.set_user_attr("overrides", overrides)
-        cfg = validate(self.compose(self.overrides + overrides), check_env=False)
+        composed = self.compose(self.overrides + overrides)
+        choices = group_choices(composed)  # the groups' options: best_config / replay_config's defaults lists
+        if choices is not None:
+            trial.set_user_attr("choices", choices)
+        cfg = validate(composed, check_env=False)
         cfg.tuner = {"name": "none"}
         cfg.logger.p = 0
         cfg.seed = int(cfg.seed) + m  # each member its own seed; evaluations share eval.seed
@@ -299,7 +304,7 @@ class PbtDriver(Driver):
                 f.write(f"# PBT winner: member {winner}'s hyperparameters in its last generation ({last}), trained from "
                         f"scratch for the\n# whole budget (not its schedule: pbt_schedule.yaml); its PBT weights: "
                         f"{final.user_attrs['checkpoint']}\n")
-                f.write(OmegaConf.to_yaml(cfg))
+                f.write(self._primary(cfg, final, "none"))
         summary = {"study_name": s.study_name, "storage": self.storage_desc, "population": s.population,
                    "generations_complete": last + 1, "generations": s.generations, "winner": winner,
                    "winner_score": scores[winner], "winner_checkpoint": final.user_attrs["checkpoint"],
@@ -309,22 +314,34 @@ class PbtDriver(Driver):
                                 for (m, g), t in sorted(done.items(), key=lambda kv: (kv[0][1], kv[0][0]))]}
         write_json(os.path.join(self.study_dir, "pbt.json"), summary)
         if cfg is not None and not s.replay:
-            self._write_replay(cfg, os.path.join(self.study_dir, "pbt_schedule.yaml"))
+            self._write_replay(cfg, final, os.path.join(self.study_dir, "pbt_schedule.yaml"))
         return summary
 
-    def _write_replay(self, cfg: DictConfig, schedule: str) -> None:
+    @staticmethod
+    def _primary(cfg: DictConfig, trial: Any, tuner: str) -> str:
+        """``cfg`` as a primary config whose defaults list names the trial's group options (so a group
+        override such as ``logger=none`` works on it; the segments of a replayed schedule that name a
+        group, e.g. ``buffer=prioritized``, need it too), flat where the trial recorded none."""
+        choices = trial.user_attrs.get("choices")
+        choices = dict(choices, tuner=tuner) if isinstance(choices, dict) else None
+        tuned = [str(o).split("=", 1)[0] for o in trial.user_attrs.get("overrides") or []]
+        return best_config_body(OmegaConf.to_container(cfg), choices, [k for k in tuned if k not in (choices or {})])
+
+    def _write_replay(self, cfg: DictConfig, trial: Any, schedule: str) -> None:
         """``replay_config.yaml``: the winner's config as a ``tuner=pbt`` run of one member that follows
         ``schedule`` (its own study in ``<study_dir>/replay``)."""
         s = self.pbt
         cfg = OmegaConf.create(OmegaConf.to_container(cfg))
-        cfg.tuner = {"name": "pbt", "replay": os.path.abspath(schedule), "study_name": f"{s.study_name}-replay",
+        # the command's whole tuner node (every key tuner=pbt composes, so the file's defaults list composes
+        # back to it), with the replay's own settings over it
+        cfg.tuner = {**OmegaConf.to_container(self.cfg.tuner, resolve=True), "name": "pbt", "replay": os.path.abspath(schedule), "study_name": f"{s.study_name}-replay",
                      "study_dir": os.path.join(self.study_dir, "replay"), "storage": None, "population": 1,
                      "interval": s.interval, "n_jobs": 1, "enqueue_defaults": False,
                      "max_cost_ratio": s.max_cost_ratio}
         with open(os.path.join(self.study_dir, "replay_config.yaml"), "w") as f:
             f.write("# trains one member from scratch through the PBT winner's hyperparameter schedule "
                     "(pbt_schedule.yaml):\n# note-tune --config-dir <this dir> --config-name replay_config\n")
-            f.write(OmegaConf.to_yaml(cfg))
+            f.write(self._primary(cfg, trial, "pbt"))
 
 
 def lineage(done: dict[tuple[int, int], Any], member: int, generation: int) -> list[dict[str, Any]]:
