@@ -8,8 +8,9 @@
 * ``saved_model``: a TensorFlow SavedModel directory; ``tf.saved_model.load(path)(obs)``, or its
   ``serving_default`` signature (TF Serving, the TFLite converter).
 
-Every format maps float32 observations ``(batch, state_dim)`` to the actions :meth:`predict` returns
-for them (int64 indices; float32 actions in the env's own bounds), whichever backend trained the
+Every format maps float32 observations ``(batch, state_dim)`` (the env's raw ones: an agent trained with
+``set(normalize=...)`` has its frozen observation statistics built into the file) to the actions
+:meth:`predict` returns for them (int64 indices; float32 actions in the env's own bounds), whichever backend trained the
 agent: the policy is first read out as arrays (:func:`note_rl.inference.policy_spec`), checked
 against the agent's own ``predict`` on sample observations, then built in the target framework.
 Only the built-in agents' MLP policies export (DQN, PPO, A2C, DDPG, TD3, SAC).
@@ -67,7 +68,8 @@ def export(agent: Any, path: str, format: str = "torchscript") -> str:
     meta = {"format": format, "agent": type(agent).__name__, "env": getattr(getattr(env, "spec", None), "id", None),
             "note_rl": __version__, "obs_dim": spec.state_dim,
             "action": "discrete" if spec.discrete else "continuous", "input": "obs float32 (batch, obs_dim)",
-            "output": "action int64 (batch,)" if spec.discrete else "action float32 (batch, action_dim)"}
+            "output": "action int64 (batch,)" if spec.discrete else "action float32 (batch, action_dim)",
+            "obs_normalized_inside": spec.obs_norm is not None}
     path = os.path.abspath(path)
     folder = os.path.dirname(path)
     if not os.path.isdir(folder):

@@ -51,6 +51,9 @@ class PolicySpec:
     :param clip: ``(low, high)`` the action is clipped to, in the network's scale
     :param rescale: ``((low, high) of the network's scale, (low, high) of the env)``: the affine map of
         gymnasium's ``RescaleAction``
+    :param obs_norm: ``(mean, scale, clip)``: the observations are first normalised,
+        ``clip((obs - mean) / scale, -clip, clip)`` (the frozen statistics of ``set(normalize=...)``),
+        so the policy takes the env's raw observations
     """
 
     weights: list[np.ndarray]
@@ -62,6 +65,7 @@ class PolicySpec:
     clip: tuple[np.ndarray, np.ndarray] | None = None
     rescale: tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    obs_norm: tuple[np.ndarray, np.ndarray, float] | None = None
 
     @property
     def state_dim(self) -> int:
@@ -125,7 +129,7 @@ def predict(agent: Any, obs: Any, state: Any = None, episode_start: Any = None,
     if getattr(agent, "MARL", False):
         raise ValueError("predict: not supported for MARL agents (one action(s, i) per agent)")
     batch, single = _as_batch(agent, obs)
-    outputs = agent.act_output(batch)
+    outputs = agent.act_output(agent.policy_obs(batch) if hasattr(agent, "policy_obs") else batch)
     actions = None if deterministic else _sampled(agent, outputs)
     if actions is None:
         actions = np.asarray([agent.greedy_action(o) for o in outputs])
@@ -181,6 +185,8 @@ def policy_spec(agent: Any) -> PolicySpec:
                           "(DQN, PPO, A2C, DDPG, TD3, SAC); predict() works for every agent")
     spec = PolicySpec([np.asarray(w, np.float32).copy() for w in mlp.weights], mlp.activation, mlp.output,
                       meta={"agent": name})
+    norm = getattr(agent, "normalizer", None)
+    spec.obs_norm = None if norm is None else norm.obs_transform()
     space = _env(agent).action_space
     continuous = isinstance(space, gym.spaces.Box)
     if head == "argmax" and continuous:
@@ -205,6 +211,9 @@ def policy_spec(agent: Any) -> PolicySpec:
 def spec_forward(spec: PolicySpec, obs: np.ndarray) -> np.ndarray:
     """The actions of ``spec`` for a batch (numpy reference of every exporter)."""
     x = np.asarray(obs, dtype=np.float32)
+    if spec.obs_norm is not None:
+        mean, scale, clip = spec.obs_norm
+        x = np.clip((x - mean) / scale, -clip, clip).astype(np.float32)
     n = len(spec.weights) // 2
     for i in range(n):
         x = x @ spec.weights[2 * i] + spec.weights[2 * i + 1]

@@ -30,6 +30,9 @@ class PolicyModule(tf.Module):
         constant = lambda v: tf.constant(np.asarray(v, np.float32))  # noqa: E731
         self._clip = None if spec.clip is None else tuple(constant(v) for v in spec.clip)
         self._rescale = None if spec.rescale is None else tuple(constant(v) for pair in spec.rescale for v in pair)
+        # set(normalize=...): the frozen observation statistics, applied to the raw observations first
+        self._norm = None if spec.obs_norm is None else (constant(spec.obs_norm[0]), constant(spec.obs_norm[1]),
+                                                          float(spec.obs_norm[2]))
 
     @tf.function
     def __call__(self, obs: tf.Tensor) -> tf.Tensor:
@@ -37,6 +40,9 @@ class PolicyModule(tf.Module):
 
     def _forward(self, obs: tf.Tensor) -> tf.Tensor:
         spec, x = self._spec, obs
+        if self._norm is not None:
+            mean, scale, limit = self._norm
+            x = tf.clip_by_value((x - mean) / scale, -limit, limit)
         n = len(self.weights) // 2
         for i in range(n):
             x = tf.matmul(x, self.weights[2 * i]) + self.weights[2 * i + 1]

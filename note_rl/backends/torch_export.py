@@ -42,12 +42,20 @@ class PolicyModule(torch.nn.Module):
         zero = np.zeros(1, np.float32)
         (lo, hi), (low, high) = spec.rescale if spec.rescale is not None else ((zero, zero + 1), (zero, zero + 1))
         clip = spec.clip if spec.clip is not None else (zero, zero)
+        # set(normalize=...): the frozen observation statistics, applied to the raw observations first
+        self.has_norm = spec.obs_norm is not None
+        mean, scale, limit = spec.obs_norm if spec.obs_norm is not None else (zero, zero + 1, 1.0)
+        self.obs_clip = float(limit)
+        self.register_buffer("obs_mean", torch.from_numpy(np.asarray(mean, np.float32).copy()))
+        self.register_buffer("obs_scale", torch.from_numpy(np.asarray(scale, np.float32).copy()))
         for name, value in (("clip_low", clip[0]), ("clip_high", clip[1]), ("net_low", lo), ("net_high", hi),
                             ("env_low", low), ("env_high", high)):
             self.register_buffer(name, torch.from_numpy(np.asarray(value, np.float32).copy()))
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         x = obs
+        if self.has_norm:
+            x = torch.clamp((x - self.obs_mean) / self.obs_scale, -self.obs_clip, self.obs_clip)
         for i, layer in enumerate(self.layers):
             x = layer(x)
             if i < len(self.layers) - 1:

@@ -23,6 +23,7 @@ from ..update import UpdateSpec, default_spec
 from .her_rules import check_her_env, her_conflict
 from .settings import TrainSettings
 from .updater import sync_targets
+from ..utils import scalar
 
 __all__ = ["RLBase", "her_conflict", "check_her_env"]
 
@@ -85,6 +86,7 @@ class RLBase(AdjusterMixin):
         self._pending_optimizer_state: Any = None
         self._saver: Any = None  # train(parallel_training_and_save=True): the writer process
         self.processes: int | None = None  # pool workers when train() gives none (DQN(..., processes=7))
+        self.normalizer: Any = None  # set(normalize=...): a note_rl.normalize.Normalizer
         self._init_adjusters()
 
     # -- backend -----------------------------------------------------------------------------
@@ -101,7 +103,7 @@ class RLBase(AdjusterMixin):
             initial_TD: Any = _UNSET, lambda_: Any = _UNSET, alpha: Any = _UNSET,
             beta: Any = _UNSET, seed: Any = _UNSET, train_freq: Any = _UNSET,
             learning_starts: Any = _UNSET, her_k: Any = _UNSET, buffer: Any = _UNSET,
-            MA: Any = _UNSET, epsilon: Any = _UNSET, n_envs: Any = _UNSET) -> None:
+            MA: Any = _UNSET, epsilon: Any = _UNSET, n_envs: Any = _UNSET, normalize: Any = _UNSET) -> None:
         """Configure the agent; arguments not passed keep their current value.
 
         :param policy: exploration policy (or one per process in a list)
@@ -161,8 +163,24 @@ class RLBase(AdjusterMixin):
             replay buffer (:class:`~note_rl.core.vec_collect.VecEpisodeCollector`), on-policy ones
             collect their rollouts from them.  ``train_freq`` and ``update_steps`` count env steps
             of all copies, so the gradient steps per env step do not change with ``n_envs``
+        :param normalize: running observation and reward normalisation (SB3's ``VecNormalize``; see
+            :mod:`note_rl.normalize`): ``True``, a dict of :class:`~note_rl.normalize.Normalizer`
+            arguments (``{"obs": True, "reward": False}``), a ``Normalizer``, or ``False`` / ``None``
+            (off).  Its ``gamma`` defaults to the agent's.  The statistics are saved with the weights
+            and used, frozen, by ``predict``, evaluation and exported policies.  Not with ``HER``,
+            ``MARL`` or ``pool_network``
         """
         given = set_args.aliases({k: v for k, v in locals().items() if k != "self" and v is not _UNSET})
+        if "normalize" in given:
+            from ..normalize import make_normalizer
+
+            gamma = getattr(self, "gamma", None)
+            # the agent's gamma is a float32 variable: 0.99, not 0.9900000095
+            gamma = None if gamma is None else float(str(np.float32(scalar(gamma))))
+            normalizer = make_normalizer(given.pop("normalize"), gamma)
+            if normalizer is not None and (given.get("HER", self.HER) or given.get("MARL", self.MARL)):
+                raise ValueError("set(normalize=...): not with HER or MARL (goal and multi-agent observations)")
+            self.normalizer = normalizer
         for name, value in given.items():
             set_args.check_value(name, value)
         if given.get("pool_size") is not None:
@@ -281,6 +299,15 @@ class RLBase(AdjusterMixin):
                 actor = self.numpy_actor() or self.backend.make_act(self.action, self.jit_compile, self._variables())
             self._actor = actor
         return actor(np.asarray(s, dtype=np.float32))
+
+    def policy_obs(self, obs: np.ndarray) -> np.ndarray:
+        """Raw env observations (a batch) as the networks read them outside training: normalised with
+        the frozen statistics of ``set(normalize=...)`` (never updated here), else unchanged.
+        ``predict``, evaluation, ``run_agent`` / ``animate_agent`` and exported policies go through it;
+        ``select_action`` / ``act_output`` take what the networks read (training's collectors
+        normalise before acting)."""
+        norm = getattr(self, "normalizer", None)
+        return obs if norm is None else norm.normalize_obs(obs)
 
     def _variables(self) -> list[Any]:
         return self.backend.flatten(self.param) if self.param is not None else []

@@ -126,7 +126,8 @@ def read_npz(path: str, expect: str = FORMAT) -> tuple[dict[str, Any], dict[str,
 _META_TYPES: dict[str, Any] = {
     "kind": str, "backend": str, "n_param": int, "modules": dict, "settings": dict, "counters": dict,
     "reward_list": list, "loss_list": list, "policy": list, "noise": list, "optimizers": list,
-    "buffer": (dict, type(None)), "extra": (dict, type(None)), "adjust": (dict, type(None))}
+    "buffer": (dict, type(None)), "extra": (dict, type(None)), "adjust": (dict, type(None)),
+    "normalize": (dict, type(None))}
 _FULL_KEYS = ("settings", "counters", "reward_list", "loss_list", "policy", "noise", "optimizers", "buffer")
 _COUNTERS = ("step_counter", "batch_counter", "total_episode", "total_time", "episode_seed", "best_avg_reward")
 
@@ -203,9 +204,28 @@ def snapshot(agent: Any, full: bool, save_data: bool = True) -> tuple[dict[str, 
     meta: dict[str, Any] = {"format": FORMAT, "version": VERSION, "kind": "full" if full else "param",
                             "backend": agent.backend_name, "agent_class": type(agent).__name__,
                             **weights_meta}
+    norm = getattr(agent, "normalizer", None)
+    if norm is not None:  # set(normalize=...): its statistics go with the weights (both kinds)
+        meta["normalize"], stats = norm.state()
+        arrays.update({f"normalize/{k}": v for k, v in stats.items()})
     if full:
         meta.update(_full_meta(agent, arrays, save_data))
     return meta, arrays
+
+
+def _restore_normalizer(agent: Any, meta: dict[str, Any], arrays: dict[str, np.ndarray], path: str) -> None:
+    """The file's observation / reward statistics replace the agent's (a file without them leaves the
+    agent's normaliser as it is)."""
+    if meta.get("normalize") is None:
+        return
+    from ..normalize import Normalizer
+
+    prefix = "normalize/"
+    try:
+        agent.normalizer = Normalizer.from_state(
+            meta["normalize"], {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)})
+    except (ValueError, TypeError) as exc:
+        raise CheckpointError(f"{path}: the normalize statistics do not load ({exc})") from None
 
 
 def _full_meta(agent: Any, arrays: dict[str, np.ndarray], save_data: bool) -> dict[str, Any]:
@@ -317,6 +337,7 @@ def restore_params(agent: Any, path: str) -> None:
     meta, arrays = read_npz(path)
     _check_backend(agent, meta, path)
     _assign_weights(agent, meta, arrays, path)
+    _restore_normalizer(agent, meta, arrays, path)
     agent._actor = None
 
 
@@ -327,6 +348,7 @@ def restore_agent(agent: Any, path: str, optimizer: Any = None) -> None:
     if meta.get("kind") != "full":
         raise CheckpointError(f"{path}: holds weights only; use restore_param()")
     _assign_weights(agent, meta, arrays, path)
+    _restore_normalizer(agent, meta, arrays, path)
     agent._actor = None
     for key, value in meta["settings"].items():
         setattr(agent, key, value)

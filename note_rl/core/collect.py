@@ -129,6 +129,9 @@ class EpisodeCollector(Collector):
         self.env = agent.env[0] if isinstance(agent.env, (list, tuple)) else agent.env
         gamma = scalar(agent.gamma) if getattr(agent, "gamma", None) is not None else 1.0
         self.nstep = NStepAccumulator(agent.num_steps, gamma) if agent.num_steps else None
+        self.norm = getattr(agent, "normalizer", None)  # set(normalize=...); refused with HER / MARL
+        if self.norm is not None:
+            self.norm.reset_returns(1)
 
     def _reset(self) -> np.ndarray:
         agent = self.agent
@@ -138,6 +141,8 @@ class EpisodeCollector(Collector):
                 noise.reset_states()
         if self.nstep is not None:
             self.nstep.reset()
+        if self.norm is not None:  # the reset observation enters the statistics (SB3's VecNormalize)
+            state = self.norm.observe(np.asarray(state)[None])[0]
         return state
 
     def run_unit(self) -> None:
@@ -146,8 +151,9 @@ class EpisodeCollector(Collector):
         episode_return = 0.0
         while True:
             action, next_state, reward, terminated, end = self._step(state)
-            self._store(state, action, next_state, reward, terminated, end, buffer)
-            episode_return += reward
+            stored = reward if self.norm is None else float(self.norm.scale_reward([reward], [end])[0])
+            self._store(state, action, next_state, stored, terminated, end, buffer)
+            episode_return += reward  # the env's own reward
             agent.step_counter += 1
             self.cadence.after_steps(1, agent.step_counter - 1)
             if end:
@@ -164,6 +170,11 @@ class EpisodeCollector(Collector):
         next_state, reward, terminated, truncated = step_env(self.env, action)
         if self.agent.IRL:  # the env got Note_rl's [aux, action] pair; replay keeps the action
             action = action[1]
+        if self.norm is not None:  # an episode's last observation is normalised without entering the
+            # statistics (SB3's terminal_observation); the next reset's observation enters them
+            raw = np.asarray(next_state)[None]
+            ended = terminated or truncated
+            next_state = (self.norm.normalize_obs(raw) if ended else self.norm.observe(raw))[0]
         return action, next_state, reward, terminated, terminated or truncated
 
     def _store(self, s: Any, a: Any, s2: Any, r: float, terminated: bool, end: bool, buffer: Any) -> None:
@@ -233,7 +244,8 @@ class RolloutCollector(Collector):
         env = agent.env[0] if isinstance(agent.env, (list, tuple)) else agent.env
         self.runner = RolloutRunner(make_vec_env(EnvFactory(env), agent.n_envs), agent.rollout_act,
                                     agent.rollout_values, seed=agent.reset_seed(),
-                                    bounds=getattr(agent, "action_bounds", None))
+                                    bounds=getattr(agent, "action_bounds", None),
+                                    normalizer=getattr(agent, "normalizer", None))
         self.rng = np.random.default_rng(None if agent.seed is None else agent.seed + 11)
 
     def run_unit(self) -> None:

@@ -71,6 +71,10 @@ class Trainer:
         if not getattr(collector, "on_policy", False):
             _check_replay(agent, settings)
         window_hook(agent)  # both seed names for the trimming hook defined: refused now
+        if getattr(agent, "normalizer", None) is not None and (
+                settings.pool_network or agent.HER or agent.MARL):
+            raise ValueError("set(normalize=...) runs with in-process collection only (one env or n_envs copies; "
+                             "not with pool_network, HER or MARL)")
         if agent.IRL and collector is not EpisodeCollector:
             raise ValueError("set(IRL=True) runs with single-process off-policy collection only (not with "
                              "pool_network, HER, MARL or rollouts)")

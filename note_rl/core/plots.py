@@ -68,7 +68,7 @@ def run_agent(agent: Any, max_steps: int, seed: int | None = None,
     states, total, steps = [state], 0.0, 0
     for steps in range(1, max_steps + 1):
         flat = flatten_goal_obs(state) if isinstance(state, dict) else state  # goal env (HER)
-        output = agent.act_output(np.asarray(flat, dtype=np.float32)[None])[0]
+        output = agent.act_output(agent.policy_obs(np.asarray(flat, dtype=np.float32)[None]))[0]
         action = agent.greedy_action(output)
         state, reward, terminated, truncated, _ = env.step(action)
         states.append(state)
@@ -136,7 +136,7 @@ def animate_agent(agent: Any, max_steps: int, save_path: str | None = None, fps:
     for steps in range(1, max_steps + 1):
         frames.append(np.asarray(env.render()))
         flat = flatten_goal_obs(state) if isinstance(state, dict) else state  # goal env (HER)
-        output = agent.act_output(np.asarray(flat, dtype=np.float32)[None])[0]
+        output = agent.act_output(agent.policy_obs(np.asarray(flat, dtype=np.float32)[None]))[0]
         action = agent.greedy_action(output)
         state, reward, terminated, truncated, _ = env.step(action)
         total += float(reward)

@@ -120,15 +120,23 @@ class RolloutRunner:
     :param seed: seed of the first reset
     :param bounds: ``(low, high)`` of a Box action space: the env receives the actions clipped to
         them while the rollout stores what the policy sampled (SB3's convention)
+    :param normalizer: a :class:`~note_rl.normalize.Normalizer` (``set(normalize=...)``): the policy
+        acts on, and the rollout stores, normalised observations and scaled rewards; the finished
+        episodes' returns are the env's own rewards
     """
 
     def __init__(self, vec: Any, act: RolloutAct, values: Callable[[np.ndarray], np.ndarray],
-                 seed: int | None = None, bounds: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+                 seed: int | None = None, bounds: tuple[np.ndarray, np.ndarray] | None = None,
+                 normalizer: Any = None) -> None:
         self.vec = vec
         self.act = act
         self.values = values
         self.bounds = bounds
+        self.norm = normalizer
         self.obs, _ = vec.reset(seed=seed)
+        if normalizer is not None:
+            normalizer.reset_returns(vec.num_envs)
+            self.obs = normalizer.observe(self.obs)
         self.returns = np.zeros(vec.num_envs)
 
     def step(self) -> tuple[dict[str, np.ndarray], list[float]]:
@@ -140,9 +148,15 @@ class RolloutRunner:
         final_values = np.zeros(len(ended), dtype=np.float32)
         if truncated.any():  # bootstrap from the state really reached, not the reset state
             idx = np.flatnonzero(truncated)
-            final_values[idx] = self.values(np.stack([info["final_obs"][i] for i in idx]))
+            final = np.stack([info["final_obs"][i] for i in idx])
+            final_values[idx] = self.values(final if self.norm is None else self.norm.normalize_obs(final))
+        stored = rewards
+        if self.norm is not None:  # (SB3's VecNormalize order: the new observations, the reset ones
+            # included, enter the statistics; a final observation is only normalised)
+            stored = self.norm.scale_reward(rewards, ended)
+            next_obs = self.norm.observe(next_obs)
         fields = {"state": self.obs, "action": actions, "log_prob": log_probs, "value": values,
-                  "reward": rewards, "final_value": final_values, "terminated": terminated,
+                  "reward": stored, "final_value": final_values, "terminated": terminated,
                   "episode_end": ended}
         self.obs = next_obs
         self.returns += rewards

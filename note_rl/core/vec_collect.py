@@ -70,6 +70,10 @@ class VecEpisodeCollector(Collector):
         gamma = scalar(agent.gamma) if getattr(agent, "gamma", None) is not None else 1.0
         self.nsteps = [NStepAccumulator(agent.num_steps, gamma) for _ in range(self.n)] if agent.num_steps else None
         self.obs, _ = self.vec.reset(seed=agent.reset_seed())
+        self.norm = getattr(agent, "normalizer", None)  # set(normalize=...)
+        if self.norm is not None:
+            self.norm.reset_returns(self.n)
+            self.obs = self.norm.observe(self.obs)
         for noise in self.noises or []:
             noise.reset_states()
         self.returns = np.zeros(self.n)
@@ -91,10 +95,16 @@ class VecEpisodeCollector(Collector):
         actions = self.actions(self.obs)
         next_obs, rewards, terminated, truncated, info = self.vec.step(actions)
         ended = terminated | truncated
+        stored = rewards
+        if self.norm is not None:  # SB3's VecNormalize: new observations (resets included) enter the
+            # statistics, final observations are only normalised; rewards scaled, returns stay raw
+            stored = self.norm.scale_reward(rewards, ended)
+            next_obs = self.norm.observe(next_obs)
         reached = np.array(next_obs, copy=True)
         for i in np.flatnonzero(ended):
-            reached[i] = info["final_obs"][i]  # the reset state is next_obs[i]; store the state reached
-        self._store(actions, reached, rewards, terminated, ended)
+            final = info["final_obs"][i]  # the reset state is next_obs[i]; store the state reached
+            reached[i] = final if self.norm is None else self.norm.normalize_obs(final)
+        self._store(actions, reached, stored, terminated, ended)
         self.obs = next_obs
         self.returns += rewards
         before = agent.step_counter

@@ -65,7 +65,7 @@ def test_every_option_composes_and_validates(group, option, monkeypatch) -> None
     parse_space(cfg.search, cfg)
 
 
-CONTINUOUS_ENVS = ("pendulum", "mountain_car_continuous", "lunar_lander_continuous", "hopper", "half_cheetah",
+CONTINUOUS_ENVS = ("pendulum", "mountain_car_continuous", "lunar_lander_continuous", "hopper", "half_cheetah", "bipedal_walker",
                    "point_reach")
 CONTINUOUS_AGENTS = ("ddpg", "td3", "sac")
 MULTI_AGENT_ENVS = ("simple_spread",)

@@ -16,7 +16,7 @@ __all__ = ["AGENT_CONTEXT", "AGENT_SETTINGS", "AgentCommon", "DQNConf", "BUILTIN
 AGENT_CONTEXT = ("env", "state_dim", "action_dim", "seed", "device")
 # agent keys that are set() settings of the training loop, not constructor arguments
 AGENT_SETTINGS = ("batch", "train_freq", "num_updates", "update_steps", "update_batches",
-                  "learning_starts", "num_steps", "policy", "noise")
+                  "learning_starts", "num_steps", "policy", "noise", "normalize")
 
 
 @dataclass
@@ -38,6 +38,8 @@ class AgentCommon:
     n_envs: int = 1  # vectorised env copies (set(n_envs=...); on-policy agents take it in their constructor)
     policy: Any = None
     noise: Any = None
+    # set(normalize=...): null, true/false, or {obs, reward, clip_obs, clip_reward, gamma, epsilon}
+    normalize: Any = None
 
 
 @dataclass

@@ -514,6 +514,26 @@ def _check_adjuster(cfg: DictConfig) -> None:
                           f"agent.n_steps={rollout} trains on rollouts{hint}")
 
 
+def _check_normalize(cfg: DictConfig) -> None:
+    """``agent.normalize``: null, a boolean or a mapping of :class:`note_rl.normalize.Normalizer`
+    arguments (checked by building one; numpy only), and not with HER, MARL or a pool of workers."""
+    from note_rl.normalize import make_normalizer
+
+    value = OmegaConf.select(cfg, "agent.normalize")
+    if isinstance(value, DictConfig):
+        value = OmegaConf.to_container(value, resolve=True)
+    try:
+        made = make_normalizer(value, None)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"agent.normalize: {str(exc).split(': ', 1)[-1]}") from None
+    if made is None:
+        return
+    her = "Her" in str(OmegaConf.select(cfg, "buffer._target_") or "")
+    if her or OmegaConf.select(cfg, "strategy.name") == "pool_network":
+        raise ConfigError("agent.normalize: runs with in-process collection only (not with buffer=her or "
+                          "strategy=pool_network)")
+
+
 def _check_device(cfg: DictConfig) -> None:
     """``backend.device`` names a device; one other than auto / cpu must exist here (asking the
     backend imports its framework, so only then)."""
@@ -551,6 +571,7 @@ def validate(cfg: DictConfig, check_env: bool = True) -> DictConfig:
 def _validate(cfg: DictConfig, check_env: bool) -> DictConfig:
     typed = _typed(_hidden_size(cfg))
     _check_ranges(typed)
+    _check_normalize(typed)
     _check_framework(typed.backend.name)
     check_strategy(typed)
     check_features(typed)
