@@ -198,6 +198,8 @@ def test_arguments_are_checked() -> None:
         with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
             TRPO(4, [8], 2, env="CartPole-v1", **kwargs)
     agent = TRPO(4, [8], 2, env="CartPole-v1")
+    with pytest.raises(ValueError, match="TRPO: distributed_training is not supported"):
+        agent.distributed_training()
     assert agent.batch == 128 and agent.n_epochs == 10 and agent.n_steps == 2048 and agent.lam == 0.95
 
 

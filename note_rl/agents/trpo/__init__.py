@@ -149,6 +149,12 @@ class TRPOMixin:
         if self.batch is None:
             self.batch = self.default_batch
 
+    def distributed_training(self, *args: Any, **kwargs: Any) -> Any:
+        """Refused: replicas would each take their own natural-gradient step on their own rollout
+        (the step is no optimizer step, so no gradient averaging keeps them equal)."""
+        raise ValueError(f"{type(self).__name__}: distributed_training is not supported (each replica's "
+                         "natural-gradient step would move its own policy); train it with train()")
+
     # -- the update ------------------------------------------------------------------------------
     def update_spec(self) -> UpdateSpec:
         """The critic alone: ``n_critic_updates`` passes of mini-batches of its value loss (the
