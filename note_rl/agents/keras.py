@@ -16,5 +16,6 @@ from .maddpg.keras import MADDPG
 from .ppo.keras import PPO
 from .sac.keras import SAC
 from .td3.keras import TD3
+from .trpo.keras import TRPO
 
-__all__ = ["DQN", "PPO", "A2C", "mlp", "DDPG", "TD3", "SAC", "MADDPG"]
+__all__ = ["DQN", "PPO", "A2C", "mlp", "DDPG", "TD3", "SAC", "MADDPG", "TRPO"]

@@ -16,5 +16,6 @@ from .maddpg.torch import MADDPG
 from .ppo.torch import PPO
 from .sac.torch import SAC
 from .td3.torch import TD3
+from .trpo.torch import TRPO
 
-__all__ = ["DQN", "PPO", "A2C", "MLP", "DDPG", "TD3", "SAC", "MADDPG"]
+__all__ = ["DQN", "PPO", "A2C", "MLP", "DDPG", "TD3", "SAC", "MADDPG", "TRPO"]

@@ -238,6 +238,39 @@ class Backend(ABC):
         """Flattened gradient of ``loss_fn(*arrays)`` (of the sum, if it returns several losses)
         without applying it (gradient-noise signals)."""
 
+    # -- second-order steps (TRPO's natural gradient: numpy does the algebra, the backend the calculus)
+    def get_flat(self, variables: Sequence[Any]) -> np.ndarray:
+        """The variables' values as one float64 vector (in order, each flattened)."""
+        arrays = self.get_weights(variables)
+        return np.concatenate([np.asarray(a, np.float64).ravel() for a in arrays]) if arrays else np.zeros(0)
+
+    def set_flat(self, variables: Sequence[Any], flat: np.ndarray) -> None:
+        """Assign a vector of :meth:`get_flat`'s layout back to the variables (cast to their dtypes)."""
+        current = self.get_weights(variables)
+        sizes = np.cumsum([0] + [a.size for a in current])
+        if int(sizes[-1]) != np.size(flat):
+            raise ValueError(f"set_flat: {np.size(flat)} values for {int(sizes[-1])} parameters")
+        self.set_weights(variables, [np.asarray(flat[i:j]).reshape(a.shape).astype(a.dtype)
+                                     for a, i, j in zip(current, sizes[:-1], sizes[1:])])
+
+    def loss_values(self, loss_fn: Callable[..., Any], variables: Sequence[Any],
+                    arrays: Sequence[np.ndarray]) -> dict[str, float]:
+        """What ``loss_fn(*arrays)`` returns (a dict of scalars, or one scalar under ``"loss"``) as
+        floats, without gradients; the arrays go to the device of ``variables``."""
+        raise NotImplementedError(f"the {self.name} backend has no loss_values (second-order steps)")
+
+    def loss_gradient(self, loss_fn: Callable[..., Any], variables: Sequence[Any],
+                      arrays: Sequence[np.ndarray]) -> tuple[float, np.ndarray]:
+        """``(loss, flat float64 gradient)`` of the scalar ``loss_fn(*arrays)`` with respect to
+        ``variables`` (zeros for a variable the loss does not read), nothing applied."""
+        raise NotImplementedError(f"the {self.name} backend has no loss_gradient (second-order steps)")
+
+    def hessian_vector_product(self, loss_fn: Callable[..., Any], variables: Sequence[Any],
+                               arrays: Sequence[np.ndarray], vector: np.ndarray) -> np.ndarray:
+        """``H @ vector`` with ``H`` the Hessian of the scalar ``loss_fn(*arrays)`` with respect to
+        ``variables`` (flat float64; Pearlmutter's trick: the gradient of ``grad . vector``)."""
+        raise NotImplementedError(f"the {self.name} backend has no hessian_vector_product")
+
     # -- optimizers --------------------------------------------------------------------------
     @abstractmethod
     def build_optimizer(self, spec: Any, params: Sequence[Any]) -> Any:

@@ -339,6 +339,32 @@ class TFBackend(Backend):
             self._grad_fns[key] = grad_fn
         return np.asarray(self._grad_fns[key](*arrays), dtype=np.float64)
 
+    def loss_values(self, loss_fn: Callable[..., Any], variables: Sequence[Any],
+                    arrays: Sequence[np.ndarray]) -> dict[str, float]:
+        out = loss_fn(*[tf.convert_to_tensor(a) for a in arrays])
+        return {str(k): float(v) for k, v in out.items()} if isinstance(out, dict) else {"loss": float(out)}
+
+    def loss_gradient(self, loss_fn: Callable[..., Any], variables: Sequence[Any],
+                      arrays: Sequence[np.ndarray]) -> tuple[float, np.ndarray]:
+        variables = list(variables)
+        with tf.GradientTape() as tape:
+            loss = loss_fn(*[tf.convert_to_tensor(a) for a in arrays])
+        grads = tape.gradient(loss, variables, unconnected_gradients=tf.UnconnectedGradients.ZERO)
+        return float(loss), tf.concat([tf.reshape(g, [-1]) for g in grads], 0).numpy().astype(np.float64)
+
+    def hessian_vector_product(self, loss_fn: Callable[..., Any], variables: Sequence[Any],
+                               arrays: Sequence[np.ndarray], vector: np.ndarray) -> np.ndarray:
+        variables = list(variables)
+        v = tf.constant(np.asarray(vector, np.float32))
+        zero = tf.UnconnectedGradients.ZERO
+        with tf.GradientTape() as outer:
+            with tf.GradientTape() as inner:
+                loss = loss_fn(*[tf.convert_to_tensor(a) for a in arrays])
+            grads = inner.gradient(loss, variables, unconnected_gradients=zero)
+            gv = tf.reduce_sum(tf.concat([tf.reshape(g, [-1]) for g in grads], 0) * v)
+        hv = outer.gradient(gv, variables, unconnected_gradients=zero)
+        return tf.concat([tf.reshape(g, [-1]) for g in hv], 0).numpy().astype(np.float64)
+
     # -- optimizers --------------------------------------------------------------------------
     def build_optimizer(self, spec: Any, params: Sequence[Any]) -> Any:
         if isinstance(spec, OptimizerSpec):

@@ -324,6 +324,35 @@ class TorchBackend(Backend):
                 for g, v in zip(grads, variables)]
         return torch.cat(flat).detach().cpu().numpy().astype(np.float64)
 
+    def loss_values(self, loss_fn: Callable[..., Any], variables: Sequence[Any],
+                    arrays: Sequence[np.ndarray]) -> dict[str, float]:
+        to_device = _batch_maker(list(variables))
+        with torch.no_grad():
+            out = loss_fn(*[to_device(a) for a in arrays])
+        return {str(k): float(v) for k, v in out.items()} if isinstance(out, dict) else {"loss": float(out)}
+
+    def _flat_grad(self, loss: torch.Tensor, variables: list[Any], create_graph: bool) -> torch.Tensor:
+        grads = torch.autograd.grad(loss, variables, allow_unused=True, create_graph=create_graph)
+        return torch.cat([torch.zeros_like(v).reshape(-1) if g is None else g.reshape(-1)
+                          for g, v in zip(grads, variables)])
+
+    def loss_gradient(self, loss_fn: Callable[..., Any], variables: Sequence[Any],
+                      arrays: Sequence[np.ndarray]) -> tuple[float, np.ndarray]:
+        variables = list(variables)
+        to_device = _batch_maker(variables)
+        loss = loss_fn(*[to_device(a) for a in arrays])
+        flat = self._flat_grad(loss, variables, False)
+        return float(loss.detach()), flat.detach().cpu().numpy().astype(np.float64)
+
+    def hessian_vector_product(self, loss_fn: Callable[..., Any], variables: Sequence[Any],
+                               arrays: Sequence[np.ndarray], vector: np.ndarray) -> np.ndarray:
+        variables = list(variables)
+        to_device = _batch_maker(variables)
+        flat = self._flat_grad(loss_fn(*[to_device(a) for a in arrays]), variables, True)
+        v = to_device(np.asarray(vector, np.float32))
+        hv = self._flat_grad((flat * v).sum(), variables, False)
+        return hv.detach().cpu().numpy().astype(np.float64)
+
     # -- optimizers --------------------------------------------------------------------------
     def build_optimizer(self, spec: Any, params: Sequence[Any]) -> Any:
         params = list(params)

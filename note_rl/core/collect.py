@@ -230,7 +230,7 @@ class RolloutCollector(Collector):
     """On-policy vectorised collection for agents implementing the rollout protocol:
     ``n_envs``, ``n_steps``, ``n_epochs``, ``gamma``, ``lam``, ``rollout_act(obs) -> (actions,
     log_probs, values)``, ``rollout_values(obs)``, ``rollout_loss(s, a, logp, adv, ret)`` and
-    optionally ``on_rollout_start(progress_remaining)``.
+    optionally ``on_rollout_start(progress_remaining)`` and ``policy_step(whole_rollout)``.
     """
 
     on_policy = True  # trains on its own rollouts: no replay pool_size / batch to check
@@ -261,7 +261,8 @@ class RolloutCollector(Collector):
 
 def train_on_rollout(agent: Any, learner: Any, trainer: Any, fields: dict[str, np.ndarray],
                      finished: list[float], rng: np.random.Generator) -> None:
-    """Count the rollout's steps and episodes, compute GAE, run ``n_epochs`` of mini-batches."""
+    """Count the rollout's steps and episodes, compute GAE, run the agent's ``policy_step`` on the
+    whole rollout if it has one (TRPO), then ``n_epochs`` of mini-batches."""
     agent.step_counter += fields["reward"].size
     for episode_return in finished:
         trainer.end_episode(episode_return)
@@ -274,6 +275,11 @@ def train_on_rollout(agent: Any, learner: Any, trainer: Any, fields: dict[str, n
     # one mini-batch holding the whole rollout is the same batch every epoch (a mean does not
     # depend on the order): built once instead of shuffled and gathered n_epochs times
     whole = rollout_minibatches(fields, n, None, normalize) if batch == n else None
+    policy_step = getattr(agent, "policy_step", None)
+    if callable(policy_step) and not agent.stop_training:
+        # a policy step on the whole rollout before the mini-batches (TRPO's natural-gradient step;
+        # the mini-batches then train what the spec's terms step: TRPO's critic)
+        policy_step((whole or rollout_minibatches(fields, n, None, normalize))[0])
     for _ in range(agent.n_epochs):
         for mb in whole or rollout_minibatches(fields, batch, rng, normalize):
             if agent.stop_training:

@@ -74,7 +74,8 @@ DISCRETE_GOAL_ENVS = ("bit_flip",)
 
 @pytest.mark.parametrize("backend", ["torch", "tf"])
 @pytest.mark.parametrize("agent,env", [("dqn", "cartpole"), ("ppo", "cartpole"), ("a2c", "cartpole"),
-                                       ("ppo", "pendulum"), ("a2c", "pendulum"),
+                                       ("trpo", "cartpole"), ("ppo", "pendulum"), ("a2c", "pendulum"),
+                                       ("trpo", "pendulum"),
                                        *[(a, "pendulum") for a in CONTINUOUS_AGENTS], ("maddpg", "simple_spread")])
 def test_agents_build_on_each_backend(backend, agent, env) -> None:
     cfg = OmegaConf.to_container(validate(compose_cfg([f"backend={backend}", f"agent={agent}", f"env={env}"])),
@@ -82,7 +83,7 @@ def test_agents_build_on_each_backend(backend, agent, env) -> None:
     built = build_agent(cfg)
     assert built.backend_name == backend and built.batch == cfg["agent"]["batch"]
     assert built.gamma is not None and train_kwargs(cfg)["steps"] == cfg["budget"]["steps"]
-    if agent in ("ppo", "a2c"):  # softmax on CartPole, a Gaussian on Pendulum
+    if agent in ("ppo", "a2c", "trpo"):  # softmax on CartPole, a Gaussian on Pendulum
         assert built.continuous == (env == "pendulum")
     if agent == "maddpg":  # a team of 3 on MPE; the noise sized from the agent's action dimension
         assert built.MARL and built.n_agents == 3 and np.shape(built.noise.sample()) == (5,)
@@ -95,6 +96,19 @@ def test_a2c_config_picks_rmsprop_unless_told_otherwise() -> None:
     assert compose_cfg(["agent=dqn"]).optimizer.name == "adam"
     built = build_agent(OmegaConf.to_container(validate(cfg), resolve=True))
     assert built.batch is None and (built.n_steps, built.n_envs, built.n_epochs) == (5, 8, 1)
+
+
+def test_trpo_config_is_sb3_contribs_and_its_presets_are_rl_zoo3s() -> None:
+    cfg = compose_cfg(["agent=trpo", "env=acrobot"])  # no preset: sb3-contrib's defaults
+    assert (cfg.agent.n_steps, cfg.agent.batch, cfg.agent.lam, cfg.agent.n_critic_updates, cfg.agent.target_kl,
+            cfg.agent.cg_max_steps, cfg.agent.cg_damping, cfg.optimizer.name, cfg.optimizer.eps) == \
+        (2048, 128, 0.95, 10, 0.01, 15, 0.1, "adam", 1e-5)
+    cartpole = compose_cfg(["agent=trpo", "env=cartpole"])
+    assert (cartpole.agent.n_envs, cartpole.agent.n_steps, cartpole.agent.batch, cartpole.agent.cg_damping) == \
+        (2, 512, 512, 1e-3)
+    assert compose_cfg(["agent=trpo", "env=pendulum"]).agent.gamma == 0.9
+    built = build_agent(OmegaConf.to_container(validate(cfg), resolve=True))
+    assert built.batch == 128 and (built.n_steps, built.n_envs, built.n_epochs, built.target_kl) == (2048, 1, 10, 0.01)
 
 
 @pytest.mark.parametrize("backend", ["torch", "tf"])

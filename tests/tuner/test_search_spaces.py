@@ -15,14 +15,15 @@ from tuner.config.search_cost import check_cost
 
 DISCRETE = ["cartpole", "acrobot", "lunar_lander", "mountain_car"]
 CONTINUOUS = ["pendulum", "mountain_car_continuous", "lunar_lander_continuous", "hopper", "half_cheetah"]
-COMBOS = [("dqn", e) for e in DISCRETE] + [(a, e) for a in ("ppo", "a2c") for e in DISCRETE + CONTINUOUS] \
+COMBOS = [("dqn", e) for e in DISCRETE] + [(a, e) for a in ("ppo", "a2c", "trpo") for e in DISCRETE + CONTINUOUS] \
     + [(a, e) for a in ("sac", "td3", "ddpg") for e in CONTINUOUS]
 # rl-zoo3's / ARLBench's ranges a space must reach (shared/reference/autorl_protocol.md)
 REACH = {"ppo": {"agent.gamma": 0.9999, "agent.n_steps": 2048, "agent.entropy_coef": 0.1, "agent.n_epochs": 20},
          "dqn": {"agent.gamma": 0.9999, "agent.update_steps": 5000, "buffer.pool_size": 1000000},
          "sac": {"agent.gamma": 0.9999, "agent.tau": 0.08, "agent.ent_coef": "auto"},
          "td3": {"agent.gamma": 0.9999, "agent.tau": 0.08, "agent.hidden_size": "[400, 300]"},
-         "a2c": {"agent.gamma": 0.9999, "agent.n_steps": 2048}}
+         "a2c": {"agent.gamma": 0.9999, "agent.n_steps": 2048},
+         "trpo": {"agent.gamma": 0.9999, "agent.n_steps": 2048, "agent.target_kl": 0.1, "agent.n_critic_updates": 30}}
 
 
 @pytest.mark.parametrize("agent,env", COMBOS)

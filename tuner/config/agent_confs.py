@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-__all__ = ["AGENT_CONTEXT", "AGENT_SETTINGS", "AgentCommon", "DQNConf", "BUILTIN_AGENTS", "BUILTIN_ACTION_KINDS",
+__all__ = ["AGENT_CONTEXT", "AGENT_SETTINGS", "AgentCommon", "DQNConf", "TRPOConf", "BUILTIN_AGENTS", "BUILTIN_ACTION_KINDS",
            "BUILTIN_MULTI_AGENT", "BUILTIN_ON_POLICY", "builtin_target"]
 
 # keys a builder passes to an agent's constructor itself (never from the config)
@@ -99,6 +99,27 @@ class A2CConf(_MLPAgent):
 
 
 @dataclass
+class TRPOConf(_MLPAgent):
+    """``note_rl.agents.<backend>.TRPO``; ``batch`` is the critic's mini-batch."""
+
+    name: str = "trpo"
+    batch: int = 128
+    activation: str = "tanh"
+    ortho_init: bool = True
+    lam: float = 0.95
+    n_steps: int = 2048
+    n_envs: int = 1
+    n_critic_updates: int = 10
+    target_kl: float = 0.01
+    cg_max_steps: int = 15
+    cg_damping: float = 0.1
+    line_search_shrinking_factor: float = 0.8
+    line_search_max_iter: int = 10
+    normalize_advantage: bool = True
+    log_std_init: float = 0.0
+
+
+@dataclass
 class _OffPolicyAC(AgentCommon):
     hidden_size: list[int] = field(default_factory=lambda: [256, 256])
     activation: str = "relu"
@@ -146,18 +167,19 @@ class SACConf(_OffPolicyAC):
     target_update_interval: int = 1
 
 
-BUILTIN_AGENTS: dict[str, type] = {"DQN": DQNConf, "PPO": PPOConf, "A2C": A2CConf, "DDPG": DDPGConf,
-                                   "TD3": TD3Conf, "SAC": SACConf, "MADDPG": MADDPGConf}
+BUILTIN_AGENTS: dict[str, type] = {"DQN": DQNConf, "PPO": PPOConf, "A2C": A2CConf, "TRPO": TRPOConf,
+                                   "DDPG": DDPGConf, "TD3": TD3Conf, "SAC": SACConf, "MADDPG": MADDPGConf}
 #: the action spaces each built-in agent handles (its class's ``action_kinds``, known here without
 #: importing a framework)
 BUILTIN_ACTION_KINDS: dict[str, tuple[str, ...]] = {
     "DQN": ("discrete",), "PPO": ("discrete", "continuous"), "A2C": ("discrete", "continuous"),
+    "TRPO": ("discrete", "continuous"),
     "DDPG": ("continuous",), "TD3": ("continuous",),
     "SAC": ("continuous",), "MADDPG": ("continuous", "discrete")}
 #: built-in agents that train teams on multi-agent envs (a class says so with ``multi_agent = True``)
 BUILTIN_MULTI_AGENT = ("MADDPG",)
 #: built-in on-policy agents (the core's ``PPO`` flag: no relabelled or replayed-team experience)
-BUILTIN_ON_POLICY = ("PPO", "A2C")
+BUILTIN_ON_POLICY = ("PPO", "A2C", "TRPO")
 
 
 def builtin_target(target: str) -> tuple[str, str] | None:

@@ -30,16 +30,18 @@ POSITIVE = ("eval.every", "eval.episodes", "agent.batch", "agent.train_freq", "a
             "strategy.processes", "strategy.replicas", "strategy.logical_cpus", "strategy.num_store", "strategy.processes_pr", "strategy.processes_her", "budget.steps", "budget.episodes",
             "budget.max_updates", "objective.last_k", "optimizer.lr", "agent.lr", "agent.clip",
             "logger.log_every", "logger.gif_max_steps", "logger.init_timeout", "agent.policy_delay",
-            "agent.n_critics", "agent.target_update_interval", "backend.threads")
+            "agent.n_critics", "agent.target_update_interval", "backend.threads", "agent.n_critic_updates",
+            "agent.target_kl", "agent.cg_max_steps", "agent.line_search_max_iter")
 UNIT = {"agent.gamma": (0.0, 1.0, False), "agent.tau": (0.0, 1.0, False),
         "agent.lam": (0.0, 1.0, True), "buffer.lambda_": (0.0, 1.0, True),
+        "agent.line_search_shrinking_factor": (0.0, 1.0, False),
         "optimizer.beta1": (0.0, 1.0, True), "optimizer.beta2": (0.0, 1.0, True),
         "agent.policy.initial_eps": (0.0, 1.0, True), "agent.policy.final_eps": (0.0, 1.0, True),
         "agent.policy.eps": (0.0, 1.0, True)}
 NON_NEGATIVE = ("seed", "eval.seed", "eval.test_episodes", "eval.test_seed", "agent.learning_starts", "buffer.her_k", "agent.entropy_coef", "agent.vf_coef", "buffer.alpha",
                 "buffer.beta", "optimizer.weight_decay", "optimizer.eps", "optimizer.momentum",
                 "agent.max_grad_norm", "agent.target_policy_noise", "agent.target_noise_clip",
-                "agent.noise.sigma", "agent.noise.theta")
+                "agent.noise.sigma", "agent.noise.theta", "agent.cg_damping")
 #: ``backend.threads`` beyond this is refused: a framework asked for 100,000 threads segfaults while
 #: it starts them.  A fixed cap, not one read off this machine, so that a config (or a study's
 #: space) valid on one machine is valid on every other; 1024 is far above any useful intra-op count

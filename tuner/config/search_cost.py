@@ -10,7 +10,8 @@ naming both; raising the setting is how a user says the spread is intended.
 The estimate counts forward passes through the hidden layers: one per env step, three per sample of a
 gradient update (forward and backward).  Updates are ``(steps - learning_starts) / train_freq *
 num_updates`` of ``batch`` samples for off-policy agents and ``n_epochs`` passes over every rollout for
-on-policy ones (PPO, A2C), capped by ``budget.max_updates``.  Only searched values that enter this formula
+on-policy ones (PPO, A2C; TRPO's ``n_critic_updates``, plus a pass over the rollout per conjugate-gradient
+step and two more for its policy step), capped by ``budget.max_updates``.  Only searched values that enter this formula
 are varied, each at its extremes; group choices (another agent or optimizer) are not estimated.
 """
 
@@ -30,7 +31,8 @@ from .search import Param
 __all__ = ["trial_cost", "cost_spread", "check_cost"]
 
 COST_KEYS = ("budget.steps", "budget.max_updates", "agent.batch", "agent.train_freq", "agent.num_updates",
-             "agent.learning_starts", "agent.n_epochs", "agent.n_steps", "agent.hidden_size")
+             "agent.learning_starts", "agent.n_epochs", "agent.n_critic_updates", "agent.cg_max_steps",
+             "agent.n_steps", "agent.hidden_size")
 MAX_COMBINATIONS = 4096
 _FRACTION = re.compile(r"\$\{train_freq_fraction:\s*([0-9.eE+-]+)\s*\}")
 
@@ -55,17 +57,25 @@ def trial_cost(values: dict[str, Any]) -> float:
     hidden = [int(h) for h in (yaml.safe_load(hidden) if isinstance(hidden, str) else hidden)]
     # per-sample work of the hidden layers: h0 + h0*h1 + ... (input and output widths are the env's)
     net = float(hidden[0] + sum(a * b for a, b in zip(hidden, hidden[1:])) + hidden[-1])
-    if values.get("agent.n_epochs") is not None:  # on-policy: n_epochs passes over each rollout
-        samples = steps * float(values["agent.n_epochs"])
+    epochs = values.get("agent.n_epochs")
+    if epochs is None:
+        epochs = values.get("agent.n_critic_updates")  # TRPO: its critic's passes over each rollout
+    policy = 0.0  # TRPO's policy step: a pass over the rollout per conjugate-gradient step, two more
+    if epochs is not None:  # on-policy: n_epochs passes over each rollout
+        samples = steps * float(epochs)
         updates = samples / max(1.0, float(_get(values, "agent.batch", 1)))
+        if values.get("agent.cg_max_steps") is not None:
+            policy = steps * (float(values["agent.cg_max_steps"]) + 2.0)
     else:
         learn = max(0.0, steps - float(_get(values, "agent.learning_starts", 0)))
         every = float(_get(values, "agent.train_freq", 1))
         updates = learn / max(1.0, every) * _num_updates(values.get("agent.num_updates"), every)
         samples = updates * float(_get(values, "agent.batch", 1))
     cap = values.get("budget.max_updates")
-    if cap is not None and updates > cap:
+    if cap is not None and updates > cap:  # the run stops there, its policy steps with it
         samples *= cap / updates
+        policy *= cap / updates
+    samples += policy
     return net * (steps + 3.0 * samples)
 
 
