@@ -22,13 +22,13 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from ..common.errors import ConfigError, error_line
+from ..common.files import CONF_DIR  # re-exported: tests and tools import it from here
 from ..common.redact import redact_text
 from ..config.schema import name_part, register, validate
 
 __all__ = ["main"]
 
 FINDERS = ("lr_finder", "opt_finder", "parallel_finder")
-CONF_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "conf")
 
 
 def _fail(message: str) -> None:

@@ -6,7 +6,10 @@ from __future__ import annotations
 import os
 import stat
 
-__all__ = ["special_kind", "name_too_long"]
+__all__ = ["special_kind", "name_too_long", "CONF_DIR"]
+
+#: the app's own config dir (``conf/`` beside the package): every layer may need it, so it lives here
+CONF_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "conf")
 
 
 def special_kind(mode: int) -> str | None:

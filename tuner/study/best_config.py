@@ -55,7 +55,7 @@ def group_choices(composed: Any) -> dict[str, Any] | None:
 
 def _app_defaults() -> list[Any]:
     """The defaults list of the app's ``conf/config.yaml``."""
-    from ..cli.app import CONF_DIR
+    from ..common.files import CONF_DIR
 
     with open(os.path.join(CONF_DIR, "config.yaml")) as f:
         return list(yaml.safe_load(f)["defaults"])
@@ -65,7 +65,7 @@ def _app_settings() -> list[str]:
     """The top-level keys the app's ``conf/config.yaml`` sets itself (``seed``, ``budget``, ``eval``, ...):
     the file sets them whole, so every ``key=value`` override the app takes works on it too, and the
     study's run settings stay when a group is swapped (another env's preset does not change its budget)."""
-    from ..cli.app import CONF_DIR
+    from ..common.files import CONF_DIR
 
     with open(os.path.join(CONF_DIR, "config.yaml")) as f:
         return [k for k in yaml.safe_load(f) if k not in ("defaults", "hydra")]
@@ -106,7 +106,7 @@ def compose_primary(doc: dict[str, Any]) -> dict[str, Any]:
     from hydra.types import RunMode
     from omegaconf import OmegaConf
 
-    from ..cli.app import CONF_DIR
+    from ..common.files import CONF_DIR
     from ..config.schema import register
 
     register()
