@@ -6,6 +6,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 
 import pytest
 
@@ -97,13 +98,21 @@ def test_lower_quantile_objective_and_seed_robust_settings() -> None:
     # numpy's linear percentile: q25 of five values sits at index 0.25 x 4 = 1
     assert aggregate([40, 0, 20, 10, 30], "q25") == 10.0 and aggregate([0, 10], "q25") == 2.5
     assert aggregate([3, 1, 2], "min") == 1.0 and aggregate([3, 1, 2], "median") == 2.0
-    assert tuner_settings({"aggregation": "q10", "pruner": "wilcoxon", "n_seeds": 3}).aggregation == "q10"
+    assert tuner_settings({"aggregation": "q10", "pruner": "wilcoxon", "n_seeds": 4}).aggregation == "q10"
+    assert tuner_settings({"pruner": "wilcoxon", "n_seeds": 2, "wilcoxon_p": 0.3}).n_seeds == 2  # 1/4 < 0.3
+    from tuner.study.settings import wilcoxon_seeds
+
+    assert [wilcoxon_seeds(p) for p in (0.3, 0.25, 0.1, 0.05, 0.01)] == [2, 3, 4, 5, 7]
     for bad, message in (({"aggregation": "q75"}, "tuner.aggregation: 'q75' must be mean, median, min or a lower"),
                          ({"aggregation": "qx"}, "tuner.aggregation: 'qx'"),
                          ({"pruner": "wilcoxon"}, "tuner.pruner: wilcoxon compares a trial with the best one seed by "
                                                   "seed; it needs tuner.n_seeds >= 2"),
-                         ({"pruner": "wilcoxon", "n_seeds": 2, "wilcoxon_p": 1.5}, "tuner.wilcoxon_p: must be in (0, 1)")):
-        with pytest.raises(ConfigError, match="^" + message.replace(".", r"\.").replace("(", r"\(").replace(")", r"\)")):
+                         ({"pruner": "wilcoxon", "n_seeds": 2, "wilcoxon_p": 1.5}, "tuner.wilcoxon_p: must be in (0, 1)"),
+                         # 2 seeds all worse: p = 1/4 >= 0.1, so the pruner could never stop a trial
+                         ({"pruner": "wilcoxon", "n_seeds": 2}, "tuner.pruner: wilcoxon can never prune with 2 seeds at "
+                                                                "tuner.wilcoxon_p=0.1 (the smallest one-sided p-value of n "
+                                                                "paired seeds is 1/2**n, 0.25 here); use tuner.n_seeds >= 4")):
+        with pytest.raises(ConfigError, match="^" + re.escape(message)):
             tuner_settings(bad)
 
 
