@@ -10,7 +10,8 @@ another sampler seed):
 - ``random``, ``tpe``: ``tuner=optuna`` with that sampler and the median pruner; ``--trials`` trials of
   ``--seeds`` seeds each (the objective is their mean), so a study's budget is trials x seeds full runs;
 - ``wilcoxon``: TPE with ``pruner=wilcoxon`` (a trial's seeds are its instances; one losing to the best
-  trial on the seeds run so far stops early), the same trials and seeds, so it uses at most that budget;
+  trial on the seeds run so far stops early), the same trials and seeds, so it uses at most that budget
+  (it needs 4 seeds per trial to prune at all: ``--seeds 4``);
 - ``pbt``: ``tuner=pbt`` with ``population = trials x seeds`` members (the same env steps in all),
   ``--generations`` segments each.
 
@@ -72,7 +73,8 @@ def run_optuna(method: str, task: str, repeat: int, a: argparse.Namespace, where
     test = TEST_SEEDS[:a.test_seeds]
     args = ["tuner=optuna", *common(agent, env, a), *OPTUNA[method], f"tuner.study_name={task}-{method}-r{repeat}",
             f"tuner.study_dir={where}", f"tuner.n_trials={a.trials}", f"tuner.n_seeds={a.seeds}",
-            f"tuner.sampler_seed={repeat}", f"tuner.seeds.test=[{','.join(map(str, test))}]",
+            f"tuner.sampler_seed={repeat}", f"tuner.n_startup_trials={a.startup}",
+            f"tuner.seeds.test=[{','.join(map(str, test))}]",
             "tuner.reevaluate.top_k=2", "tuner.reevaluate.seeds=2"]
     started = time.monotonic()
     code = note_tune(args, os.path.join(where + ".log"))
@@ -169,10 +171,14 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=None, help="env steps per run (default: the full budget)")
     parser.add_argument("--generations", type=int, default=4, help="PBT segments per member")
     parser.add_argument("--test-seeds", type=int, default=3)
+    parser.add_argument("--startup", type=int, default=None,
+                        help="TPE's random startup trials (default: min(5, trials // 3); with Optuna's 5 and 6 "
+                             "trials, TPE samples what random search samples)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out", default=os.path.join(REPO, "bench_autorl"))
     a = parser.parse_args()
     a.steps = a.steps or TASKS[a.task][2]
+    a.startup = a.startup if a.startup is not None else min(5, max(1, a.trials // 3))
     folder = os.path.join(os.path.abspath(a.out), a.task)
     os.makedirs(folder, exist_ok=True)
     rows = []
