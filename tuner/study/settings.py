@@ -159,7 +159,9 @@ def wilcoxon_seeds(p: float) -> int:
     """The fewest paired seeds at which the Wilcoxon pruner can stop a trial at p-value ``p``: a trial
     worse than the best one on all n seeds has the smallest exact one-sided p-value, 1 / 2**n, and Optuna
     prunes when the p-value is below ``p`` (0.1: 4 seeds; seen in a benchmark study of 2 seeds per trial
-    that pruned nothing)."""
+    that pruned nothing).  A ``p`` outside (0, 1) (refused on its own) gives 1 rather than looping."""
+    if not 0.0 < p < 1.0:
+        return 1
     n = 1
     while 0.5 ** n >= p:
         n += 1
