@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["best_config_body", "compose_primary", "group_choices"]
+__all__ = ["best_config_body", "compose_primary", "group_choices", "trial_config_body"]
 
 NAME = "best_config"
 _INTERPOLATION = re.compile(r"\$\{(\w+)\}")
@@ -196,6 +196,16 @@ def best_config_body(plain: dict[str, Any], choices: dict[str, Any] | None, tune
         return flat
     return (f"# the study's groups (an override such as env=acrobot or logger=none replaces one), then its own values\n"
             f"{_yaml({'defaults': defaults})}{_yaml(body) if body else ''}")
+
+
+def trial_config_body(plain: dict[str, Any], trial: Any, tuner: str) -> str:
+    """:func:`best_config_body` for a study's trial: its recorded group options (``choices``, with the
+    ``tuner`` group at ``tuner``: ``none`` for a plain run, ``pbt`` for a replay) and its searched values
+    (the keys of its ``overrides`` that are not groups)."""
+    choices = trial.user_attrs.get("choices")
+    choices = dict(choices, tuner=tuner) if isinstance(choices, dict) else None
+    tuned = [str(o).split("=", 1)[0] for o in trial.user_attrs.get("overrides") or []]
+    return best_config_body(plain, choices, [k for k in tuned if k not in (choices or {})])
 
 
 def _yaml(doc: dict[str, Any]) -> str:

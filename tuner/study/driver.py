@@ -21,7 +21,7 @@ this module decides what a trial of a ``tuner=optuna`` study trains.
 from __future__ import annotations
 
 import os
-from typing import Callable
+from typing import Any, Callable
 
 import optuna
 from omegaconf import DictConfig, OmegaConf
@@ -202,6 +202,16 @@ class Driver:
     def _ask(self) -> tuple[str, optuna.Trial | None]:
         return ask_within(self.study, self.s.n_trials, distributions(self.space), self.s.max_total_trials)
 
+    def _compose_trial(self, trial: optuna.Trial, overrides: list[str]) -> Any:
+        """The trial's config: the command's overrides plus ``overrides``, composed; the groups' options
+        are recorded on the trial as ``choices`` (the defaults list of best_config.yaml and of PBT's
+        replay_config.yaml)."""
+        composed = self.compose(self.overrides + overrides)
+        choices = group_choices(composed)
+        if choices is not None:
+            trial.set_user_attr("choices", choices)
+        return composed
+
     def _prepare(self, trial: optuna.Trial) -> TrialSpec:
         """The trial's config (the command's overrides plus the sampled ones), saved in its run dir."""
         run_dir = os.path.join(self.study_dir, "trials", f"{trial.number:04d}")
@@ -209,11 +219,7 @@ class Driver:
         suggest_conditional(trial, self.space)  # e.g. buffer.alpha, in trials that chose buffer=prioritized
         overrides = to_overrides(trial.params, self.space)
         trial.set_user_attr("overrides", overrides)
-        composed = self.compose(self.overrides + overrides)
-        choices = group_choices(composed)  # the groups' options: best_config.yaml's defaults list
-        if choices is not None:
-            trial.set_user_attr("choices", choices)
-        cfg = validate(composed, check_env=False)
+        cfg = validate(self._compose_trial(trial, overrides), check_env=False)
         cfg.tuner = {"name": "none"}
         cfg.logger.p = 0
         os.makedirs(run_dir, exist_ok=True)

@@ -11,7 +11,7 @@ from optuna.trial import TrialState
 
 from ..common.redact import redact_text, scrub
 from ..logs.results import write_json
-from .best_config import best_config_body
+from .best_config import trial_config_body
 
 __all__ = ["study_summary", "write_outputs", "summary_table", "rerun_command", "study_answer", "format_cell"]
 
@@ -127,11 +127,7 @@ def write_outputs(study: optuna.Study, study_dir: str, storage: str,
         if test is not None and test["answer"]["trial"] == best.number and test["answer"]["mean"] is not None:
             why += f"\n# test mean {test['answer']['mean']:.4g} on seeds {test['seeds']}: {test['verdict']}"
         header = f"# {why}\n# re-run: {rerun_command(study_dir)}\n"
-        choices = best.user_attrs.get("choices")
-        choices = dict(choices, tuner="none") if isinstance(choices, dict) else None  # a plain run, as cfg.tuner
-        tuned = [str(o).split("=", 1)[0] for o in best.user_attrs.get("overrides") or []]
-        tuned = [k for k in tuned if k not in (choices or {})]  # searched values, not groups
-        body = best_config_body(scrub(OmegaConf.to_container(cfg)), choices, tuned)
+        body = trial_config_body(scrub(OmegaConf.to_container(cfg)), best, "none")  # a plain run, as cfg.tuner
         with open(os.path.join(study_dir, "best_config.yaml"), "w") as f:
             f.write(redact_text(header + body))
     summary = scrub(summary)  # the storage and the reevaluation's failure reasons may quote a URL

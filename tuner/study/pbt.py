@@ -44,7 +44,7 @@ from ..config.schema import validate
 from ..config.search import default_params, distributions, suggest_conditional, to_overrides
 from ..logs.results import write_json
 from ..logs.wandb_logger import trial_meta
-from .best_config import best_config_body, group_choices
+from .best_config import trial_config_body
 from .driver import Composer, Driver
 from .pbt_rules import Step, exploit_explore, initial_population
 from .runner import DONE, HEARTBEAT_GRACE_S, NO_DRIVER_GRACE_S, OPEN, WAIT, RunLimits, TrialRunner
@@ -229,11 +229,7 @@ class PbtDriver(Driver):
         trial.set_user_attr("init_from", init_from)
         overrides = to_overrides(trial.params, self.space)
         trial.set_user_attr("overrides", overrides)
-        composed = self.compose(self.overrides + overrides)
-        choices = group_choices(composed)  # the groups' options: best_config / replay_config's defaults lists
-        if choices is not None:
-            trial.set_user_attr("choices", choices)
-        cfg = validate(composed, check_env=False)
+        cfg = validate(self._compose_trial(trial, overrides), check_env=False)
         cfg.tuner = {"name": "none"}
         cfg.logger.p = 0
         cfg.seed = int(cfg.seed) + m  # each member its own seed; evaluations share eval.seed
@@ -304,7 +300,7 @@ class PbtDriver(Driver):
                 f.write(f"# PBT winner: member {winner}'s hyperparameters in its last generation ({last}), trained from "
                         f"scratch for the\n# whole budget (not its schedule: pbt_schedule.yaml); its PBT weights: "
                         f"{final.user_attrs['checkpoint']}\n")
-                f.write(self._primary(cfg, final, "none"))
+                f.write(trial_config_body(OmegaConf.to_container(cfg), final, "none"))
         summary = {"study_name": s.study_name, "storage": self.storage_desc, "population": s.population,
                    "generations_complete": last + 1, "generations": s.generations, "winner": winner,
                    "winner_score": scores[winner], "winner_checkpoint": final.user_attrs["checkpoint"],
@@ -316,16 +312,6 @@ class PbtDriver(Driver):
         if cfg is not None and not s.replay:
             self._write_replay(cfg, final, os.path.join(self.study_dir, "pbt_schedule.yaml"))
         return summary
-
-    @staticmethod
-    def _primary(cfg: DictConfig, trial: Any, tuner: str) -> str:
-        """``cfg`` as a primary config whose defaults list names the trial's group options (so a group
-        override such as ``logger=none`` works on it; the segments of a replayed schedule that name a
-        group, e.g. ``buffer=prioritized``, need it too), flat where the trial recorded none."""
-        choices = trial.user_attrs.get("choices")
-        choices = dict(choices, tuner=tuner) if isinstance(choices, dict) else None
-        tuned = [str(o).split("=", 1)[0] for o in trial.user_attrs.get("overrides") or []]
-        return best_config_body(OmegaConf.to_container(cfg), choices, [k for k in tuned if k not in (choices or {})])
 
     def _write_replay(self, cfg: DictConfig, trial: Any, schedule: str) -> None:
         """``replay_config.yaml``: the winner's config as a ``tuner=pbt`` run of one member that follows
@@ -341,7 +327,7 @@ class PbtDriver(Driver):
         with open(os.path.join(self.study_dir, "replay_config.yaml"), "w") as f:
             f.write("# trains one member from scratch through the PBT winner's hyperparameter schedule "
                     "(pbt_schedule.yaml):\n# note-tune --config-dir <this dir> --config-name replay_config\n")
-            f.write(self._primary(cfg, trial, "pbt"))
+            f.write(trial_config_body(OmegaConf.to_container(cfg), trial, "pbt"))
 
 
 def lineage(done: dict[tuple[int, int], Any], member: int, generation: int) -> list[dict[str, Any]]:
