@@ -90,7 +90,7 @@ class NoteOptunaSweeper(Sweeper):
         from tuner.config.search import distributions
         from tuner.study.runner import RunLimits, TrialRunner, ask_within
         from tuner.study.settings import TunerSettings, make_pruner, make_sampler
-        from tuner.study.storage import StudyLock, make_storage
+        from tuner.study.storage import StudyLock, make_storage, own_journal
 
         from tuner.common.redact import protect
 
@@ -107,6 +107,8 @@ class NoteOptunaSweeper(Sweeper):
             space, fixed = self._space(arguments)
         except ConfigError as exc:  # one line and exit 2, as the app's own checks (not Hydra's trace)
             _refuse(exc)
+        # a sweep's journal is its own (not shared with the sweeps beside it): its default name repeats
+        self._storage = own_journal(self.conf.storage, sweep_dir)
         made = not os.path.exists(sweep_dir)
         os.makedirs(sweep_dir, exist_ok=True)  # after the checks: a refused sweep leaves no folder
         name = self.conf.study_name or self._default_name(sweep_dir)
@@ -115,11 +117,11 @@ class NoteOptunaSweeper(Sweeper):
                                  n_startup_trials=startup, pruner=self.conf.pruner,
                                  n_warmup_steps=self.conf.n_warmup_steps, percentile=self.conf.percentile,
                                  threshold_lower=self.conf.threshold_lower)
-        lock = StudyLock(self.conf.storage, sweep_dir, name)
+        lock = StudyLock(self._storage, sweep_dir, name)
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         try:
             with lock:
-                storage = make_storage(self.conf.storage, sweep_dir)
+                storage = make_storage(self._storage, sweep_dir)
                 try:  # an existing study is checked before anything is written to its storage
                     self._check_identity(optuna.load_study(study_name=name, storage=storage), sweep_dir)
                 except KeyError:  # a new study
@@ -135,7 +137,7 @@ class NoteOptunaSweeper(Sweeper):
             if made and not os.listdir(sweep_dir):
                 os.rmdir(sweep_dir)
             _refuse(exc if isinstance(exc, ConfigError) else
-                    f"hydra.sweeper.storage: cannot open {describe(self.conf.storage, sweep_dir)}: {root_cause(exc)}")
+                    f"hydra.sweeper.storage: cannot open {describe(self._storage, sweep_dir)}: {root_cause(exc)}")
         c = self.conf
         limits = RunLimits(n_jobs=c.n_jobs, trial_timeout=c.trial_timeout, preload=c.preload, blocking=c.blocking,
                            max_failures=c.max_failures if c.max_failures is not None else c.n_trials)
@@ -155,7 +157,7 @@ class NoteOptunaSweeper(Sweeper):
             progress.close()
             with held():  # a signal now waits until the results and the report are written
                 results = self._write_results(study, sweep_dir)
-                report_study(study, sweep_dir, describe(self.conf.storage, sweep_dir), self._trial_config)
+                report_study(study, sweep_dir, describe(self._storage, sweep_dir), self._trial_config)
                 keep(f"{sweep_dir}/optimization_results.yaml and the report of the finished trials written")
         raise_held()
         return results
@@ -176,7 +178,7 @@ class NoteOptunaSweeper(Sweeper):
         from tuner.study.identity import ATTR, StudyIdentity
 
         check_search_space(study, self._space_params, "hydra.sweeper.study_name")
-        identity = StudyIdentity(study.study_name, sweep_dir, self.conf.storage, self._definition(), self.conf.resume)
+        identity = StudyIdentity(study.study_name, sweep_dir, self._storage, self._definition(), self.conf.resume)
         try:
             identity.check(study.user_attrs.get(ATTR))
         except ConfigError as exc:  # the message names tuner=optuna's settings: say the sweeper's

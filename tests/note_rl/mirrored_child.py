@@ -56,7 +56,7 @@ def finders(strategy, model, folder: str) -> dict:
     out = {}
     for name in ("lr", "opt"):
         storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(
-            f"{folder}/{name}/journal.log"))
+            f"{folder}/journal.log"))  # the finders' studies share the journal beside their dirs
         study = optuna.load_study(study_name=name, storage=storage)
         out[name] = [(t.state.name, t.user_attrs.get("replicas")) for t in study.trials]
     return out

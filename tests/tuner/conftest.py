@@ -23,6 +23,14 @@ TINY = ["agent=dqn", "agent.hidden_size=[16]", "agent.batch=16", "agent.train_fr
 NO_REEVAL = ("tuner.reevaluate.top_k=0", "tuner.seeds.test=0")
 
 
+def journal_of(study_dir: Any) -> str:
+    """The journal file of the study in ``study_dir``: its own ``journal.log`` when it has one, else
+    the one it shares with the studies beside it (``<parent>/journal.log``)."""
+    from tuner.study.storage import default_journal
+
+    return default_journal(str(study_dir))
+
+
 def compose_cfg(overrides: list[str]) -> Any:
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):

@@ -18,7 +18,7 @@ import optuna
 import pytest
 from omegaconf import OmegaConf
 
-from tests.tuner.conftest import NO_REEVAL, REPO, TINY, compose_cfg, run_app
+from tests.tuner.conftest import NO_REEVAL, REPO, TINY, compose_cfg, journal_of, run_app
 from tuner.config.bounds import AT_MOST, CHOICES, NON_NEGATIVE, POSITIVE, UNIT
 
 AGENTS = {"dqn": [], "ppo": [], "td3": ["env=pendulum"], "ddpg": ["env=pendulum"], "sac": ["env=pendulum"]}
@@ -96,7 +96,7 @@ def _study_home(tmp_path_factory) -> Path:
     home = tmp_path_factory.mktemp("home")
     folder = home / "studies" / "keep"
     (folder / "trials" / "0000").mkdir(parents=True)
-    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(folder / "journal.log")))
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(journal_of(folder)))
     study = optuna.create_study(study_name="keep", storage=storage, direction="maximize")
     study.set_user_attr("agent", "dqn")
     gamma = optuna.distributions.CategoricalDistribution([0.9, 0.99])
@@ -104,7 +104,7 @@ def _study_home(tmp_path_factory) -> Path:
                                               value=20.0))
     (folder / "study.json").write_text(json.dumps({"study_name": "keep", "n_complete": 1}))
     (folder / "trials" / "0000" / "result.json").write_text("{}")
-    (folder / "journal.log.driver-lock").touch()  # a real study's drivers left their lock file
+    (folder.parent / "journal.log.driver-lock").touch()  # a real study's drivers left their lock file
     return home
 
 

@@ -36,7 +36,7 @@ def test_custom_agent_trains_and_is_tuned(user_project) -> None:
 
     run_app([*args, "tuner=optuna", *NO_REEVAL, "tuner.n_trials=3", "tuner.sampler=random"], cwd=str(root), env=env)
     storage = optuna.storages.JournalStorage(
-        optuna.storages.journal.JournalFileBackend(str(root / "studies" / "dueling_CartPole-v1" / "journal.log")))
+        optuna.storages.journal.JournalFileBackend(str(root / "studies" / "journal.log")))
     study = optuna.load_study(study_name="dueling_CartPole-v1", storage=storage)
     assert [t.state.name for t in study.trials] == ["COMPLETE"] * 3
     for t in study.trials:

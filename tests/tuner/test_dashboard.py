@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from tests.tuner.conftest import REPO, TINY, run_app
+from tests.tuner.conftest import NO_REEVAL, REPO, TINY, run_app
 from tests.tuner.postgres import postgres_server, server_binaries
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -33,12 +33,15 @@ def _first_line(proc: subprocess.Popen, timeout: float) -> str:
 
 @pytest.fixture
 def dashboard(tmp_path):
-    """A real dashboard process (port 0: a free port) on a two-trial study made by the tuner."""
+    """A real dashboard process (port 0: a free port), started with no storage argument, on the
+    journal two studies made by the tuner share (``studies/journal.log``)."""
     # a one-run re-evaluation: its note is on the study page
     run_app(["tuner=optuna", "tuner.reevaluate.top_k=1", "tuner.reevaluate.seeds=1", "tuner.reevaluate.episodes=1",
              "tuner.study_name=dash_study", "tuner.n_trials=2", *TINY], cwd=str(tmp_path))
-    journal = tmp_path / "studies" / "dash_study" / "journal.log"
-    proc = _serve([f"storage={journal}", "port=0"], tmp_path)
+    run_app(["tuner=optuna", *NO_REEVAL, "tuner.study_name=dash_other", "tuner.n_trials=1", *TINY], cwd=str(tmp_path))
+    assert sorted(p.name for p in (tmp_path / "studies").iterdir()) == ["dash_other", "dash_study", "journal.log",
+                                                                         "journal.log.driver-lock"]
+    proc = _serve(["port=0"], tmp_path)
     try:
         line = _first_line(proc, timeout=60)
         assert line.startswith("optuna-dashboard: http://127.0.0.1:"), line + proc.stderr.read()
@@ -79,10 +82,10 @@ def test_dashboard_shows_the_study_and_its_trials(dashboard, browser, tmp_path) 
     url = dashboard
     assert url.startswith("http://127.0.0.1:") and url.endswith("/dashboard/")
     studies = json.loads(urllib.request.urlopen(url.replace("/dashboard/", "/api/studies"), timeout=30).read())
-    (summary,) = studies["study_summaries"]
-    assert summary["study_name"] == "dash_study"
+    summary, other = studies["study_summaries"]
+    assert (summary["study_name"], other["study_name"]) == ("dash_study", "dash_other")
     browser.get(url)
-    _wait_for_text(browser, "dash_study")
+    _wait_for_text(browser, "dash_study", "dash_other")
     browser.save_screenshot(str(tmp_path / "dashboard_home.png"))
     browser.get(f"{url}studies/{summary['study_id']}")
     _wait_for_text(browser, "Study User Attributes", "heldout_winner", "heldout:0")  # per-config results
@@ -94,6 +97,15 @@ def test_dashboard_shows_the_study_and_its_trials(dashboard, browser, tmp_path) 
     shot = tmp_path / "dashboard_trials.png"
     assert browser.save_screenshot(str(shot))
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_dashboard_compares_the_studies_that_share_the_journal(dashboard, browser, tmp_path) -> None:
+    """optuna-dashboard's compare view on the two studies of ``studies/journal.log``: both histories."""
+    studies = json.loads(urllib.request.urlopen(dashboard.replace("/dashboard/", "/api/studies"), timeout=30).read())
+    ids = ",".join(str(s["study_id"]) for s in studies["study_summaries"])
+    browser.get(f"{dashboard}compare-studies?ids={ids}")
+    _wait_for_text(browser, "dash_study", "dash_other", "History")
+    assert browser.save_screenshot(str(tmp_path / "dashboard_compare.png"))
 
 
 def test_dashboard_on_a_missing_journal_fails_with_one_line(tmp_path) -> None:

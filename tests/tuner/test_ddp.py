@@ -54,7 +54,7 @@ def test_study_trials_run_as_replica_groups(tmp_path) -> None:
              "strategy=ddp", "budget.steps=800", "tuner.pruner=threshold", "tuner.threshold_lower=1e9",
              "tuner.report_every=1", "tuner.n_warmup_steps=0"], cwd=str(tmp_path))
     study = optuna.load_study(study_name="ddp", storage=optuna.storages.JournalStorage(
-        optuna.storages.journal.JournalFileBackend(str(tmp_path / "studies" / "ddp" / "journal.log"))))
+        optuna.storages.journal.JournalFileBackend(str(tmp_path / "studies" / "journal.log"))))
     assert [t.state for t in study.trials] == [TrialState.PRUNED, TrialState.PRUNED]
     for t in study.trials:
         assert t.user_attrs["env_steps"] < 800

@@ -10,7 +10,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from tests.tuner.conftest import NO_REEVAL, REPO, TINY, run_app
+from tests.tuner.conftest import NO_REEVAL, REPO, TINY, journal_of, run_app
 from tests.tuner.postgres import postgres_server, server_binaries
 
 SLOW = ["env.module=tests.tuner.faulty_envs", "env.id=Slow-v0"]
@@ -19,7 +19,7 @@ SLOW = ["env.module=tests.tuner.faulty_envs", "env.id=Slow-v0"]
 def _journal_study(study_dir, name):
     from optuna.storages.journal import JournalFileBackend, JournalStorage
 
-    return optuna.load_study(study_name=name, storage=JournalStorage(JournalFileBackend(os.path.join(study_dir, "journal.log"))))
+    return optuna.load_study(study_name=name, storage=JournalStorage(JournalFileBackend(journal_of(study_dir))))
 
 
 def _start(args, cwd):

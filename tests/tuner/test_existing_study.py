@@ -15,7 +15,7 @@ SPACE = '+search.values.optimizer.lr="tag(log, interval(1e-4, 1e-2))"'
 def test_conflicts_with_an_existing_study_are_refused_before_any_change(tmp_path) -> None:
     driver = _driver(tmp_path, ["tuner.n_trials=1", "tuner.pruner=none", "tuner.enqueue_defaults=false", SPACE])
     driver.run()
-    journal = tmp_path / "study" / "journal.log"
+    journal = tmp_path / "journal.log"  # shared with the studies beside tmp_path/"study"
     before = journal.read_bytes()
     cases = [(['+search.values.optimizer.lr="choice(0.001, 0.01)"'],
               "search.optimizer.lr: study 's' searched it as tag(log, interval(0.0001, 0.01)); this command gives "

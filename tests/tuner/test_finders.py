@@ -12,7 +12,7 @@ import pytest
 
 from note_rl.policy import EpsGreedyQPolicy, SoftmaxPolicy
 from tests.conftest import agents_module
-from tests.tuner.conftest import NO_REEVAL, REPO, run_app
+from tests.tuner.conftest import NO_REEVAL, REPO, journal_of, run_app
 from tests.tuner.wandb_read import offline_runs, read_run
 from tuner.finders import LRRangeTest, windowed_normalize
 from tuner.finders.lr import lagged_change, plot_curve, suggest_lr
@@ -21,8 +21,10 @@ from tuner.finders.lr import lagged_change, plot_curve, suggest_lr
 def _journal(study_dir):
     from optuna.storages.journal import JournalFileBackend, JournalStorage
 
-    storage = JournalStorage(JournalFileBackend(os.path.join(study_dir, "journal.log")))
-    return [optuna.load_study(study_name=s.study_name, storage=storage) for s in optuna.get_all_study_summaries(storage)]
+    storage = JournalStorage(JournalFileBackend(journal_of(study_dir)))
+    names = [s.study_name for s in optuna.get_all_study_summaries(storage)]
+    mine = [n for n in names if n == os.path.basename(study_dir)]  # the dir's study, in a journal shared with others
+    return [optuna.load_study(study_name=n, storage=storage) for n in (mine or names)]
 
 
 def _dqn(backend, env="CartPole-v1", seed=0):

@@ -111,7 +111,7 @@ def home(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("fuzz")
     (folder / "studies" / "keep").mkdir(parents=True)
     storage = optuna.storages.JournalStorage(
-        optuna.storages.journal.JournalFileBackend(str(folder / "studies" / "keep" / "journal.log")))
+        optuna.storages.journal.JournalFileBackend(str(folder / "studies" / "journal.log")))
     study = optuna.create_study(study_name="keep", storage=storage, direction="maximize")
     study.enqueue_trial({"x": 0.5})
     study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=1)

@@ -20,7 +20,7 @@ import optuna
 import pytest
 from omegaconf import OmegaConf
 
-from tests.tuner.conftest import REPO, TINY
+from tests.tuner.conftest import REPO, TINY, journal_of
 from tests.tuner.test_runner import _gone
 
 pytestmark = pytest.mark.slow
@@ -78,7 +78,7 @@ def _ended(proc: subprocess.Popen, err: Path, status: int, name: str) -> str:
 
 
 def _trials(folder: Path) -> list[optuna.trial.FrozenTrial]:
-    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(folder / "journal.log")))
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(journal_of(folder)))
     (summary,) = optuna.get_all_study_summaries(storage)
     return optuna.load_study(study_name=summary.study_name, storage=storage).trials
 

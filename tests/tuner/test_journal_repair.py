@@ -53,7 +53,7 @@ def test_a_study_with_a_torn_journal_resumes_with_nothing_lost(tmp_path) -> None
     common = ["tuner=optuna", *NO_REEVAL, "tuner.study_name=torn", "search=none", "tuner.pruner=none",
               "+search.values.agent.gamma='choice(0.9, 0.95, 0.99)'", "tuner.sampler=grid", *TINY]
     run_app(common + ["tuner.n_trials=2"], cwd=str(tmp_path))
-    journal = tmp_path / "studies" / "torn" / "journal.log"
+    journal = tmp_path / "studies" / "journal.log"  # shared with the studies beside studies/torn
     last = journal.read_bytes().splitlines()[-1]
     with open(journal, "ab") as f:  # a write cut off halfway, as a crash or a full disk leaves it
         f.write(last[: len(last) // 2])

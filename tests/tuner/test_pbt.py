@@ -14,7 +14,7 @@ import yaml
 from omegaconf import OmegaConf
 from optuna.trial import TrialState
 
-from tests.tuner.conftest import REPO, compose_cfg, run_app
+from tests.tuner.conftest import REPO, compose_cfg, journal_of, run_app
 from tuner.config.search import parse_space
 from tuner.study.pbt_rules import exploit_explore, initial_population, quantile_size, ranking
 
@@ -121,7 +121,7 @@ def test_continue_from_keeps_the_new_hyperparameters(tmp_path) -> None:
 def _study(study_dir, name):
     from optuna.storages.journal import JournalFileBackend, JournalStorage
 
-    return optuna.load_study(study_name=name, storage=JournalStorage(JournalFileBackend(os.path.join(study_dir, "journal.log"))))
+    return optuna.load_study(study_name=name, storage=JournalStorage(JournalFileBackend(journal_of(study_dir))))
 
 
 def _args(name, population=3, generations=2, interval=300, env=()):

@@ -130,7 +130,7 @@ def test_wilcoxon_pruner_stops_a_trial_worse_on_every_seed_after_four_seeds(tmp_
              "+tuner.enqueue=[{env.id: Steady-v0}]", "tuner.reevaluate.top_k=0", "tuner.seeds.test=0",
              "eval.episodes=1", *TINY, "budget.steps=40"], cwd=str(tmp_path))
     study = optuna.load_study(study_name="wx", storage=optuna.storages.JournalStorage(
-        optuna.storages.journal.JournalFileBackend(str(tmp_path / "studies" / "wx" / "journal.log"))))
+        optuna.storages.journal.JournalFileBackend(str(tmp_path / "studies" / "journal.log"))))
     steady, broke = study.trials
     assert steady.params["env.id"] == "Steady-v0" and steady.state.name == "COMPLETE" and steady.value == 50.0
     assert steady.intermediate_values == {i: 50.0 for i in range(6)}  # every instance, the last one too

@@ -8,7 +8,7 @@ import optuna
 import pytest
 import yaml
 
-from tests.tuner.conftest import TINY, run_app
+from tests.tuner.conftest import TINY, journal_of, run_app
 from tuner.study.reevaluate import (
     HELDOUT_SEED_BASE,
     ReevalSettings,
@@ -46,7 +46,7 @@ def test_heldout_winner_beats_a_config_lucky_on_its_tuning_seeds(tmp_path) -> No
                    "tuner.reevaluate.episodes=3"], cwd=str(tmp_path))
     study_dir = tmp_path / "studies" / "luck"
     study = optuna.load_study(study_name="luck", storage=optuna.storages.JournalStorage(
-        optuna.storages.journal.JournalFileBackend(str(study_dir / "journal.log"))))
+        optuna.storages.journal.JournalFileBackend(journal_of(study_dir))))
     by_env = {t.params["env.id"]: t for t in study.trials}
     assert by_env["Lucky-v0"].value == 100.0 and by_env["Steady-v0"].value == 50.0  # tuning prefers luck
     summary = json.loads((study_dir / "study.json").read_text())

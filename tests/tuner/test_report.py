@@ -8,7 +8,7 @@ import optuna
 import pytest
 from PIL import Image
 
-from tests.tuner.conftest import NO_REEVAL, TINY, run_app
+from tests.tuner.conftest import NO_REEVAL, TINY, journal_of, run_app
 from tests.tuner.wandb_read import offline_runs, read_run
 
 SEARCH = ["search=none", "+search.values.agent.gamma='interval(0.9, 0.99)'",
@@ -29,7 +29,7 @@ def study(tmp_path_factory):
 def _load(study_dir):
     from optuna.storages.journal import JournalFileBackend, JournalStorage
 
-    return optuna.load_study(study_name="rep", storage=JournalStorage(JournalFileBackend(str(study_dir / "journal.log"))))
+    return optuna.load_study(study_name="rep", storage=JournalStorage(JournalFileBackend(journal_of(study_dir))))
 
 
 def _valid_png(path) -> None:
@@ -61,7 +61,7 @@ def test_end_of_study_report_has_plots_and_best_params(study) -> None:
 
 def test_report_on_demand_with_a_wandb_study_run(study) -> None:
     cwd, study_dir, _ = study
-    out = run_app(["report", f"storage={study_dir / 'journal.log'}", "study_name=rep", "out=again",
+    out = run_app(["report", f"storage={journal_of(study_dir)}", "study_name=rep", "out=again",
                    "wandb=offline", "project=unit"], cwd=str(cwd))
     folder = cwd / "again"
     for name in ALWAYS:
@@ -72,7 +72,7 @@ def test_report_on_demand_with_a_wandb_study_run(study) -> None:
     assert run["run"]["job_type"] == "study" and run["run"]["project"] == "unit" and run["run"]["run_group"] == "rep"
     assert run["summary"]["n_complete"] == 3 and run["history"][0]["trials.nrows"] == 3
     # a second report logs to the same wandb run (its id is kept in the study), not to a new one
-    run_app(["report", f"storage={study_dir / 'journal.log'}", "study_name=rep", "out=twice", "wandb=offline",
+    run_app(["report", f"storage={journal_of(study_dir)}", "study_name=rep", "out=twice", "wandb=offline",
              "project=unit"], cwd=str(cwd))
     (second,) = offline_runs(str(cwd / "twice"))
     assert read_run(second)["run"]["run_id"] == run["run"]["run_id"] == _load(study_dir).user_attrs["wandb_study_run"]
@@ -88,9 +88,9 @@ def test_report_on_demand_with_a_wandb_study_run(study) -> None:
 def test_report_bad_input_is_one_line_and_exit_2(study, args, message) -> None:
     cwd, study_dir, _ = study
     if not any(a.startswith("storage=") for a in args):
-        args = [f"storage={study_dir / 'journal.log'}", *args]
+        args = [f"storage={journal_of(study_dir)}", *args]
     out = run_app(["report", *args], cwd=str(cwd), check=False)
-    expected = message.format(journal=study_dir / "journal.log", cwd=cwd)
+    expected = message.format(journal=journal_of(study_dir), cwd=cwd)
     assert out.returncode == 2 and out.stderr.strip().splitlines()[-1].startswith(expected), out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
 
@@ -119,21 +119,25 @@ def test_lr_finder_curves_are_drawn_when_trials_saved_them(tmp_path) -> None:
     assert "not drawn (no intermediate values reported)" in text and "| `lr` |" in text
 
 
-def test_report_and_dashboard_find_the_only_study_here(tmp_path, monkeypatch) -> None:
-    """No storage / study_dir / study_name: the one study under ./studies (what the run's printed
-    ``note-tune dashboard`` relies on); none or several: one line, listing those there are."""
+def test_report_and_dashboard_find_the_journal_here(tmp_path, monkeypatch) -> None:
+    """No storage / study_dir / study_name: the journal the studies under ./studies share (what the
+    run's printed ``note-tune dashboard`` relies on), or the one study dir with a journal of its own;
+    none or several: one line, listing those there are."""
     from tuner.cli.subcommands import ArgError, _journal_file
 
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ArgError, match=r"or study_dir=<dir>$"):
         _journal_file({})
     (tmp_path / "studies" / "a").mkdir(parents=True)
-    (tmp_path / "studies" / "a" / "journal.log").write_text("")
+    (tmp_path / "studies" / "journal.log").write_text("")
+    assert _journal_file({}) == _journal_file({"study_name": "a"}) == str(tmp_path / "studies" / "journal.log")
+    assert _journal_file({"study_dir": "studies/a"}) == str(tmp_path / "studies" / "journal.log")
+    (tmp_path / "studies" / "journal.log").unlink()
+    (tmp_path / "studies" / "a" / "journal.log").write_text("")  # a study made before studies shared one
     (tmp_path / "studies" / "not_a_study").mkdir()
-    assert _journal_file({}) == str(tmp_path / "studies" / "a" / "journal.log")
-    (tmp_path / "studies" / "b").mkdir()
-    (tmp_path / "studies" / "b" / "journal.log").write_text("")
-    with pytest.raises(ArgError, match=r"\(studies here: study_dir=studies/a, study_dir=studies/b\)"):
+    assert _journal_file({}) == _journal_file({"study_name": "a"}) == str(tmp_path / "studies" / "a" / "journal.log")
+    (tmp_path / "studies" / "journal.log").write_text("")
+    with pytest.raises(ArgError, match=r"\(journals here: storage=studies/journal.log, storage=studies/a/journal.log\)"):
         _journal_file({})
 
 
@@ -144,7 +148,7 @@ def test_report_without_arguments_reports_the_only_study_here(tmp_path, monkeypa
     from tuner.cli.subcommands import main
 
     (tmp_path / "studies" / "s").mkdir(parents=True)
-    storage = JournalStorage(JournalFileBackend(str(tmp_path / "studies" / "s" / "journal.log")))
+    storage = JournalStorage(JournalFileBackend(str(tmp_path / "studies" / "journal.log")))
     study = optuna.create_study(study_name="s", storage=storage, direction="maximize")
     study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=3)
     monkeypatch.chdir(tmp_path)

@@ -12,7 +12,7 @@ from pathlib import Path
 import optuna
 import pytest
 
-from tests.tuner.conftest import NO_REEVAL, REPO
+from tests.tuner.conftest import NO_REEVAL, REPO, journal_of
 from tuner.common.messages import Decision, Failure, Report, Result, TrialSpec, seed_configs
 
 HANG = ["env.module=tests.tuner.faulty_envs", "env.id=PidHang-v0", "strategy=pool_network",
@@ -185,7 +185,7 @@ def test_finder_fails_the_trials_of_a_dead_driver(tmp_path) -> None:
     name = "zombie_lr"
     folder = tmp_path / name
     folder.mkdir()
-    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(folder / "journal.log")))
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(journal_of(folder)))
     study = optuna.create_study(study_name=name, storage=storage, direction="maximize")
     ghost = study.ask()
     ghost.set_user_attr("driver", f"{socket.gethostname()}:{2**22 + 7}")  # no such process

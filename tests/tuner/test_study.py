@@ -6,7 +6,7 @@ import os
 import optuna
 from optuna.trial import TrialState
 
-from tests.tuner.conftest import NO_REEVAL, TINY, run_app
+from tests.tuner.conftest import NO_REEVAL, TINY, journal_of, run_app
 
 FAULTY = "env.module=tests.tuner.faulty_envs"
 
@@ -14,7 +14,7 @@ FAULTY = "env.module=tests.tuner.faulty_envs"
 def _load(study_dir, name):
     from optuna.storages.journal import JournalFileBackend, JournalStorage
 
-    storage = JournalStorage(JournalFileBackend(os.path.join(study_dir, "journal.log")))
+    storage = JournalStorage(JournalFileBackend(journal_of(study_dir)))
     return optuna.load_study(study_name=name, storage=storage)
 
 

@@ -44,7 +44,7 @@ def test_a_study_pointed_at_another_studys_dir_is_refused_and_changes_nothing(tm
     run_app(keep, cwd=str(tmp_path))
     folder = tmp_path / "studies" / "keep"
     record = json.loads((folder / IDENTITY_FILE).read_text())
-    assert record["study_name"] == "keep" and record["storage"] == "journal.log"
+    assert record["study_name"] == "keep" and record["storage"] == "../journal.log"
     assert record["definition"]["env.id"] == "CartPole-v1" and record["definition"]["budget.steps"] == 300
     before = _hashes(folder)
     assert {"study.json", "best_config.yaml", "trials/0000/result.json", IDENTITY_FILE} <= set(before)
@@ -178,7 +178,7 @@ def test_the_storage_attribute_holds_the_definition(tmp_path) -> None:
     defn = driver.study.user_attrs[ATTR]
     assert defn["agent.name"] == "dqn" and defn["backend.name"] == "torch" and defn["tuner.n_seeds"] == 1
     journal = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(
-        os.path.join(tmp_path, "study", "journal.log")))
+        os.path.join(tmp_path, "journal.log")))
     assert optuna.load_study(study_name="s", storage=journal).user_attrs[ATTR] == defn
 
 

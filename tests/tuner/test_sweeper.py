@@ -12,7 +12,7 @@ from omegaconf import OmegaConf
 from optuna.trial import TrialState
 from PIL import Image
 
-from tests.tuner.conftest import TINY, run_app
+from tests.tuner.conftest import TINY, journal_of, run_app
 from tests.tuner.wandb_read import offline_runs, read_run
 
 SLOW_DIR = "NOTE_TEST_FIRST_SLOW_DIR"
@@ -139,7 +139,7 @@ def test_published_plugin_sampler_form_progress_lines_default_name_and_rerun(tmp
     assert "[study] 1/2 finished" in out and "[study] 2/2 finished" in out
     from optuna.storages.journal import JournalFileBackend, JournalStorage
 
-    storage = JournalStorage(JournalFileBackend(str(sweep / "journal.log")))
+    storage = JournalStorage(JournalFileBackend(journal_of(sweep)))
     assert [s.study_name for s in optuna.get_all_study_summaries(storage)] == ["dqn_CartPole-v1"]
     study = optuna.load_study(study_name="dqn_CartPole-v1", storage=storage)
     (line,) = [x for x in out.splitlines() if x.startswith("re-run the best configuration")]
@@ -163,7 +163,7 @@ def test_sweeper_enqueues_known_good_trials_then_the_defaults(tmp_path) -> None:
              "optimizer.lr=tag(log, interval(1e-4, 1e-2))", *TINY, "agent.lr=0.003"], cwd=str(tmp_path))
     from optuna.storages.journal import JournalFileBackend, JournalStorage
 
-    storage = JournalStorage(JournalFileBackend(str(sweep / "journal.log")))
+    storage = JournalStorage(JournalFileBackend(journal_of(sweep)))
     study = optuna.load_study(study_name="dqn_CartPole-v1", storage=storage)
     trials = sorted(study.trials, key=lambda t: t.number)
     assert [t.params["optimizer.lr"] for t in trials[:2]] == [0.005, 0.003]  # optimizer.lr: null -> agent.lr

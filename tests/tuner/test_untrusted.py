@@ -233,10 +233,10 @@ def test_reevaluate_refuses_a_trial_config_naming_code(tmp_path, capsys) -> None
     text = config.read_text()
     assert "_target_: note_rl.agents." in text
     config.write_text(text.replace("note_rl.buffers.ReplayBuffer", "os.system", 1))
-    before = (tmp_path / "study" / "journal.log").read_bytes()
+    before = (tmp_path / "journal.log").read_bytes()
     code = subcommands.main("reevaluate", [f"study_dir={tmp_path / 'study'}", "top_k=1", "seeds=1"])
     _one_line(code, capsys.readouterr().err.strip(), "trial 0:", "buffer._target_: 'os.system' is not one of")
-    assert (tmp_path / "study" / "journal.log").read_bytes() == before
+    assert (tmp_path / "journal.log").read_bytes() == before
 
 
 def test_bounded_readers_by_hand(tmp_path) -> None:
@@ -277,7 +277,7 @@ def test_report_output_paths_are_one_line(tmp_path, capsys) -> None:
 
     from tuner.report import report as report_module
 
-    journal = tmp_path / "study" / "journal.log"
+    journal = tmp_path / "journal.log"
     journal.parent.mkdir()
     study = optuna.create_study(study_name="s", direction="maximize",
                                 storage=JournalStorage(JournalFileBackend(str(journal))))

@@ -7,7 +7,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from tests.tuner.conftest import NO_REEVAL, TINY, run_app
+from tests.tuner.conftest import NO_REEVAL, TINY, journal_of, run_app
 from tuner.common.errors import ConfigError
 from tuner.study.gpus import GpuPlacer, Placement, visible_gpus
 
@@ -19,7 +19,7 @@ def _journal_study(study_dir, name):
     from optuna.storages.journal import JournalFileBackend, JournalStorage
 
     return optuna.load_study(study_name=name,
-                             storage=JournalStorage(JournalFileBackend(os.path.join(study_dir, "journal.log"))))
+                             storage=JournalStorage(JournalFileBackend(journal_of(study_dir))))
 
 
 # -- 1. GPU placement --------------------------------------------------------------------------------

@@ -13,7 +13,9 @@ They take ``key=value`` arguments (like Hydra overrides, but parsed before Hydra
 
 ``storage`` is a journal file path, ``sqlite:///path.db`` or ``postgresql://...``; without it,
 ``study_dir``, then ``$OPTUNA_STORAGE``, then ``studies/<study_name>`` locates the study (a directory
-means its default journal ``<study_dir>/journal.log``).
+means its default journal: ``journal.log`` in its parent, shared with the studies beside it, or its own
+``<study_dir>/journal.log`` for a study made before studies shared one); with none of them, the
+journal under ``./studies``.
 Bad input prints one line naming the argument or file and exits with status 2.
 """
 
@@ -110,20 +112,25 @@ def _journal_file(args: dict[str, str]) -> str | None:
         return None
     if storage:
         return os.path.abspath(storage)
+    from ..study.storage import default_journal
+
     folder = args.get("study_dir") or (os.path.join("studies", args["study_name"]) if args.get("study_name") else None)
     if folder is None:
-        folder = _only_study_here()
-    return os.path.abspath(os.path.join(folder, "journal.log"))
+        return _only_journal_here()
+    return os.path.abspath(default_journal(folder))
 
 
-def _only_study_here() -> str:
-    """With no storage given: the one study under ``./studies`` (the default ``tuner.study_dir``
-    parent); with none or several, a one-line error that lists them."""
-    found = sorted(os.path.join("studies", d) for d in (os.listdir("studies") if os.path.isdir("studies") else [])
-                   if os.path.isfile(os.path.join("studies", d, "journal.log")))
+def _only_journal_here() -> str:
+    """With no storage given: the journal under ``./studies`` (the default ``tuner.study_dir``
+    parent), shared by the studies there, or the one study dir there with a journal of its own (made
+    before studies shared one); with none or several, a one-line error that lists them."""
+    found = [os.path.join("studies", "journal.log")] if os.path.isfile(os.path.join("studies", "journal.log")) else []
+    found += sorted(os.path.join("studies", d, "journal.log")
+                    for d in (os.listdir("studies") if os.path.isdir("studies") else [])
+                    if os.path.isfile(os.path.join("studies", d, "journal.log")))
     if len(found) == 1:
-        return found[0]
-    listed = f" (studies here: {', '.join('study_dir=' + f for f in found)})" if found else ""
+        return os.path.abspath(found[0])
+    listed = f" (journals here: {', '.join('storage=' + f for f in found)})" if found else ""
     raise ArgError("storage: give storage=<journal file | sqlite:///... | postgresql://...> or study_dir=<dir>" + listed)
 
 
@@ -166,10 +173,30 @@ def open_storage(args: dict[str, str]) -> tuple[Any, str]:
     return storage, describe(url, ".")
 
 
-def _load_study(storage: Any, desc: str, name: str | None) -> Any:
+_RECORDS = ("study_identity.json", "study.json")  # the files that say which study a dir holds
+
+
+def _name_in_dir(study_dir: str | None) -> str | None:
+    """The study name the dir's record gives (the dir's study in a journal it shares with others)."""
+    from ..config.untrusted import UntrustedFileError, read_json
+
+    for file in _RECORDS if study_dir else ():
+        path = os.path.join(study_dir, file)
+        try:
+            record = read_json(path, limit=1 << 22) if os.path.isfile(path) else None
+        except UntrustedFileError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("study_name"), str):
+            return record["study_name"]
+    return None
+
+
+def _load_study(storage: Any, desc: str, name: str | None, study_dir: str | None = None) -> Any:
     import optuna
 
     names = [s.study_name for s in optuna.get_all_study_summaries(storage, include_best_trial=False)]
+    if not name and _name_in_dir(study_dir) in names:  # study_dir=DIR: its study, among the journal's others
+        name = _name_in_dir(study_dir)
     if not name and len(names) == 1:  # e.g. the only study under ./studies (docs/guide/logging.md: `note-tune report`)
         name = names[0]
     if not name:
@@ -185,7 +212,7 @@ def report(args: dict[str, str]) -> int:
     from ..report.report import log_study_run, write_report
 
     storage, desc = open_storage(args)
-    study = _load_study(storage, desc, args.get("study_name"))
+    study = _load_study(storage, desc, args.get("study_name"), args.get("study_dir"))
     study_dir = os.path.abspath(args.get("study_dir") or _default_dir(args, desc, study.study_name))
     mode = args.get("wandb", "offline")
     if mode not in ("offline", "online", "disabled", "none"):
@@ -226,8 +253,16 @@ def _check_out_dir(out: str | None) -> None:
 
 
 def _default_dir(args: dict[str, str], desc: str, name: str) -> str:
+    """The study dir of study ``name``: beside the journal shared by the studies there
+    (``studies/journal.log`` -> ``studies/<name>``), the folder of a study's own journal, or
+    ``studies/<name>`` for a database."""
     journal = _journal_file(args)
-    return os.path.dirname(journal) if journal else os.path.join("studies", name)
+    if journal is None:
+        return os.path.join("studies", name)
+    folder, beside = os.path.dirname(journal), os.path.join(os.path.dirname(journal), name)
+    if os.path.isdir(beside) or not any(os.path.isfile(os.path.join(folder, f)) for f in _RECORDS):
+        return beside
+    return folder  # the journal is the study's own
 
 
 def dashboard(args: dict[str, str]) -> int:
@@ -277,7 +312,7 @@ def reevaluate_study(args: dict[str, str]) -> int:
     except ConfigError as exc:
         raise ArgError(str(exc).replace("tuner.reevaluate.", "")) from None
     storage, desc = open_storage(args)
-    study = _load_study(storage, desc, args.get("study_name"))
+    study = _load_study(storage, desc, args.get("study_name"), args.get("study_dir"))
     study_dir = os.path.abspath(args.get("study_dir") or _default_dir(args, desc, study.study_name))
     try:
         summary = reevaluate(study, study_dir, settings, n_jobs=settings.n_jobs or 1, trust=trust)

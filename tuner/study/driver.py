@@ -45,7 +45,8 @@ from .runner import (
 from .best_config import group_choices
 from .gpus import GpuPlacer, Placement, visible_gpus
 from .settings import TunerSettings, make_pruner, make_sampler
-from .storage import StudyLock, check_journal, describe, journal_path, make_storage, root_cause, storage_key
+from .storage import (StudyLock, check_journal, describe, journal_path, make_storage, root_cause, shares_journal,
+                      storage_key)
 
 __all__ = ["Driver", "HEARTBEAT_GRACE_S"]
 
@@ -98,6 +99,7 @@ class Driver:
             storage.get_study_id_from_name(settings.study_name)
             self.study = optuna.load_study(study_name=settings.study_name, storage=storage, sampler=sampler,
                                            pruner=pruner)
+            self.identity.check_kept(self.study, shares_journal(settings.storage, self.study_dir), self.storage_desc)
         except KeyError:
             self.identity.check(None)  # new in this storage: the study dir may record another definition
             self.study = optuna.create_study(study_name=settings.study_name, storage=storage, sampler=sampler,

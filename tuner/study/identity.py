@@ -37,7 +37,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from ..common.errors import ConfigError
 from ..common.redact import scrub
-from .storage import describe, journal_path
+from .storage import JOURNAL, describe, journal_path
 
 __all__ = ["IDENTITY_FILE", "ATTR", "RESUME_MODES", "StudyIdentity", "definition", "storage_text",
            "default_variant", "read_record", "model_identity"]
@@ -92,12 +92,17 @@ def model_identity(value: str) -> str:
 
 
 def storage_text(storage: str | None, study_dir: str) -> str:
-    """The storage as the identity records it: ``journal.log`` for the default journal inside the
-    study dir (so a study dir moved elsewhere is still the same study), else the storage without its
-    password (:func:`tuner.study.storage.describe` masks it; the mask is dropped too)."""
+    """The storage as the identity records it: ``journal.log`` for a journal inside the study dir and
+    ``../journal.log`` for the one shared with the studies beside it (so studies moved elsewhere
+    together are still the same studies), else the storage without its password
+    (:func:`tuner.study.storage.describe` masks it; the mask is dropped too)."""
     path = journal_path(storage, study_dir)
-    if path is not None and os.path.dirname(os.path.abspath(path)) == os.path.abspath(study_dir):
-        return os.path.basename(path)
+    if path is not None:
+        folder = os.path.abspath(study_dir)
+        if os.path.dirname(os.path.abspath(path)) == folder:
+            return os.path.basename(path)
+        if os.path.abspath(path) == os.path.join(os.path.dirname(folder), JOURNAL):
+            return f"../{JOURNAL}"
     # without the (masked) password: a URL whose password comes from PGPASSWORD or ~/.pgpass is the same
     return re.sub(r":\*\*\*@", "@", describe(storage, study_dir))
 
@@ -166,7 +171,7 @@ def default_variant(study_name: str, study_dir: str, storage: str | None, base: 
     The name is ``<base>-<digest>``: the same command finds the same study again."""
     if study_name != base or resume == "force" or os.path.normpath(study_dir) != os.path.join("studies", base):
         return None
-    if storage_text(storage, study_dir) != "journal.log":  # a shared storage: refused, not renamed
+    if storage_text(storage, study_dir) not in (JOURNAL, f"../{JOURNAL}"):  # a named storage: refused, not renamed
         return None
     record = read_record(study_dir)
     if record is None or record.get("study_name") != base:
@@ -216,6 +221,19 @@ class StudyIdentity:
         if record is not None and record.get("storage") != self.storage and self.resume != "force":
             raise ConfigError(f"tuner.storage: study {self.name!r} in {self.dir} was made with storage "
                               f"{record.get('storage')}, this command has {self.storage}; {HOW}")
+
+    def check_kept(self, study: Any, shared: bool, where: str) -> None:
+        """A study found in the shared journal (``shared``, at ``where``) with trials, whose dir holds no
+        record of it: the dir was removed, most likely to start afresh, which no longer removes the
+        study's trials.  Refused in one line that says how to do either, unless ``tuner.resume=force``."""
+        if not shared or self.resume == "force" or _owner(self.dir, read_record(self.dir))[0] == self.name:
+            return
+        n = len(study.get_trials(deepcopy=False))
+        if n:
+            raise ConfigError(f"tuner.study_dir: study {self.name!r} has {n} trial{'s' * (n != 1)} in {where} but "
+                              f"{self.dir} holds no record of it (removed?); start it afresh with: optuna "
+                              f"delete-study --storage {where} --storage-class JournalFileBackend --study-name "
+                              f"{self.name}, or continue it with tuner.resume=force")
 
     def check(self, recorded: dict[str, Any] | None) -> None:
         """This command's definition against the study's: ``recorded`` (its ``identity`` attribute

@@ -321,7 +321,9 @@ class PbtDriver(Driver):
         # the command's whole tuner node (every key tuner=pbt composes, so the file's defaults list composes
         # back to it), with the replay's own settings over it
         cfg.tuner = {**OmegaConf.to_container(self.cfg.tuner, resolve=True), "name": "pbt", "replay": os.path.abspath(schedule), "study_name": f"{s.study_name}-replay",
-                     "study_dir": os.path.join(self.study_dir, "replay"), "storage": None, "population": 1,
+                     "study_dir": os.path.join(self.study_dir, "replay"),
+                     # a journal of its own: the replay's study is no sibling of the studies beside the PBT dir
+                     "storage": os.path.join(self.study_dir, "replay", "journal.log"), "population": 1,
                      "interval": s.interval, "n_jobs": 1, "enqueue_defaults": False,
                      "max_cost_ratio": s.max_cost_ratio}
         with open(os.path.join(self.study_dir, "replay_config.yaml"), "w") as f:

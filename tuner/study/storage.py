@@ -1,9 +1,12 @@
 """Optuna storages and the cross-driver lock.
 
 * default (``storage: null``): the ``OPTUNA_STORAGE`` environment variable when it is set (so that a
-  password need not be on the command line), else Optuna's journal file ``<study_dir>/journal.log`` -
-  no server, safe for several processes on one machine (Optuna's recommendation over SQLite for
-  parallel work).  Precedence: the command line, then ``OPTUNA_STORAGE``, then the journal;
+  password need not be on the command line), else Optuna's journal file ``journal.log`` in the study
+  dir's parent (``studies/journal.log``), shared by every study whose dir is beside this one, so that
+  one optuna-dashboard shows them all and compares them - no server, safe for several processes on one
+  machine (Optuna's recommendation over SQLite for parallel work).  A study dir that already holds its
+  own ``journal.log`` (a study made before studies shared one) keeps using it.  Precedence: the
+  command line, then ``OPTUNA_STORAGE``, then the journal;
 * a path ending in ``.log``: a journal file there;
 * ``sqlite:///...``: accepted (slower per trial, see BENCHMARKS.md);
 * ``postgresql://...``: several machines on one study (``postgresql+psycopg://`` is used when only
@@ -31,8 +34,8 @@ from ..common.errors import ConfigError
 from ..common.redact import find_secrets, known_secrets, redact_text
 
 __all__ = ["make_storage", "StudyLock", "describe", "check_storage", "check_journal", "check_regular",
-           "existing_ancestor", "in_memory", "journal_path", "repair_journal", "root_cause", "resolve",
-           "storage_key", "ENV_VAR"]
+           "existing_ancestor", "in_memory", "journal_path", "default_journal", "own_journal", "shares_journal",
+           "repair_journal", "root_cause", "resolve", "storage_key", "ENV_VAR"]
 
 SUPPORTED = "a journal file path, sqlite:///path.db or postgresql://user:pw@host/db"
 ENV_VAR = "OPTUNA_STORAGE"  # Optuna's own CLI reads the same variable
@@ -63,16 +66,42 @@ def _normalise_url(url: str) -> str:
     return url
 
 
+JOURNAL = "journal.log"
+
+
 def journal_path(storage: str | None, study_dir: str) -> str | None:
-    """The journal file that ``tuner.storage`` names (the default: ``<study_dir>/journal.log``);
+    """The journal file that ``tuner.storage`` names (the default: :func:`default_journal`);
     ``None`` for a database URL."""
     return _journal_path(storage, study_dir)
+
+
+def default_journal(study_dir: str) -> str:
+    """The default storage of the study in ``study_dir``: the journal shared by the studies beside it,
+    ``<parent of study_dir>/journal.log``; or, when the study dir holds a journal of its own (a study
+    made before studies shared one), that one, so that the study resumes where it is."""
+    own = os.path.join(study_dir, JOURNAL)
+    if os.path.lexists(own):
+        return own
+    return os.path.join(os.path.dirname(os.path.abspath(study_dir)), JOURNAL)
+
+
+def own_journal(storage: str | None, folder: str) -> str | None:
+    """``tuner.storage`` for a study that must not share its journal (a Hydra sweep, whose default
+    study name repeats): the setting or ``$OPTUNA_STORAGE`` when given, else ``<folder>/journal.log``."""
+    return resolve(storage) or os.path.join(folder, JOURNAL)
+
+
+def shares_journal(storage: str | None, study_dir: str) -> bool:
+    """Whether the study in ``study_dir`` is in the default shared journal (not a file of its own, nor
+    a storage the command named)."""
+    return resolve(storage) in (None, "", "journal") and \
+        os.path.dirname(os.path.abspath(default_journal(study_dir))) != os.path.abspath(study_dir)
 
 
 def _journal_path(storage: str | None, study_dir: str) -> str | None:
     storage = resolve(storage)
     if storage in (None, "", "journal"):
-        return os.path.join(study_dir, "journal.log")
+        return default_journal(study_dir)
     if "://" not in storage:
         return os.path.abspath(storage)
     return None
