@@ -94,7 +94,9 @@ def test_the_update_is_baselines_gradient(trust_region) -> None:
     with torch.no_grad():
         f_avg = torch.softmax(agent.avg_net(x)[:, :A], -1)
     rows = torch.arange(N)
-    sg = lambda t: t.detach()  # noqa: E731
+    def sg(t):  # baselines' tf.stop_gradient
+        return t.detach()
+
     v = (f * q).sum(1)
     rho = f / (mu + EPS)
     adv = q_ret - sg(v)

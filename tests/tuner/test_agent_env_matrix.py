@@ -28,6 +28,7 @@ PER_AGENT = {"dqn": ["agent.learning_starts=50", "agent.train_freq=4", "agent.nu
              "a2c": ["agent.n_steps=8", "agent.n_envs=2"],
              "trpo": ["agent.n_steps=32", "agent.n_envs=2", "agent.batch=16", "agent.n_critic_updates=1",
                       "agent.cg_max_steps=3"],
+             "acer": ["agent.n_steps=8", "agent.n_envs=2", "agent.replay_start=32", "agent.buffer_size=160"],
              "ddpg": ["agent.learning_starts=50", "agent.batch=16", "buffer.pool_size=1000"],
              "td3": ["agent.learning_starts=50", "agent.batch=16", "buffer.pool_size=1000"],
              "sac": ["agent.learning_starts=50", "agent.batch=16", "buffer.pool_size=1000", "agent.train_freq=1",
@@ -66,7 +67,7 @@ def test_every_agent_on_every_env_preset_trains_or_is_refused_in_one_line(agent,
         accepted.append(env)
     # each agent trains on the presets of its action space (and MADDPG on its multi-agent env)
     expected = {"dqn": {"cartpole", "acrobot", "lunar_lander", "mountain_car", "bit_flip"},
-                "maddpg": {"simple_spread"}}
+                "maddpg": {"simple_spread"}, "acer": {"cartpole", "acrobot", "lunar_lander", "mountain_car"}}
     continuous = {"pendulum", "mountain_car_continuous", "lunar_lander_continuous", "hopper", "half_cheetah"}
     want = expected.get(agent, continuous | ({"point_reach"} if agent in ("ddpg", "td3", "sac") else
                                             {"cartpole", "acrobot", "lunar_lander", "mountain_car"}))

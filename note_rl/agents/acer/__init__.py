@@ -89,9 +89,12 @@ def acer_targets(logits: np.ndarray, q: np.ndarray, avg_logits: np.ndarray, mu: 
     ``q_ret``, ``offset`` (per row; ``sum(offset)`` makes that loss's value the true policy loss),
     and scalars for logging: ``loss_policy``, ``loss_q``, ``entropy``, ``adj`` (mean trust-region
     coefficient), ``rho`` (mean importance weight of the actions taken)."""
-    T, n, A = logits.shape
+    T, n = logits.shape[:2]
     N = T * n
-    flat = lambda x: np.asarray(x, np.float64).reshape(N, *np.shape(x)[2:])  # noqa: E731
+
+    def flat(x: np.ndarray) -> np.ndarray:  # (T, n, ...) -> (T * n, ...), time-major
+        return np.asarray(x, np.float64).reshape(N, *np.shape(x)[2:])
+
     logp, qf, a = log_softmax(flat(logits)), flat(q), flat(a).astype(np.int64)
     f, f_avg, mu = np.exp(logp), np.exp(log_softmax(flat(avg_logits))), flat(mu)
     rows = np.arange(N)
