@@ -139,6 +139,8 @@ class ACERConf(_MLPAgent):
     alpha: float = 0.99
     max_grad_norm: Optional[float] = 10.0
     linear_decay: bool = False
+    action_std: float = 0.3
+    sdn_samples: int = 5
 
 
 @dataclass
@@ -195,7 +197,7 @@ BUILTIN_AGENTS: dict[str, type] = {"DQN": DQNConf, "PPO": PPOConf, "A2C": A2CCon
 #: importing a framework)
 BUILTIN_ACTION_KINDS: dict[str, tuple[str, ...]] = {
     "DQN": ("discrete",), "PPO": ("discrete", "continuous"), "A2C": ("discrete", "continuous"),
-    "TRPO": ("discrete", "continuous"), "ACER": ("discrete",),
+    "TRPO": ("discrete", "continuous"), "ACER": ("discrete", "continuous"),
     "DDPG": ("continuous",), "TD3": ("continuous",),
     "SAC": ("continuous",), "MADDPG": ("continuous", "discrete")}
 #: built-in agents that train teams on multi-agent envs (a class says so with ``multi_agent = True``)
