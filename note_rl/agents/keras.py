@@ -8,6 +8,7 @@ classes report this module as theirs (``DQN.__module__ == "note_rl.agents.keras"
 
 from __future__ import annotations
 
+from .acer.keras import ACER
 from .a2c.keras import A2C
 from .common.keras import mlp
 from .ddpg.keras import DDPG
@@ -18,4 +19,4 @@ from .sac.keras import SAC
 from .td3.keras import TD3
 from .trpo.keras import TRPO
 
-__all__ = ["DQN", "PPO", "A2C", "mlp", "DDPG", "TD3", "SAC", "MADDPG", "TRPO"]
+__all__ = ["DQN", "PPO", "A2C", "mlp", "DDPG", "TD3", "SAC", "MADDPG", "TRPO", "ACER"]

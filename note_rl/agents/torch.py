@@ -8,6 +8,7 @@ saved run configs name this path."""
 
 from __future__ import annotations
 
+from .acer.torch import ACER
 from .a2c.torch import A2C
 from .common.torch import MLP
 from .ddpg.torch import DDPG
@@ -18,4 +19,4 @@ from .sac.torch import SAC
 from .td3.torch import TD3
 from .trpo.torch import TRPO
 
-__all__ = ["DQN", "PPO", "A2C", "MLP", "DDPG", "TD3", "SAC", "MADDPG", "TRPO"]
+__all__ = ["DQN", "PPO", "A2C", "MLP", "DDPG", "TD3", "SAC", "MADDPG", "TRPO", "ACER"]

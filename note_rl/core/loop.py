@@ -127,6 +127,9 @@ class Trainer:
         ``MARL`` / ``HER`` flags, ``pool_network``, ``n_envs`` and the rollout protocol (``n_steps``)
         into a component."""
         agent, settings = self.agent, self.settings
+        own = getattr(agent, "collector_class", None)
+        if own is not None:  # an algorithm with its own master loop (ACER's replay of rollout segments)
+            return own
         if getattr(agent, "n_steps", None):  # on-policy rollout protocol
             if settings.pool_network:
                 from .pool import PoolRolloutCollector

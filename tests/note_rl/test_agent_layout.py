@@ -12,7 +12,7 @@ import pytest
 
 import note_rl.agents
 
-FOLDERS = ("dqn", "ppo", "a2c", "trpo", "ddpg", "td3", "sac", "maddpg")
+FOLDERS = ("dqn", "ppo", "a2c", "trpo", "acer", "ddpg", "td3", "sac", "maddpg")
 ROOT = Path(note_rl.agents.__file__).parent
 
 

@@ -28,6 +28,7 @@ PER_AGENT = {"dqn": ["agent.learning_starts=50", "agent.train_freq=4", "agent.nu
              "a2c": ["agent.n_steps=8", "agent.n_envs=2"],
              "trpo": ["agent.n_steps=32", "agent.n_envs=2", "agent.batch=16", "agent.n_critic_updates=1",
                       "agent.cg_max_steps=3"],
+             "acer": ["agent.n_steps=8", "agent.n_envs=2", "agent.replay_start=32", "agent.buffer_size=160"],
              "ddpg": ["agent.learning_starts=50", "agent.batch=16", "buffer.pool_size=1000"],
              "td3": ["agent.learning_starts=50", "agent.batch=16", "buffer.pool_size=1000"],
              "sac": ["agent.learning_starts=50", "agent.batch=16", "buffer.pool_size=1000", "agent.train_freq=1",

@@ -16,7 +16,7 @@ def test_app_help_lists_subcommands_and_groups(tmp_path) -> None:
     assert "powered by Hydra" not in out
     for command in USAGE:
         assert f"note-tune {command} " in out
-    for group in ("agent: a2c, ddpg, dqn, maddpg, ppo, sac, td3, trpo", "backend: tf, torch",
+    for group in ("agent: a2c, acer, ddpg, dqn, maddpg, ppo, sac, td3, trpo", "backend: tf, torch",
                   "tuner: lr_finder, none, opt_finder, optuna, parallel_finder"):
         assert group in out
     assert "note-tune --hydra-help" in out

@@ -75,7 +75,7 @@ DISCRETE_GOAL_ENVS = ("bit_flip",)
 @pytest.mark.parametrize("backend", ["torch", "tf"])
 @pytest.mark.parametrize("agent,env", [("dqn", "cartpole"), ("ppo", "cartpole"), ("a2c", "cartpole"),
                                        ("trpo", "cartpole"), ("ppo", "pendulum"), ("a2c", "pendulum"),
-                                       ("trpo", "pendulum"),
+                                       ("trpo", "pendulum"), ("acer", "cartpole"),
                                        *[(a, "pendulum") for a in CONTINUOUS_AGENTS], ("maddpg", "simple_spread")])
 def test_agents_build_on_each_backend(backend, agent, env) -> None:
     cfg = OmegaConf.to_container(validate(compose_cfg([f"backend={backend}", f"agent={agent}", f"env={env}"])),

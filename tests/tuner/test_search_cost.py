@@ -23,10 +23,13 @@ def test_trial_cost_by_hand() -> None:
     # TRPO: n_critic_updates critic passes, and cg_max_steps + 2 passes for its policy step
     assert trial_cost({"budget.steps": 1000, "agent.n_critic_updates": 10, "agent.cg_max_steps": 15,
                        "agent.batch": 64, "agent.hidden_size": "[64, 64]"}) == 4224 * (1000 + 3 * (10_000 + 17_000))
+    # ACER: every segment once on-policy and replay_ratio times replayed on average
+    assert trial_cost({"budget.steps": 1000, "agent.replay_ratio": 4.0, "agent.batch": 64,
+                       "agent.hidden_size": "[64, 64]"}) == 4224 * (1000 + 3 * 5_000)
 
 
 @pytest.mark.parametrize("agent,env", [("dqn", "cartpole"), ("ppo", "cartpole"), ("a2c", "cartpole"),
-                                       ("trpo", "cartpole"), ("trpo", "pendulum"),
+                                       ("trpo", "cartpole"), ("trpo", "pendulum"), ("acer", "cartpole"),
                                        ("sac", "pendulum"), ("td3", "pendulum"), ("ddpg", "pendulum")])
 def test_default_spaces_are_within_the_limit(agent, env) -> None:
     # the spaces reach rl-zoo3's / ARLBench's ranges (tests/tuner/test_search_spaces.py), under the limit

@@ -15,7 +15,7 @@ from tuner.config.search_cost import check_cost
 
 DISCRETE = ["cartpole", "acrobot", "lunar_lander", "mountain_car"]
 CONTINUOUS = ["pendulum", "mountain_car_continuous", "lunar_lander_continuous", "hopper", "half_cheetah"]
-COMBOS = [("dqn", e) for e in DISCRETE] + [(a, e) for a in ("ppo", "a2c", "trpo") for e in DISCRETE + CONTINUOUS] \
+COMBOS = [("dqn", e) for e in DISCRETE] + [(a, e) for a in ("ppo", "a2c", "trpo", "acer") for e in DISCRETE + CONTINUOUS] \
     + [(a, e) for a in ("sac", "td3", "ddpg") for e in CONTINUOUS]
 # rl-zoo3's / ARLBench's ranges a space must reach (shared/reference/autorl_protocol.md)
 REACH = {"ppo": {"agent.gamma": 0.9999, "agent.n_steps": 2048, "agent.entropy_coef": 0.1, "agent.n_epochs": 20},
@@ -23,6 +23,7 @@ REACH = {"ppo": {"agent.gamma": 0.9999, "agent.n_steps": 2048, "agent.entropy_co
          "sac": {"agent.gamma": 0.9999, "agent.tau": 0.08, "agent.ent_coef": "auto"},
          "td3": {"agent.gamma": 0.9999, "agent.tau": 0.08, "agent.hidden_size": "[400, 300]"},
          "a2c": {"agent.gamma": 0.9999, "agent.n_steps": 2048},
+         "acer": {"agent.gamma": 0.9999, "agent.replay_ratio": 8.0, "agent.delta": 2.0, "agent.c": 20.0},
          "trpo": {"agent.gamma": 0.9999, "agent.n_steps": 2048, "agent.target_kl": 0.1, "agent.n_critic_updates": 30}}
 
 

@@ -9,8 +9,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-__all__ = ["AGENT_CONTEXT", "AGENT_SETTINGS", "AgentCommon", "DQNConf", "TRPOConf", "BUILTIN_AGENTS", "BUILTIN_ACTION_KINDS",
-           "BUILTIN_MULTI_AGENT", "BUILTIN_ON_POLICY", "builtin_target"]
+__all__ = ["AGENT_CONTEXT", "AGENT_SETTINGS", "AgentCommon", "DQNConf", "TRPOConf", "ACERConf", "BUILTIN_AGENTS", "BUILTIN_ACTION_KINDS",
+           "BUILTIN_MULTI_AGENT", "BUILTIN_ON_POLICY", "BUILTIN_OWN_LOOP", "builtin_target"]
 
 # keys a builder passes to an agent's constructor itself (never from the config)
 AGENT_CONTEXT = ("env", "state_dim", "action_dim", "seed", "device")
@@ -120,6 +120,30 @@ class TRPOConf(_MLPAgent):
 
 
 @dataclass
+class ACERConf(_MLPAgent):
+    """``note_rl.agents.<backend>.ACER``; its loop updates on whole segments (``batch`` unused)."""
+
+    name: str = "acer"
+    activation: str = "tanh"
+    ortho_init: bool = True
+    n_steps: int = 20
+    n_envs: int = 4
+    replay_ratio: float = 4.0
+    buffer_size: int = 50_000
+    replay_start: int = 10_000
+    c: float = 10.0
+    q_coef: float = 0.5
+    ent_coef: float = 0.01
+    trust_region: bool = True
+    delta: float = 1.0
+    alpha: float = 0.99
+    max_grad_norm: Optional[float] = 10.0
+    linear_decay: bool = False
+    action_std: float = 0.3
+    sdn_samples: int = 5
+
+
+@dataclass
 class _OffPolicyAC(AgentCommon):
     hidden_size: list[int] = field(default_factory=lambda: [256, 256])
     activation: str = "relu"
@@ -167,19 +191,21 @@ class SACConf(_OffPolicyAC):
     target_update_interval: int = 1
 
 
-BUILTIN_AGENTS: dict[str, type] = {"DQN": DQNConf, "PPO": PPOConf, "A2C": A2CConf, "TRPO": TRPOConf,
+BUILTIN_AGENTS: dict[str, type] = {"DQN": DQNConf, "PPO": PPOConf, "A2C": A2CConf, "TRPO": TRPOConf, "ACER": ACERConf,
                                    "DDPG": DDPGConf, "TD3": TD3Conf, "SAC": SACConf, "MADDPG": MADDPGConf}
 #: the action spaces each built-in agent handles (its class's ``action_kinds``, known here without
 #: importing a framework)
 BUILTIN_ACTION_KINDS: dict[str, tuple[str, ...]] = {
     "DQN": ("discrete",), "PPO": ("discrete", "continuous"), "A2C": ("discrete", "continuous"),
-    "TRPO": ("discrete", "continuous"),
+    "TRPO": ("discrete", "continuous"), "ACER": ("discrete", "continuous"),
     "DDPG": ("continuous",), "TD3": ("continuous",),
     "SAC": ("continuous",), "MADDPG": ("continuous", "discrete")}
 #: built-in agents that train teams on multi-agent envs (a class says so with ``multi_agent = True``)
 BUILTIN_MULTI_AGENT = ("MADDPG",)
 #: built-in on-policy agents (the core's ``PPO`` flag: no relabelled or replayed-team experience)
-BUILTIN_ON_POLICY = ("PPO", "A2C", "TRPO")
+BUILTIN_ON_POLICY = ("PPO", "A2C", "TRPO", "ACER")
+#: built-in agents with their own master loop in the training process (no pool_network strategy)
+BUILTIN_OWN_LOOP = ("ACER",)
 
 
 def builtin_target(target: str) -> tuple[str, str] | None:

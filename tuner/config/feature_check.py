@@ -17,7 +17,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from ..common.errors import ConfigError
-from .agent_confs import BUILTIN_ACTION_KINDS, BUILTIN_MULTI_AGENT, BUILTIN_ON_POLICY, builtin_target
+from .agent_confs import BUILTIN_ACTION_KINDS, BUILTIN_MULTI_AGENT, BUILTIN_ON_POLICY, BUILTIN_OWN_LOOP, builtin_target
 from .targets import TargetError, import_target
 
 __all__ = ["AgentFacts", "agent_facts", "check_features"]
@@ -61,6 +61,10 @@ def check_features(cfg: DictConfig) -> None:
     rollout = bool(agent.get("n_steps"))
     values = {**flags, "MARL": facts.multi_agent, "PPO": facts.on_policy, "num_steps": agent.get("num_steps")}
     pool = cfg.strategy.name == "pool_network"
+    builtin = builtin_target(cfg.agent._target_)
+    if pool and builtin and builtin[1] in BUILTIN_OWN_LOOP:
+        raise ConfigError(f"strategy=pool_network: {builtin[1]} collects and replays in the training process; "
+                          "use strategy=single")
 
     def conflict(v: dict[str, Any], pool_network: bool, on_policy: bool) -> str | None:
         return marl_conflict(v, pool_network, on_policy) or her_conflict(v, pool_network, on_policy)

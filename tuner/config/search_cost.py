@@ -11,7 +11,8 @@ The estimate counts forward passes through the hidden layers: one per env step, 
 gradient update (forward and backward).  Updates are ``(steps - learning_starts) / train_freq *
 num_updates`` of ``batch`` samples for off-policy agents and ``n_epochs`` passes over every rollout for
 on-policy ones (PPO, A2C; TRPO's ``n_critic_updates``, plus a pass over the rollout per conjugate-gradient
-step and two more for its policy step), capped by ``budget.max_updates``.  Only searched values that enter this formula
+step and two more for its policy step; ACER's ``1 + replay_ratio`` passes: its on-policy update and the
+replayed ones), capped by ``budget.max_updates``.  Only searched values that enter this formula
 are varied, each at its extremes; group choices (another agent or optimizer) are not estimated.
 """
 
@@ -32,6 +33,7 @@ __all__ = ["trial_cost", "cost_spread", "check_cost"]
 
 COST_KEYS = ("budget.steps", "budget.max_updates", "agent.batch", "agent.train_freq", "agent.num_updates",
              "agent.learning_starts", "agent.n_epochs", "agent.n_critic_updates", "agent.cg_max_steps",
+             "agent.replay_ratio",
              "agent.n_steps", "agent.hidden_size")
 MAX_COMBINATIONS = 4096
 _FRACTION = re.compile(r"\$\{train_freq_fraction:\s*([0-9.eE+-]+)\s*\}")
@@ -60,6 +62,8 @@ def trial_cost(values: dict[str, Any]) -> float:
     epochs = values.get("agent.n_epochs")
     if epochs is None:
         epochs = values.get("agent.n_critic_updates")  # TRPO: its critic's passes over each rollout
+    if epochs is None and values.get("agent.replay_ratio") is not None:  # ACER: each segment on-policy, then
+        epochs = 1.0 + float(values["agent.replay_ratio"])  # Poisson(replay_ratio) replayed segments
     policy = 0.0  # TRPO's policy step: a pass over the rollout per conjugate-gradient step, two more
     if epochs is not None:  # on-policy: n_epochs passes over each rollout
         samples = steps * float(epochs)
