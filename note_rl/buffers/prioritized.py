@@ -97,7 +97,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
     :param initial_ratio: ratio given to the first items (PPO)
     :param beta: importance-sampling exponent; ``None`` returns no weights
     :param eps: added to the score so no item has zero probability
-    :param n_segments, window_size, clearing_freq, window_size_, seed: as :class:`ReplayBuffer`
+    :param n_segments, window_size, clearing_freq, window_size_, seed, frames: as :class:`ReplayBuffer`
     """
 
     def __init__(
@@ -115,8 +115,9 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         clearing_freq: int | None = None,
         window_size_: int | None = None,
         seed: int | None = None,
+        frames: str | bool = "auto",
     ) -> None:
-        super().__init__(capacity, n_segments, window_size, clearing_freq, window_size_, seed)
+        super().__init__(capacity, n_segments, window_size, clearing_freq, window_size_, seed, frames)
         self.alpha = float(alpha)
         self.lambda_ = float(lambda_)
         self.PPO = bool(PPO)
