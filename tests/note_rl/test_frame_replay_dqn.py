@@ -1,0 +1,54 @@
+"""DQN trains end to end on a frame-stacked uint8 env with the frame-pool replay storage."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from note_rl.policy import EpsGreedyQPolicy
+from tests.conftest import agents_module, make_optimizer, train
+
+from .frame_envs import make_pixel_env
+
+K, SIZE = 4, 8
+FLAT = K * SIZE * SIZE
+
+
+def _flat_dqn(backend: str):
+    """The built-in MLP DQN reading flattened, scaled frames (the test's stand-in for a CNN)."""
+    base = agents_module(backend).DQN
+    if backend == "torch":
+        import torch
+
+        def flat(s):
+            return torch.as_tensor(s).reshape(-1, FLAT).float() / 255.0
+    else:
+        import tensorflow as tf
+
+        def flat(s):
+            return tf.reshape(tf.cast(s, tf.float32), (-1, FLAT)) / 255.0
+
+    class FlatDQN(base):
+        def action(self, s):
+            return super().action(flat(s))
+
+        def __call__(self, s, a, next_s, r, d, weights=None):
+            return super().__call__(flat(s), a, flat(next_s), r, d, weights)
+
+        def numpy_actor(self):  # the numpy MLP actor reads flat vectors: act through action()
+            return None
+
+    return FlatDQN
+
+
+def test_dqn_trains_on_frames(backend) -> None:
+    agent = _flat_dqn(backend)(FLAT, 32, 2, env=make_pixel_env(K), seed=0)
+    agent.set(policy=EpsGreedyQPolicy(0.2), update_steps=20, pool_size=200, batch=16, seed=0)
+    loss = train(agent, backend, make_optimizer(backend, agent.param), None, steps=300, p=0, jit_compile=False)
+    buf = agent.buffer
+    assert buf.frame_store is not None and buf.data["frames"].dtype == np.uint8  # chosen by itself
+    assert "state" not in buf.data and len(buf) == 200  # wrapped around
+    assert agent.batch_counter > 200 and loss is not None and np.isfinite(loss)
+    # stacks rebuilt for training are the env's observations
+    batch = buf.sample(8)
+    assert batch.state.shape == (8, K, SIZE, SIZE) and batch.state.dtype == np.uint8
+    np.testing.assert_array_equal(batch.state[:, 1:][batch.done == 0], batch.next_state[:, :-1][batch.done == 0])
