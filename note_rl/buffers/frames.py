@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FrameStore", "gather_stacks", "stack_layout", "uses_frames"]
+__all__ = ["FrameStore", "gather_stacks", "replay_bytes", "stack_layout", "uses_frames"]
 
 #: recently written frames looked up by content (covers k-frame stacks with n-step windows of
 #: up to ~100 steps: an n-step item's next_state comes back as a state n items later)
@@ -59,6 +59,22 @@ def uses_frames(mode: Any, example: np.ndarray) -> bool:
     return mode is True or example.dtype == np.uint8
 
 
+def replay_bytes(pool_size: int, obs_shape: tuple[int, ...], obs_dtype: Any, action_shape: tuple[int, ...] = (),
+                 frames: Any = "auto") -> int:
+    """Estimated bytes of a full replay buffer of ``pool_size`` items with observations of
+    ``obs_shape`` / ``obs_dtype``: with the frame pool, one frame per item (what a long run of
+    frame-stacked steps costs; episode starts add one to ``k`` frames each) plus its stack indices;
+    else two dense observations per item.  Actions, rewards and done flags are float32-sized."""
+    dtype = np.dtype(np.float32 if np.dtype(obs_dtype) == np.float64 else obs_dtype)
+    shape = tuple(int(d) for d in obs_shape)
+    others = pool_size * (int(np.prod(action_shape, dtype=np.int64)) + 2) * 4
+    if not uses_frames(frames, np.zeros((1, *shape[:1], *[1] * max(len(shape) - 1, 0)), dtype)):
+        return int(2 * pool_size * int(np.prod(shape, dtype=np.int64)) * dtype.itemsize + others)
+    k = stack_layout(shape)
+    frame = int(np.prod(shape[1:] if k else shape, dtype=np.int64)) * dtype.itemsize
+    return int(pool_size * (frame + 2 * (k or 1) * 4) + others)
+
+
 def gather_stacks(data: dict[str, np.ndarray], name: str, slots: np.ndarray) -> np.ndarray:
     """The observations ``name`` (``"state_idx"`` or ``"next_idx"``) of ``slots``, rebuilt from the
     frame pool: ``(len(slots), k, *frame_shape)`` or ``(len(slots), *frame_shape)``."""
@@ -82,7 +98,7 @@ class FrameStore:
         dtype = np.float32 if example.dtype == np.float64 else example.dtype  # as the dense buffer
         per_item = self.k or 1
         # one frame per step plus slack for episode starts; np.zeros pages stay unmapped until used
-        n_frames = capacity + capacity // 4 + 4 * per_item + 16
+        n_frames = capacity + capacity // 8 + 4 * per_item + 16
         data["frames"] = np.zeros((n_frames, *self.frame_shape), dtype=dtype)
         idx_shape = (capacity, self.k) if self.k else (capacity,)
         data["state_idx"] = np.full(idx_shape, -1, dtype=np.int32)

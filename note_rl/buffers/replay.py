@@ -34,6 +34,11 @@ FIELDS = ("state", "action", "next_state", "reward", "done")
 WindowSize = int | float | Callable[..., int | float] | None
 
 
+def _frames(agent: Any) -> str | bool:
+    """The agent's frame-pool choice (``agent.replay_frames``, the config's ``buffer.frames``)."""
+    return getattr(agent, "replay_frames", "auto")
+
+
 def _seed(agent: Any) -> int | None:
     """The replay sampler's seed: offset from the agent's, so it differs from the policy's."""
     return None if agent.seed is None else agent.seed + 7
@@ -120,9 +125,11 @@ class ReplayBuffer:
                   clearing_freq: int | None = None, window_size_: int | None = None) -> "ReplayBuffer":
         """The buffer an agent's ``set()`` settings describe, laid out for one ``train()`` call
         (``n_segments`` collecting processes and Note_rl's trimming options); with ``PPO=True`` its
-        data expires at every ``update_param()``, as Note_rl clears a PPO agent's uniform pool."""
+        data expires at every ``update_param()``, as Note_rl clears a PPO agent's uniform pool.
+        Image observations go to the frame pool as ``agent.replay_frames`` says (default ``"auto"``)."""
         buffer = cls(agent.pool_size or 100_000, n_segments=n_segments, window_size=window_size,
-                     clearing_freq=clearing_freq, window_size_=window_size_, seed=_seed(agent))
+                     clearing_freq=clearing_freq, window_size_=window_size_, seed=_seed(agent),
+                     frames=_frames(agent))
         buffer.clear_on_update = bool(agent.PPO)
         return buffer
 

@@ -138,3 +138,24 @@ def test_selection() -> None:
     vectors = ReplayBuffer(4, frames=True)
     vectors.add(np.zeros(3, np.uint8), 0, np.ones(3, np.uint8), 0.0, 0.0)
     assert vectors.frame_store is None  # one axis per observation: not an image
+
+
+def test_processes_pr_sampler_reads_the_frame_pool() -> None:
+    """``train(processes_pr=N)``: the workers get the pool and index arrays through shared memory
+    (they are ``buffer.data`` entries) and rebuild the same stacks, also after the pool grows."""
+    from note_rl.buffers.parallel_sampling import ParallelSampler
+
+    steps = rollout(make_pixel_env(4), 120, seed=7)
+    one, two = PrioritizedReplayBuffer(64, seed=9), PrioritizedReplayBuffer(64, seed=9)
+    _feed([one, two], steps[:60])
+    with ParallelSampler(two, 2) as sampler:
+        for part in (steps[60:], None):
+            for _ in range(3):
+                single, parallel = one.sample(16), sampler.sample(16)
+                np.testing.assert_array_equal(parallel.indices, single.indices)
+                np.testing.assert_array_equal(parallel.state, single.state)
+                np.testing.assert_array_equal(parallel.next_state, single.next_state)
+            if part:
+                _feed([one, two], part)
+                for buf in (one, two):
+                    buf.frame_store._grow()  # a replaced pool array is shared again
