@@ -2,6 +2,7 @@
 the frame pool, filled with ``--items`` transitions, against the dense layout's size.
 
     python bench/bench_frame_memory.py [--items 100000] [--episode 1000] [--prioritized]
+    python bench/bench_frame_memory.py --timing   # add() and sample(32): frame pool against dense
 
 Episodes of ``--episode`` steps of random frames, stacked as gymnasium's FrameStackObservation
 does (``padding_type="reset"``: the first frame repeated), each episode's last step truncated
@@ -48,13 +49,34 @@ def fill(buffer: ReplayBuffer, items: int, episode: int, rng: np.random.Generato
         stack = nxt
 
 
+def timing(n: int = 2000, capacity: int = 1000) -> None:
+    """Microseconds per ``add()`` (pre-generated stacks) and per ``sample(32)``, both layouts."""
+    rng = np.random.default_rng(0)
+    frames = rng.integers(0, 256, (n + K, H, W), dtype=np.uint8)
+    for mode in (False, "auto"):
+        buffer = ReplayBuffer(capacity, frames=mode, seed=0)
+        t0 = time.perf_counter()
+        for i in range(n):
+            buffer.add(frames[i:i + K], 1, frames[i + 1:i + 1 + K], 1.0, 0.0)
+        add_us = (time.perf_counter() - t0) / n * 1e6
+        t0 = time.perf_counter()
+        for _ in range(200):
+            buffer.sample(32)
+        sample_us = (time.perf_counter() - t0) / 200 * 1e6
+        print(f"frames={mode!s:5}: add {add_us:.0f} us, sample(32) {sample_us:.0f} us")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--items", type=int, default=100_000)
     p.add_argument("--episode", type=int, default=1000)
     p.add_argument("--prioritized", action="store_true")
+    p.add_argument("--timing", action="store_true", help="time add() and sample(32) instead")
     args = p.parse_args()
     print_machine()
+    if args.timing:
+        timing()
+        return
     rng = np.random.default_rng(0)
     tracemalloc.start()
     before = rss()
