@@ -52,3 +52,24 @@ def test_dqn_trains_on_frames(backend) -> None:
     batch = buf.sample(8)
     assert batch.state.shape == (8, K, SIZE, SIZE) and batch.state.dtype == np.uint8
     np.testing.assert_array_equal(batch.state[:, 1:][batch.done == 0], batch.next_state[:, :-1][batch.done == 0])
+
+
+def test_agent_checkpoint_keeps_the_frame_pool(tmp_path) -> None:
+    """A full agent save (npz) and restore brings the frame pool back: same samples."""
+    from note_rl.core.checkpoint import restore_agent, save_agent
+
+    def make():
+        agent = _flat_dqn("torch")(FLAT, 16, 2, env=make_pixel_env(K), seed=0)
+        agent.set(policy=EpsGreedyQPolicy(0.2), update_steps=20, pool_size=100, batch=8, seed=0)
+        return agent
+
+    agent = make()
+    train(agent, "torch", make_optimizer("torch", agent.param), None, steps=150, p=0, jit_compile=False)
+    path = save_agent(agent, str(tmp_path / "agent.npz"), full=True)
+    again = make()
+    restore_agent(again, path)
+    assert again.buffer.frame_store is not None
+    slots = agent.buffer.valid_slots()
+    a, b = agent.buffer.get(slots), again.buffer.get(slots)
+    for x, y in zip(a[:5], b[:5]):
+        np.testing.assert_array_equal(x, y)
