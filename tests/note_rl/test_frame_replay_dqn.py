@@ -73,3 +73,13 @@ def test_agent_checkpoint_keeps_the_frame_pool(tmp_path) -> None:
     a, b = agent.buffer.get(slots), again.buffer.get(slots)
     for x, y in zip(a[:5], b[:5]):
         np.testing.assert_array_equal(x, y)
+
+
+def test_vectorised_collection_keeps_uint8_frames() -> None:
+    """``set(n_envs=2)`` (note_rl.core.vec_collect) stores uint8 images as uint8: the frame pool."""
+    agent = _flat_dqn("torch")(FLAT, 16, 2, env=make_pixel_env(K), seed=0)
+    agent.set(policy=EpsGreedyQPolicy(0.2), update_steps=20, pool_size=100, batch=8, seed=0, n_envs=2)
+    train(agent, "torch", make_optimizer("torch", agent.param), None, steps=120, p=0, jit_compile=False)
+    assert agent.buffer.frame_store is not None and agent.buffer.data["frames"].dtype == np.uint8
+    batch = agent.buffer.sample(8)
+    assert batch.state.shape == (8, K, SIZE, SIZE)
