@@ -48,7 +48,8 @@ class BackendConf:
 @dataclass
 class BufferConf:
     """A replay buffer class (``_target_``) and the agent's replay settings (``set()`` arguments:
-    ``alpha`` ... ``initial_ratio`` are read by prioritized replay, ``her_k`` by HER)."""
+    ``alpha`` ... ``initial_ratio`` are read by prioritized replay, ``her_k`` by HER; ``frames``
+    picks the frame pool for image observations, see docs/core/image-replay.md)."""
 
     _target_: str = "note_rl.buffers.ReplayBuffer"
     name: str = "uniform"
