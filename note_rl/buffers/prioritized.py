@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .replay import Batch, ReplayBuffer, WindowSize, _seed
+from .replay import Batch, ReplayBuffer, WindowSize, _frames, _seed
 from .sum_tree import SumTree
 
 __all__ = ["PrioritizedReplayBuffer", "PriorityRecorder", "TDScore", "TDRatioScore"]
@@ -97,7 +97,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
     :param initial_ratio: ratio given to the first items (PPO)
     :param beta: importance-sampling exponent; ``None`` returns no weights
     :param eps: added to the score so no item has zero probability
-    :param n_segments, window_size, clearing_freq, window_size_, seed: as :class:`ReplayBuffer`
+    :param n_segments, window_size, clearing_freq, window_size_, seed, frames: as :class:`ReplayBuffer`
     """
 
     def __init__(
@@ -115,8 +115,9 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         clearing_freq: int | None = None,
         window_size_: int | None = None,
         seed: int | None = None,
+        frames: str | bool = "auto",
     ) -> None:
-        super().__init__(capacity, n_segments, window_size, clearing_freq, window_size_, seed)
+        super().__init__(capacity, n_segments, window_size, clearing_freq, window_size_, seed, frames)
         self.alpha = float(alpha)
         self.lambda_ = float(lambda_)
         self.PPO = bool(PPO)
@@ -139,7 +140,8 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         return cls(agent.pool_size or 100_000, alpha=agent.priority_alpha, lambda_=agent.lambda_,
                    PPO=agent.PPO, initial_TD=agent.initial_TD, initial_ratio=agent.initial_ratio,
                    beta=agent.beta, n_segments=n_segments, window_size=window_size,
-                   clearing_freq=clearing_freq, window_size_=window_size_, seed=_seed(agent))
+                   clearing_freq=clearing_freq, window_size_=window_size_, seed=_seed(agent),
+                   frames=_frames(agent))
 
     def after_update_param(self, window: Any) -> None:
         """Note_rl's trim after ``update_param()``: drop the oldest ``window(segment)`` items of

@@ -11,6 +11,10 @@ Trimming follows Note_rl: when a segment is full, the next insert first drops th
 ``window_size(segment)`` returning either; plain FIFO when ``None``);
 with ``clearing_freq`` every ``clearing_freq`` inserts drop the oldest ``window_size_`` items.  In a
 ring, dropping the oldest ``k`` items only moves the tail: O(1), no array shifting.
+
+Image observations (uint8, two or more axes; the ``frames`` option) are kept in a shared frame
+pool, each frame once, instead of two dense ``state`` / ``next_state`` arrays (see
+:mod:`note_rl.buffers.frames`); every subclass (prioritized replay, n-step items) gets this too.
 """
 
 from __future__ import annotations
@@ -21,11 +25,18 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
+from .frames import FrameStore, gather_stacks, uses_frames
+
 __all__ = ["Batch", "ReplayBuffer", "FIELDS"]
 
 FIELDS = ("state", "action", "next_state", "reward", "done")
 
 WindowSize = int | float | Callable[..., int | float] | None
+
+
+def _frames(agent: Any) -> str | bool:
+    """The agent's frame-pool choice (``agent.replay_frames``, the config's ``buffer.frames``)."""
+    return getattr(agent, "replay_frames", "auto")
 
 
 def _seed(agent: Any) -> int | None:
@@ -57,6 +68,9 @@ class ReplayBuffer:
     :param clearing_freq: every this many inserts into a segment, drop ``window_size_`` items
     :param window_size_: number of items dropped by ``clearing_freq``
     :param seed: seed of the sampling generator
+    :param frames: ``"auto"`` (default): image observations stored as uint8 go to a frame pool
+        that keeps each frame once; ``True``: any observation with two or more axes does;
+        ``False``: dense arrays always (see :mod:`note_rl.buffers.frames`)
     """
 
     #: the set() flags this class stands for (``set(buffer=cls)`` applies them)
@@ -74,6 +88,7 @@ class ReplayBuffer:
         clearing_freq: int | None = None,
         window_size_: int | None = None,
         seed: int | None = None,
+        frames: str | bool = "auto",
     ) -> None:
         if capacity < 1:
             raise ValueError(f"pool_size must be >= 1, got {capacity}")
@@ -84,6 +99,9 @@ class ReplayBuffer:
         self.clearing_freq = clearing_freq
         self.window_size_ = window_size_
         self.rng = np.random.default_rng(seed)
+        uses_frames(frames, np.zeros((1, 1)))  # a bad value fails here, not at the first insert
+        self.frames = frames
+        self.frame_store: FrameStore | None = None  # set at the first insert of images
         self.data: dict[str, np.ndarray] = {}
         self.pos = np.zeros(self.n_segments, dtype=np.int64)  # next write slot, per segment
         self.sizes = np.zeros(self.n_segments, dtype=np.int64)
@@ -107,9 +125,11 @@ class ReplayBuffer:
                   clearing_freq: int | None = None, window_size_: int | None = None) -> "ReplayBuffer":
         """The buffer an agent's ``set()`` settings describe, laid out for one ``train()`` call
         (``n_segments`` collecting processes and Note_rl's trimming options); with ``PPO=True`` its
-        data expires at every ``update_param()``, as Note_rl clears a PPO agent's uniform pool."""
+        data expires at every ``update_param()``, as Note_rl clears a PPO agent's uniform pool.
+        Image observations go to the frame pool as ``agent.replay_frames`` says (default ``"auto"``)."""
         buffer = cls(agent.pool_size or 100_000, n_segments=n_segments, window_size=window_size,
-                     clearing_freq=clearing_freq, window_size_=window_size_, seed=_seed(agent))
+                     clearing_freq=clearing_freq, window_size_=window_size_, seed=_seed(agent),
+                     frames=_frames(agent))
         buffer.clear_on_update = bool(agent.PPO)
         return buffer
 
@@ -134,7 +154,11 @@ class ReplayBuffer:
         self.rng = np.random.default_rng(seed)
 
     def _allocate(self, example: dict[str, np.ndarray]) -> None:
-        for name in self.fields:
+        names = self.fields
+        if "state" in names and "next_state" in names and uses_frames(self.frames, np.asarray(example["state"])):
+            self.frame_store = FrameStore(self.data, self.capacity, np.asarray(example["state"]))
+            names = tuple(n for n in names if n not in ("state", "next_state"))
+        for name in names:
             value = np.asarray(example[name])
             dtype = np.float32 if value.dtype == np.float64 else value.dtype
             if name in self.float32_fields:
@@ -165,9 +189,12 @@ class ReplayBuffer:
         pos = int(self.pos[segment])
         slot = segment * self.seg_capacity + pos
         d = self.data
-        d["state"][slot] = state
+        if self.frame_store is not None:
+            self.frame_store.write([slot], [state], [next_state])
+        else:
+            d["state"][slot] = state
+            d["next_state"][slot] = next_state
         d["action"][slot] = action
-        d["next_state"][slot] = next_state
         d["reward"][slot] = reward
         d["done"][slot] = done
         slots = np.array([slot], dtype=np.int64)
@@ -202,7 +229,11 @@ class ReplayBuffer:
             chunk = min(n - i, free, self.seg_capacity - pos, self._until_clearing(segment))
             base = segment * self.seg_capacity + pos
             for name in self.fields:
-                self.data[name][base:base + chunk] = arrays[name][i:i + chunk]
+                if name in self.data:  # state / next_state go to the frame store, if any
+                    self.data[name][base:base + chunk] = arrays[name][i:i + chunk]
+            if self.frame_store is not None:
+                self.frame_store.write(range(base, base + chunk), arrays["state"][i:i + chunk],
+                                       arrays["next_state"][i:i + chunk])
             slots[i:i + chunk] = np.arange(base, base + chunk)
             self._on_write(slots[i:i + chunk])
             self.pos[segment] = (pos + chunk) % self.seg_capacity
@@ -289,9 +320,11 @@ class ReplayBuffer:
 
     def get(self, slots: np.ndarray, weights: np.ndarray | None = None) -> Batch:
         d = self.data
-        # ndarray.take(axis=0) gathers rows ~5x faster than fancy indexing for 2-D fields here
-        return Batch(d["state"].take(slots, axis=0), d["action"].take(slots, axis=0),
-                     d["next_state"].take(slots, axis=0), d["reward"].take(slots, axis=0),
+        if "frames" in d:  # image items: stacks rebuilt from the frame pool
+            state, next_state = gather_stacks(d, "state_idx", slots), gather_stacks(d, "next_idx", slots)
+        else:  # ndarray.take(axis=0) gathers rows ~5x faster than fancy indexing for 2-D fields
+            state, next_state = d["state"].take(slots, axis=0), d["next_state"].take(slots, axis=0)
+        return Batch(state, d["action"].take(slots, axis=0), next_state, d["reward"].take(slots, axis=0),
                      d["done"].take(slots, axis=0), slots, weights)
 
     def sample(self, batch: int) -> Batch:
@@ -299,6 +332,13 @@ class ReplayBuffer:
         return self.get(self.sample_slots(batch))
 
     # -- checkpoints -------------------------------------------------------------------------
+    def _stored_names(self, frames: bool) -> tuple[str, ...]:
+        """The arrays of a checkpoint: the fields, with a frame pool in place of the dense states."""
+        if not frames:
+            return self.fields
+        return (*(n for n in self.fields if n not in ("state", "next_state")), "frames", "state_idx", "next_idx",
+                "frame_refcount")
+
     def state_dict(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """``(json_meta, arrays)``: counters and RNG state as JSON, the stored items as arrays."""
         meta = {
@@ -309,8 +349,12 @@ class ReplayBuffer:
             "sizes": self.sizes.tolist(),
             "store_counter": self.store_counter.tolist(),
             "rng": self.rng.bit_generator.state,
+            "frames": self.frame_store is not None,
         }
-        return meta, dict(self.data)
+        arrays = dict(self.data)
+        if self.frame_store is not None:
+            arrays.update(self.frame_store.arrays())
+        return meta, arrays
 
     def load_state_dict(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         if meta["capacity"] != self.capacity or meta["n_segments"] != self.n_segments:
@@ -318,11 +362,15 @@ class ReplayBuffer:
                 f"checkpoint buffer has capacity {meta['capacity']} x {meta['n_segments']} segments, "
                 f"this agent {self.capacity} x {self.n_segments}"
             )
+        names = self._stored_names(bool(meta.get("frames")))
         if int(np.sum(meta["sizes"])) > 0:  # a buffer that holds items must have every field's array
-            missing = [k for k in self.fields if k not in arrays]
+            missing = [k for k in names if k not in arrays]
             if missing:
                 raise ValueError(f"member 'buffer/{missing[0]}' is missing")
-        self.data = {k: np.array(arrays[k]) for k in self.fields if k in arrays}
+        self.data = {k: np.array(arrays[k]) for k in names if k in arrays}
+        self.frame_store = None
+        if meta.get("frames") and "frames" in self.data:
+            self.frame_store = FrameStore.restore(self.data, arrays)
         self.pos = np.asarray(meta["pos"], dtype=np.int64)
         self.sizes = np.asarray(meta["sizes"], dtype=np.int64)
         self.store_counter = np.asarray(meta["store_counter"], dtype=np.int64)

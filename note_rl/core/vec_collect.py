@@ -120,7 +120,7 @@ class VecEpisodeCollector(Collector):
                ended: np.ndarray) -> None:
         buffer = self.agent.buffer
         if self.nsteps is None:
-            buffer.add_batch(np.asarray(self.obs, dtype=np.float32), actions, np.asarray(reached, dtype=np.float32),
+            buffer.add_batch(_stored_obs(self.obs), actions, _stored_obs(reached),
                              np.asarray(rewards, dtype=np.float32), terminated.astype(np.float32))
             return
         ready = []
@@ -132,3 +132,10 @@ class VecEpisodeCollector(Collector):
 
     def close(self) -> None:
         self.vec.close()
+
+
+def _stored_obs(obs: Any) -> np.ndarray:
+    """Observations as replay stores them: float32, except uint8 images, kept as uint8 so the
+    buffer's frame pool stores each frame once (a float32 copy is 4x the bytes, and dense)."""
+    obs = np.asarray(obs)
+    return obs if obs.dtype == np.uint8 else obs.astype(np.float32, copy=False)

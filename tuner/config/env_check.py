@@ -21,6 +21,7 @@ from ..common.interrupts import start_shielded
 from ..common.process import exit_reason
 from .envs import make_env
 from .feature_check import agent_facts
+from .memory import check_replay_memory
 from .targets import import_target
 
 __all__ = ["check_env", "check_here"]
@@ -128,6 +129,8 @@ def _check_action_space(cfg: DictConfig) -> None:
         if not team and cfg.buffer.name == "her" and not isinstance(env.observation_space, gym.spaces.Dict):
             raise ConfigError(f"buffer=her: {name} is not a goal env (observations {env.observation_space}, not a "
                               "dict of observation, achieved_goal and desired_goal); relabelling needs one")
+        if not team and isinstance(env.observation_space, gym.spaces.Box):
+            check_replay_memory(cfg, env.observation_space)  # now that the observations are known
     finally:
         env.close()
     for space in spaces:

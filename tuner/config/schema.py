@@ -28,6 +28,7 @@ from .agent_confs import AGENT_CONTEXT, BUILTIN_AGENTS, AgentCommon, DQNConf, bu
 from .bounds import AT_MOST, CHOICES, LOGGER_KINDS, NON_NEGATIVE, POSITIVE, UNIT, bound_violation
 from .env_check import check_env as check_env_of  # user code (env.module, ...) in a child
 from .feature_check import check_features
+from .memory import check_replay_memory
 from .strategy_check import check_strategy
 from .targets import TargetError, check_node, import_target, signature_schema
 
@@ -47,7 +48,8 @@ class BackendConf:
 @dataclass
 class BufferConf:
     """A replay buffer class (``_target_``) and the agent's replay settings (``set()`` arguments:
-    ``alpha`` ... ``initial_ratio`` are read by prioritized replay, ``her_k`` by HER)."""
+    ``alpha`` ... ``initial_ratio`` are read by prioritized replay, ``her_k`` by HER; ``frames``
+    picks the frame pool for image observations, see docs/core/image-replay.md)."""
 
     _target_: str = "note_rl.buffers.ReplayBuffer"
     name: str = "uniform"
@@ -58,6 +60,8 @@ class BufferConf:
     initial_TD: float = 7.0
     initial_ratio: float = 1.0
     her_k: int = 4
+    # image observations kept once per frame: auto (uint8 images), true (any image), false (dense)
+    frames: Any = "auto"
 
 
 @dataclass
@@ -393,15 +397,13 @@ def _check_finite(node: Any, path: str = "") -> None:
         raise ConfigError(f"{path}: {node:.4g} is beyond any setting's range (at most 2**53 in size)")
 
 
-def _check_memory(cfg: DictConfig) -> None:
+def _check_memory(cfg: DictConfig, observation_space: Any = None) -> None:
     """Refuse, before anything is allocated, a replay buffer or networks that cannot fit in this
-    machine's memory.  Lower bounds (one-dimensional observations and actions, float32), so a
-    config that fits is never refused."""
+    machine's memory: the buffer as :func:`tuner.config.memory.check_replay_memory` estimates it
+    (a lower bound here; the env check repeats it with the env's observation space), the networks
+    as a lower bound (weights, gradients and two Adam slots)."""
+    check_replay_memory(cfg, observation_space)
     limit = machine_memory_bytes()
-    pool = OmegaConf.select(cfg, "buffer.pool_size")
-    if pool and pool * 5 * 4 > limit:  # state, next_state, action, reward, done
-        raise ConfigError(f"buffer.pool_size: {pool} transitions need at least {pool * 20 / 2**30:.0f} GiB; "
-                          f"this machine has {limit / 2**30:.0f} GiB")
     hidden = OmegaConf.select(cfg, "agent.hidden_size")
     if OmegaConf.is_list(hidden) and hidden:
         sizes = [int(h) for h in hidden]

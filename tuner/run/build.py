@@ -76,6 +76,7 @@ def build_agent(cfg: dict[str, Any]) -> Any:
               beta=buf["beta"], initial_TD=buf["initial_TD"], initial_ratio=buf["initial_ratio"],
               her_k=buf.get("her_k", 4), trial_count=cfg["objective"]["last_k"],
               criterion=cfg["objective"]["criterion"], seed=seed, **settings)
+    agent.replay_frames = buf.get("frames", "auto")  # read by the buffer's for_agent (note_rl.buffers.frames)
     return agent
 
 
