@@ -54,6 +54,8 @@ def test_every_option_composes_and_validates(group, option, monkeypatch) -> None
         overrides.append("agent=maddpg")
     if group in ("agent", "search") and option == "maddpg":
         overrides.append("env=simple_spread")
+    if group == "network" and option != "mlp":  # a CNN reads images: 10x10 MinAtar grids, 96x96 CarRacing frames
+        overrides += ["agent=ppo", "env=minatar_breakout" if option == "minatar_cnn" else "env.id=CarRacing-v3"]
     if group == "adjuster" and option == "ess":
         overrides.append("buffer=prioritized")  # the ESS is a property of replay priorities
     if group == "buffer" and option == "trajectory":  # pairs of transitions: for a user's agent only
@@ -61,7 +63,8 @@ def test_every_option_composes_and_validates(group, option, monkeypatch) -> None
             validate(compose_cfg(overrides))
         overrides.append("agent._target_=tests.tuner.trl_agent.PairAgent")
     cfg = validate(compose_cfg(overrides))
-    assert group == "hyperparams" or OmegaConf.select(cfg, group) is not None  # presets are _global_
+    # presets are _global_; a network option lands in agent.network (its package)
+    assert group == "hyperparams" or OmegaConf.select(cfg, "agent.network" if group == "network" else group) is not None
     parse_space(cfg.search, cfg)
 
 

@@ -20,7 +20,8 @@ class A2CMixin:
     :class:`note_rl.agents.ppo.PPOMixin` without the clip range and epochs: one gradient step per
     rollout (give it ``note_rl.optim.RMSprop(lr=7e-4, rho=0.99, eps=1e-5)`` to match SB3)."""
 
-    def __init__(self, state_dim: int | None, hidden_size: int | Sequence[int] | None, action_dim: int,
+    def __init__(self, state_dim: int | None = None, hidden_size: int | Sequence[int] | None = None,
+                 action_dim: int | None = None,
                  gamma: float = 0.99, lam: float = 1.0, n_steps: int = 5, n_envs: int = 1,
                  entropy_coef: float = 0.0, vf_coef: float = 0.5, normalize_advantage: bool = False,
                  max_grad_norm: float | None = 0.5, linear_decay: bool = False, env: Any = None,

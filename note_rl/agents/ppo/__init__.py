@@ -91,7 +91,8 @@ class PPOMixin(NetworkSetup, SeededInit):
     #: the action spaces the agent handles (a builder refuses an env with others in one line)
     action_kinds = ("discrete", "continuous")
 
-    def __init__(self, state_dim: int | None, hidden_size: int | Sequence[int] | None, action_dim: int,
+    def __init__(self, state_dim: int | None = None, hidden_size: int | Sequence[int] | None = None,
+                 action_dim: int | None = None,
                  clip: float = 0.2, entropy_coef: float = 0.0, gamma: float = 0.99,
                  lam: float = 0.95, n_steps: int | None = None, n_envs: int = 1, n_epochs: int = 10,
                  vf_coef: float = 0.5, normalize_advantage: bool = True,
@@ -102,6 +103,9 @@ class PPOMixin(NetworkSetup, SeededInit):
         self.device = self.backend.resolve_device(device)
         if hidden_size is None and network is not None:
             hidden_size = 64  # not read: the network's encoder replaces the hidden layers
+        for arg, value in (("hidden_size", hidden_size), ("action_dim", action_dim)):
+            if value is None:
+                raise TypeError(f"{type(self).__name__}() missing required argument: {arg!r}")
         actor, critic = self._setup_ppo(state_dim, hidden_size, action_dim, clip, entropy_coef,
                                         gamma, lam, n_steps, n_envs, n_epochs, vf_coef,
                                         normalize_advantage, max_grad_norm, linear_decay, env, seed,
