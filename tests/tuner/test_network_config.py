@@ -100,3 +100,42 @@ def test_the_app_exits_2_with_one_line(tmp_path) -> None:
                   check=False)
     lines = [line for line in out.stderr.splitlines() if line.strip()]
     assert out.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: agent.network:"), out.stderr
+
+
+def test_saved_runs_may_name_the_built_in_networks_and_image_factories_only() -> None:
+    from tuner.config.untrusted import UntrustedFileError, check_code_refs
+
+    check_code_refs({"agent": {"network": {"_target_": "note_rl.agents.nets.MinAtarCNN"}},
+                     "env": {"factory": "note_rl.image_envs.minigrid", "network": {"_target_": "note_rl.agents.nets.NatureCNN"}}},
+                    "result.json")
+    # Module's target names any class: a file read back may not use it (trust_code=true opts in)
+    with pytest.raises(UntrustedFileError, match="agent.network._target_"):
+        check_code_refs({"agent": {"network": {"_target_": "note_rl.agents.nets.Module", "target": "os.system"}}}, "r")
+    with pytest.raises(UntrustedFileError, match="agent.network._target_"):
+        check_code_refs({"agent": {"network": {"_target_": "my_pkg.Encoder"}}}, "r")
+
+
+def test_recorded_frames_become_watchable_uint8() -> None:
+    import numpy as np
+
+    from note_rl.core.plots import _rgb8
+
+    frame = _rgb8(np.full((10, 10, 3), 0.5))  # MinAtar renders floats in [0, 1] on a 10x10 grid
+    assert frame.dtype == np.uint8 and frame.shape == (160, 160, 3) and frame[0, 0, 0] == 127
+    big = np.zeros((400, 600, 3), np.uint8)
+    assert _rgb8(big) is big
+
+
+@needs_minigrid
+def test_train_eval_and_play_an_image_model_from_the_command_line(tmp_path) -> None:
+    """A CNN agent on an image preset trains, and its saved model evaluates and plays without
+    trust_code (the network and the env factory are the project's own)."""
+    import glob
+
+    run_app(["agent=ppo", "env=minigrid_empty", "budget.steps=200", "agent.n_steps=16", "agent.n_envs=2",
+             "agent.batch=16", "agent.n_epochs=1", "eval.episodes=1", "logger=none"], str(tmp_path))
+    model = glob.glob(str(tmp_path / "outputs" / "*" / "*" / "model.npz"))[0]
+    out = run_app(["eval", f"model={model}", "episodes=1"], str(tmp_path))
+    assert "ppo on MiniGrid-Empty-5x5-v0: mean" in out.stdout, out.stdout + out.stderr
+    run_app(["play", f"model={model}", f"out={tmp_path / 'episode.gif'}", "max_steps=5"], str(tmp_path))
+    assert (tmp_path / "episode.gif").stat().st_size > 0
