@@ -73,6 +73,7 @@ def test_every_agent_on_every_env_preset_trains_or_is_refused_in_one_line(agent,
                                             {"cartpole", "acrobot", "lunar_lander", "mountain_car"}))
     # the image presets (issue 35): every agent with a network setting reads them, when their extra is installed
     if agent in ("dqn", "ppo", "a2c", "trpo"):
-        want |= {env for env, package in (("minatar_breakout", "minatar"), ("minigrid_empty", "minigrid"))
-                 if importlib.util.find_spec(package) is not None}
+        want |= {env for env, packages in (("minatar_breakout", ["minatar"]), ("minigrid_empty", ["minigrid"]),
+                                            ("atari_breakout", ["ale_py", "cv2"]))
+                 if all(importlib.util.find_spec(package) is not None for package in packages)}
     assert want <= set(accepted), (agent, backend, sorted(want - set(accepted)), refused)

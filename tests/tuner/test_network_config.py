@@ -129,7 +129,7 @@ def test_recorded_frames_become_watchable_uint8() -> None:
 @needs_minigrid
 def test_train_eval_and_play_an_image_model_from_the_command_line(tmp_path) -> None:
     """A CNN agent on an image preset trains, and its saved model evaluates and plays without
-    trust_code (the network and the env factory are the project's own)."""
+    trust_code (the network and the env factory are the project's own); export refuses it in one line."""
     import glob
 
     run_app(["agent=ppo", "env=minigrid_empty", "budget.steps=200", "agent.n_steps=16", "agent.n_envs=2",
@@ -139,3 +139,5 @@ def test_train_eval_and_play_an_image_model_from_the_command_line(tmp_path) -> N
     assert "ppo on MiniGrid-Empty-5x5-v0: mean" in out.stdout, out.stdout + out.stderr
     run_app(["play", f"model={model}", f"out={tmp_path / 'episode.gif'}", "max_steps=5"], str(tmp_path))
     assert (tmp_path / "episode.gif").stat().st_size > 0
+    out = run_app(["export", f"model={model}"], str(tmp_path), check=False)
+    assert out.returncode == 2 and "only MLP networks can be exported" in out.stderr, out.stderr

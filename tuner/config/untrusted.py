@@ -38,7 +38,7 @@ AGENT_FILES = ("torch", "keras")
 #: env factories (``env.factory``) and env modules (``env.module``) of the project's env presets
 ENV_FACTORIES = ("note_rl.agents.maddpg.simple_spread", "note_rl.ma_envs.MatchingGame",
                  "note_rl.goal_envs.BitFlipEnv", "note_rl.goal_envs.PointReachEnv",
-                 "note_rl.image_envs.minatar", "note_rl.image_envs.minigrid")
+                 "note_rl.image_envs.minatar", "note_rl.image_envs.minigrid", "note_rl.image_envs.atari")
 #: the built-in network specs (``agent.network`` / ``env.network``); not ``note_rl.agents.nets.Module``,
 #: whose ``target`` names a user's class
 NETWORK_TARGETS = tuple(f"note_rl.agents.nets.{name}" for name in ("MLP", "ConvEncoder", "NatureCNN", "MinAtarCNN"))
