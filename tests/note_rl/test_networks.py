@@ -200,5 +200,21 @@ def test_bad_networks_are_refused_in_one_line() -> None:
         DQN(4, None, 2, network={"_target_": "note_rl.agents.nets.MinAtarCNN"})
     with pytest.raises(ValueError, match="cannot import"):
         DQN(None, None, 3, env=ImageEnv(), network={"_target_": "no_such_pkg.Encoder"})
-    with pytest.raises(TypeError, match="state_dim"):
+    with pytest.raises(ValueError, match=r"shape \(10, 10, 4\); an MLP reads flat vectors"):
         DQN(None, 16, 3, env=ImageEnv())
+    with pytest.raises(TypeError, match="state_dim"):
+        DQN(None, 16, 2, env=gym.make("CartPole-v1").unwrapped.__class__())
+
+
+def test_users_keras_layer_is_seeded_by_the_agent() -> None:
+    pytest.importorskip("tensorflow")
+    from note_rl.agents.keras import DQN
+
+    net = {"_target_": "tests.note_rl.keras_encoder.KerasEncoder", "width": 5}
+    a, b = (DQN(None, None, 3, env=ImageEnv((6, 6, 2)), network=net, seed=1) for _ in range(2))
+    assert [w.shape for w in a.q_weights()] == [(72, 5), (5,), (5, 3), (3,)]
+    for wa, wb in zip(a.q_weights(), b.q_weights()):
+        np.testing.assert_array_equal(wa, wb)
+    assert a.act_output(_images((6, 6, 2), n=2)).shape == (2, 3)
+    with pytest.raises(ValueError, match="not a keras.layers.Layer"):
+        DQN(None, None, 3, env=ImageEnv((6, 6, 2)), network={"_target_": "tests.note_rl.test_networks.TinyEncoder"})

@@ -54,6 +54,7 @@ def test_bad_networks_are_one_line_naming_the_key(overrides, key) -> None:
     (["agent=ppo", "env=minigrid_empty", "network=nature_cnn"], "agent.network: MiniGrid-Empty-5x5-v0: NatureCNN"),
     (["agent=ppo", "env=minigrid_empty", "env.network=null"], "agent.network: MiniGrid-Empty-5x5-v0 has image"),
     (["agent=dqn", "env=cartpole", "network=minatar_cnn"], "agent.network: CartPole-v1: a convolutional network needs"),
+    (["agent=dqn", "env=minigrid_empty", "network=mlp"], "agent.network: MiniGrid-Empty-5x5-v0 has image observations"),
 ])
 def test_networks_that_do_not_fit_the_env_are_refused(overrides, key) -> None:
     with pytest.raises(ConfigError) as info:

@@ -145,21 +145,22 @@ def _check_images(cfg: DictConfig, space: Any) -> None:
     env preset's ``env.network``, for an agent that takes one; a convolutional network needs images
     large enough for its convolutions."""
     import gymnasium as gym
-    from note_rl.agents.nets import ConvEncoder, conv_out_shape, network_spec
+    from note_rl.agents.nets import ConvEncoder, Module, conv_out_shape, network_spec
 
     from .network_check import network_key
 
     key = network_key(cfg)
-    if key is not None:
-        spec = network_spec(OmegaConf.to_container(OmegaConf.select(cfg, key), resolve=True))
-        if isinstance(spec, ConvEncoder) and space is not None:
-            try:
-                conv_out_shape(space.shape, spec)
-            except ValueError as exc:
-                raise ConfigError(f"{key}: {cfg.env.id}: {exc}") from None
+    spec = None if key is None else network_spec(OmegaConf.to_container(OmegaConf.select(cfg, key), resolve=True))
+    if isinstance(spec, ConvEncoder) and space is not None:
+        try:
+            conv_out_shape(space.shape, spec)
+        except ValueError as exc:
+            raise ConfigError(f"{key}: {cfg.env.id}: {exc}") from None
+    if not isinstance(space, gym.spaces.Box) or len(space.shape) < 2 or isinstance(spec, (ConvEncoder, Module)):
         return
-    if not isinstance(space, gym.spaces.Box) or len(space.shape) < 2:
-        return
+    if spec is not None:  # an MLP node
+        raise ConfigError(f"{key}: {cfg.env.id} has image observations {space.shape}; an MLP reads flat vectors "
+                          "(network=minatar_cnn or network=nature_cnn)")
     if "network" not in cfg.agent:
         raise ConfigError(f"env.id: {cfg.env.id} has image observations {space.shape}; agent={cfg.agent.name} reads "
                           "flat vectors (agents with a network setting read images: dqn, ppo, a2c, trpo)")

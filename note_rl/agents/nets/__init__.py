@@ -259,9 +259,11 @@ class NetworkSetup:
                     conv_out_shape(self.obs_shape, spec)
                 except ValueError as exc:
                     raise ValueError(f"{name}(network=...): {exc}") from None
+        elif state_dim is None and self.obs_shape is not None and len(self.obs_shape) > 1:
+            raise ValueError(f"{name}(network={spec!r}): the env's observations have shape {self.obs_shape}; an MLP "
+                             "reads flat vectors (give a convolutional network: NatureCNN, MinAtarCNN)")
         elif state_dim is None:
-            raise TypeError(f"{name}() missing required argument: 'state_dim' (or give a network for "
-                            f"observations of shape {self.obs_shape})")
+            raise TypeError(f"{name}() missing required argument: 'state_dim'")
 
     @property
     def obs_ndim(self) -> int:
