@@ -218,3 +218,18 @@ def test_users_keras_layer_is_seeded_by_the_agent() -> None:
     assert a.act_output(_images((6, 6, 2), n=2)).shape == (2, 3)
     with pytest.raises(ValueError, match="not a keras.layers.Layer"):
         DQN(None, None, 3, env=ImageEnv((6, 6, 2)), network={"_target_": "tests.note_rl.test_networks.TinyEncoder"})
+
+
+@pytest.mark.parametrize("backend", ["torch", "tf"])
+def test_flat_integer_observations_still_reach_an_mlp_as_float32(backend) -> None:
+    """Images stay uint8 until an encoder; a flat uint8 Box (Atari RAM's kind) is cast to float32 where
+    envs are made, as float64 ones are, so the MLP agents read it as before."""
+    if backend == "tf":
+        pytest.importorskip("tensorflow")
+    from tests.conftest import make_optimizer, train
+
+    agent = agents_module(backend).DQN(8, 16, 3, env=ImageEnv((8,)), seed=0)
+    assert agent.env.observation_space.dtype == np.float32
+    agent.set(batch=8, learning_starts=16, pool_size=100, train_freq=4)
+    train(agent, backend, make_optimizer(backend, agent.param), None, steps=40, p=0)
+    assert agent.buffer.data["state"].dtype == np.float32 and agent.batch_counter > 0
