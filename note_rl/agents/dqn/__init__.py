@@ -67,7 +67,8 @@ class DQNMixin(NetworkSetup, SeededInit):
     #: the action spaces the agent handles (a builder refuses an env with others in one line)
     action_kinds = ("discrete",)
 
-    def __init__(self, state_dim: int | None = None, hidden_size: int | Sequence[int] | None = None, action_dim: int | None = None,
+    def __init__(self, state_dim: int | None = None, hidden_size: int | Sequence[int] | None = None,
+                 action_dim: int | None = None,
                  gamma: float = 0.99, tau: float = 1.0, loss: str = "mse", double: bool = True,
                  env: Any = None, seed: int | None = None, activation: str = "relu",
                  ortho_init: bool = False, max_grad_norm: float | None = None,

@@ -34,8 +34,8 @@ import numpy as np
 
 from ..common import _orthogonal, hidden_sizes
 
-__all__ = ["NetworkSetup", "NetSpec", "MLP", "ConvEncoder", "NatureCNN", "MinAtarCNN", "Module", "network_spec", "image_layout",
-           "conv_out_shape", "init_conv_encoder", "LAYOUTS"]
+__all__ = ["NetworkSetup", "NetSpec", "MLP", "ConvEncoder", "NatureCNN", "MinAtarCNN", "Module", "network_spec",
+           "image_layout", "conv_out_shape", "init_conv_encoder", "LAYOUTS"]
 
 LAYOUTS = ("auto", "hwc", "chw")
 
@@ -289,7 +289,8 @@ class NetworkSetup:
 
         spec, ortho = self.network, head_gain is not None
         if isinstance(spec, ConvEncoder):
-            encoder, features = init_conv_encoder(self.obs_shape, spec, rng, ortho), spec.features  # type: ignore[arg-type]
+            encoder = init_conv_encoder(self.obs_shape, spec, rng, ortho)  # type: ignore[arg-type]
+            features = spec.features
         else:
             # a user's module: drawn by its framework, from a seed of its own per network
             encoder, features = self._module_weights(spec, self.obs_shape, int(rng.integers(2**31)))
