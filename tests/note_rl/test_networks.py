@@ -233,3 +233,16 @@ def test_flat_integer_observations_still_reach_an_mlp_as_float32(backend) -> Non
     agent.set(batch=8, learning_starts=16, pool_size=100, train_freq=4)
     train(agent, backend, make_optimizer(backend, agent.param), None, steps=40, p=0)
     assert agent.buffer.data["state"].dtype == np.float32 and agent.batch_counter > 0
+
+
+def test_pool_network_dqn_acts_for_its_workers_with_a_cnn() -> None:
+    """An encoder network has no numpy copy for pool workers: DQN's pool collection falls back to
+    stepping the workers' envs while the training process acts for them (images stay uint8)."""
+    from note_rl.agents.torch import DQN
+    from tests.conftest import make_optimizer
+
+    agent = DQN(None, None, 3, env=ImageEnv(), network={"_target_": "note_rl.agents.nets.MinAtarCNN"}, seed=0)
+    agent.set(batch=8, learning_starts=16, pool_size=200, train_freq=4)
+    agent.env = [ImageEnv(), ImageEnv()]
+    agent.train(make_optimizer("torch", agent.param), 4, pool_network=True, processes=2, p=0)
+    assert agent.step_counter == 64 and agent.batch_counter > 0 and agent.buffer.data["state"].dtype == np.uint8
