@@ -180,6 +180,10 @@ def policy_spec(agent: Any) -> PolicySpec:
     head = _HEADS.get(owner, "argmax" if owner == "RLBase" else None)
     actor = agent.numpy_actor() if callable(getattr(agent, "numpy_actor", None)) else None
     mlp = getattr(actor, "actor", None)
+    network = getattr(agent, "network", None)
+    if network is not None and callable(getattr(agent, "uses_encoder", None)) and agent.uses_encoder():
+        raise ExportError(f"{name} with network={network!r}: only MLP networks can be exported (the exported "
+                          "policy is a numpy MLP); predict() works for every agent")
     if head is None or mlp is None or not hasattr(mlp, "weights"):
         raise ExportError(f"{name}: only agents with a built-in MLP actor can be exported "
                           "(DQN, PPO, A2C, DDPG, TD3, SAC); predict() works for every agent")

@@ -8,7 +8,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-__all__ = ["scalar", "log_softmax", "pid_alive", "machine_memory_bytes", "standard_start_method",
+__all__ = ["scalar", "network_input", "log_softmax", "pid_alive", "machine_memory_bytes", "standard_start_method",
            "main_not_rerun", "stop_workers"]
 
 
@@ -17,6 +17,14 @@ def scalar(x: Any) -> float:
     if hasattr(x, "numpy") and not isinstance(x, np.ndarray):
         x = x.numpy()  # a tf.distribute MirroredVariable has no __array__ that numpy accepts
     return float(np.asarray(x))
+
+
+def network_input(x: Any) -> np.ndarray:
+    """Observations as they travel to the networks: ``uint8`` and ``bool`` images unchanged (a quarter
+    of the memory and of the host-to-device copy; the network's encoder casts and scales them, see
+    :mod:`note_rl.agents.nets`), anything else as ``float32``."""
+    x = np.asarray(x)
+    return x if x.dtype in (np.uint8, np.bool_) else x.astype(np.float32, copy=False)
 
 
 def log_softmax(x: np.ndarray) -> np.ndarray:

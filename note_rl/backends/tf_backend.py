@@ -49,6 +49,7 @@ with _native_stderr_silenced():
 import numpy as np  # noqa: E402
 
 from ..optim import OptimizerSpec  # noqa: E402
+from ..utils import network_input  # noqa: E402
 from .base import (Backend, BoundGroup, DeviceError, StepFn, StepResult, check_device_name,  # noqa: E402
                    distinct, split_losses, sum_losses)
 from .tf_distribute import (ReplicaStep, ScheduledStep, all_reduce_for_clipping, is_parameter_server,  # noqa: E402
@@ -262,7 +263,7 @@ class TFBackend(Backend):
         compiled = _ByShape(fn, jit)
 
         def act(s: np.ndarray) -> np.ndarray:
-            return np.asarray(compiled(np.asarray(s, dtype=np.float32)))
+            return np.asarray(compiled(network_input(s)))
 
         return act
 

@@ -13,6 +13,7 @@ require_framework("torch")  # one line that says how to install PyTorch, not a b
 import torch  # noqa: E402
 
 from ..optim import OptimizerSpec
+from ..utils import network_input
 from .torch_optim import can_fuse, fast_step, fuse_optimizer
 from .base import (Backend, BoundGroup, DeviceError, StepFn, StepResult, check_device_name, distinct,
                    split_losses, sum_losses)
@@ -244,7 +245,7 @@ class TorchBackend(Backend):
 
         def act(s: np.ndarray) -> np.ndarray:
             with torch.no_grad():
-                out = fn(to_device(np.asarray(s, dtype=np.float32)))
+                out = fn(to_device(network_input(s)))
             return _to_numpy(out)
 
         return act

@@ -23,7 +23,7 @@ from ..update import UpdateSpec, default_spec
 from .her_rules import check_her_env, her_conflict
 from .settings import TrainSettings
 from .updater import sync_targets
-from ..utils import scalar
+from ..utils import network_input, scalar
 
 __all__ = ["RLBase", "her_conflict", "check_her_env"]
 
@@ -289,7 +289,7 @@ class RLBase(AdjusterMixin):
             if i not in actor:
                 actor[i] = self.backend.make_act(lambda x, _i=i: self.action(x, _i), self.jit_compile,
                                                  self._variables())
-            return actor[i](np.asarray(s, dtype=np.float32))
+            return actor[i](network_input(s))
         if isinstance(actor, dict):  # left by a MARL run
             actor = None
         if actor is None:
@@ -298,7 +298,7 @@ class RLBase(AdjusterMixin):
             else:
                 actor = self.numpy_actor() or self.backend.make_act(self.action, self.jit_compile, self._variables())
             self._actor = actor
-        return actor(np.asarray(s, dtype=np.float32))
+        return actor(network_input(s))
 
     def policy_obs(self, obs: np.ndarray) -> np.ndarray:
         """Raw env observations (a batch) as the networks read them outside training: normalised with
@@ -316,9 +316,10 @@ class RLBase(AdjusterMixin):
         """Action for one state ``s`` (Note_rl signature; ``s`` may carry a leading batch axis).
         With ``MARL`` set, ``i`` is the agent index: the output of ``action(s, i)`` goes through
         ``policy[i]`` / ``noise[i]`` (a single policy / noise serves every agent)."""
-        s = np.asarray(s, dtype=np.float32)
+        s = network_input(s)
         agent_index = i if self.MARL else None
-        batch = s if s.ndim > 1 else s[None]
+        # one observation has obs_ndim axes (1, or 3 for the images of an encoder network)
+        batch = s if s.ndim > getattr(self, "obs_ndim", 1) else s[None]
         output = self.act_output(batch, agent_index)[0]
         action = self.explore(output, p, agent_index)
         if self.IRL:  # Note_rl: [aux, action], the aux output passed through untouched

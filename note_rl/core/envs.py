@@ -125,12 +125,15 @@ class OneHotObservation(gym.ObservationWrapper):
 
 def flat_observations(env: Any) -> Any:
     """``env`` as the networks read it: a ``Discrete`` observation space one-hot encoded, a ``float64``
-    ``Box`` (MuJoCo's) cast to ``float32`` here, once, so that no agent meets a double tensor (torch
-    refuses to multiply one with its float32 weights); others unchanged."""
+    ``Box`` (MuJoCo's) or a flat ``Box`` of another dtype (Atari RAM's ``uint8``) cast to ``float32``
+    here, once, so that no MLP meets a double or integer tensor (torch refuses to multiply one with its
+    float32 weights); images (``uint8`` / ``bool`` Boxes of 2 or more axes) stay as they are, for the
+    encoder of the agent's network to cast (:mod:`note_rl.agents.nets`); others unchanged."""
     space = getattr(env, "observation_space", None)
     if isinstance(space, gym.spaces.Discrete):
         return OneHotObservation(env)
-    if isinstance(space, gym.spaces.Box) and space.dtype == np.float64:
+    if isinstance(space, gym.spaces.Box) and (space.dtype == np.float64 or
+                                              (len(space.shape) == 1 and space.dtype != np.float32)):
         return gym.wrappers.DtypeObservation(env, np.float32)
     return env
 

@@ -143,6 +143,7 @@ def animate_agent(agent: Any, max_steps: int, save_path: str | None = None, fps:
         if terminated or truncated:
             break
     frames.append(np.asarray(env.render()))
+    frames = [_rgb8(f) for f in frames]
     fps = fps or env.metadata.get("render_fps") or 30
     if writer == "pillow":
         _write_gif(frames, path, fps)
@@ -152,6 +153,17 @@ def animate_agent(agent: Any, max_steps: int, save_path: str | None = None, fps:
     if env is not base:
         env.close()
     return path
+
+
+def _rgb8(frame: np.ndarray, min_size: int = 160) -> np.ndarray:
+    """A rendered frame as the writers take it: ``uint8`` (float frames in ``[0, 1]``, as MinAtar's
+    ``rgb_array`` renders them, scaled by 255), and a grid of a few pixels (MinAtar's 10x10) enlarged by
+    whole pixels to at least ``min_size`` on its shorter side, so that the recording can be watched."""
+    if frame.dtype != np.uint8:
+        frame = (np.clip(frame, 0.0, 1.0) * 255.0 if np.issubdtype(frame.dtype, np.floating) else frame)
+        frame = frame.astype(np.uint8)
+    factor = -(-min_size // max(1, min(frame.shape[:2])))
+    return frame.repeat(factor, 0).repeat(factor, 1) if factor > 1 else frame
 
 
 def _write_gif(frames: list[np.ndarray], path: str, fps: int) -> None:

@@ -256,6 +256,10 @@ class PoolRolloutCollector(Collector):
         n = int(settings.processes)
         if agent.n_envs % n:
             raise ValueError(f"pool_network: n_envs={agent.n_envs} must be a multiple of processes={n}")
+        if agent.worker_actor() is None:  # workers act with numpy copies of an MLP
+            raise ValueError(f"pool_network: {type(agent).__name__} with network={getattr(agent, 'network', None)!r} "
+                             "acts through its framework, which rollout workers do not load; use pool_network=False "
+                             "(n_envs vectorised envs in the training process)")
         extra = {"actor": agent.worker_actor(), "critic": agent.worker_critic(), "n_envs": agent.n_envs // n,
                  "log_std": _log_std(agent), "action_bounds": getattr(agent, "action_bounds", None)}
         self.pool = WorkerPool(_worker_inits(agent, n, extra), settings.start_method)

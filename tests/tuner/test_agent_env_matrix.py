@@ -6,6 +6,7 @@ subprocess per case."""
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 import warnings
@@ -71,4 +72,9 @@ def test_every_agent_on_every_env_preset_trains_or_is_refused_in_one_line(agent,
     continuous = {"pendulum", "mountain_car_continuous", "lunar_lander_continuous", "hopper", "half_cheetah"}
     want = expected.get(agent, continuous | ({"point_reach"} if agent in ("ddpg", "td3", "sac") else
                                             {"cartpole", "acrobot", "lunar_lander", "mountain_car"}))
+    # the image presets (issue 35): every agent with a network setting reads them, when their extra is installed
+    if agent in ("dqn", "ppo", "a2c", "trpo"):
+        want |= {env for env, packages in (("minatar_breakout", ["minatar"]), ("minigrid_empty", ["minigrid"]),
+                                            ("atari_breakout", ["ale_py", "cv2"]))
+                 if all(importlib.util.find_spec(package) is not None for package in packages)}
     assert want <= set(accepted), (agent, backend, sorted(want - set(accepted)), refused)

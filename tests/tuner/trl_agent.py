@@ -18,7 +18,7 @@ class PairAgent(RL_pytorch):
     def __init__(self, env: Any = None, seed: int | None = None, state_dim: int = 4, action_dim: int = 2,
                  hidden_size: Any = None, activation: str = "relu", ortho_init: bool = False, gamma: float = 0.99,
                  tau: float = 1.0, loss: str = "mse", double: bool = True, max_grad_norm: float | None = None,
-                 device: Any = None, linear_decay: bool = False) -> None:
+                 device: Any = None, linear_decay: bool = False, network: Any = None) -> None:
         super().__init__()
         torch.manual_seed(seed or 0)
         self.q = torch.nn.Linear(state_dim, action_dim)

@@ -49,6 +49,9 @@ class _MLPAgent(AgentCommon):
     ortho_init: bool = False
     gamma: float = 0.99
     max_grad_norm: Optional[float] = None
+    # null: the MLP of hidden_size / activation; else a _target_ node (note_rl.agents.nets: NatureCNN,
+    # MinAtarCNN, MLP, or a user's module class), checked by tuner.config.network_check
+    network: Any = None
 
 
 @dataclass

@@ -124,6 +124,7 @@ def _check_action_space(cfg: DictConfig) -> None:
                               f"env.id: {cfg.agent.name} trains a team on a multi-agent env (PettingZoo "
                               f"parallel API, e.g. env=simple_spread); {name} has one agent")
         spaces = [env.action_space(n) for n in env.possible_agents] if team else [env.action_space]
+        observations = None if team else env.observation_space
         if not team and isinstance(env.observation_space, gym.spaces.Dict) and cfg.buffer.name != "her":
             raise ConfigError(f"buffer: {name} is a goal env (dict observations); train it with buffer=her")
         if not team and cfg.buffer.name == "her" and not isinstance(env.observation_space, gym.spaces.Dict):
@@ -139,5 +140,34 @@ def _check_action_space(cfg: DictConfig) -> None:
         if kinds and kind not in kinds:
             raise ConfigError(f"env.id: {name} has {kind} actions ({space}); {cfg.agent.name} "
                               f"supports {' and '.join(kinds)} actions")
+    _check_images(cfg, observations)
+
+
+def _check_images(cfg: DictConfig, space: Any) -> None:
+    """Image observations (a Box of 2 or more axes) need an encoder network: ``agent.network`` or the
+    env preset's ``env.network``, for an agent that takes one; a convolutional network needs images
+    large enough for its convolutions."""
+    import gymnasium as gym
+    from note_rl.agents.nets import ConvEncoder, Module, conv_out_shape, network_spec
+
+    from .network_check import network_key
+
+    key = network_key(cfg)
+    spec = None if key is None else network_spec(OmegaConf.to_container(OmegaConf.select(cfg, key), resolve=True))
+    if isinstance(spec, ConvEncoder) and space is not None:
+        try:
+            conv_out_shape(space.shape, spec)
+        except ValueError as exc:
+            raise ConfigError(f"{key}: {cfg.env.id}: {exc}") from None
+    if not isinstance(space, gym.spaces.Box) or len(space.shape) < 2 or isinstance(spec, (ConvEncoder, Module)):
+        return
+    if spec is not None:  # an MLP node
+        raise ConfigError(f"{key}: {cfg.env.id} has image observations {space.shape}; an MLP reads flat vectors "
+                          "(network=minatar_cnn or network=nature_cnn)")
+    if "network" not in cfg.agent:
+        raise ConfigError(f"env.id: {cfg.env.id} has image observations {space.shape}; agent={cfg.agent.name} reads "
+                          "flat vectors (agents with a network setting read images: dqn, ppo, a2c, trpo)")
+    raise ConfigError(f"agent.network: {cfg.env.id} has image observations {space.shape}; give the agent a "
+                      "convolutional network (network=minatar_cnn or network=nature_cnn)")
 
 

@@ -29,6 +29,7 @@ from .bounds import AT_MOST, CHOICES, LOGGER_KINDS, NON_NEGATIVE, POSITIVE, UNIT
 from .env_check import check_env as check_env_of  # user code (env.module, ...) in a child
 from .feature_check import check_features
 from .memory import check_replay_memory
+from .network_check import check_network
 from .strategy_check import check_strategy
 from .targets import TargetError, check_node, import_target, signature_schema
 
@@ -91,12 +92,14 @@ class StrategyConf:
 class EnvConf:
     """A gymnasium id (``gym.make(id, **kwargs)``), or with ``factory`` a callable's dotted path
     called as ``factory(**kwargs)`` (a PettingZoo parallel env, an unregistered env); ``id`` then
-    only names the env in runs and studies.  ``module`` is imported first (it may register envs)."""
+    only names the env in runs and studies.  ``module`` is imported first (it may register envs).
+    ``network``: the agent network an image env needs (``agent.network`` wins when set)."""
 
     id: str = "CartPole-v1"
     kwargs: dict[str, Any] = field(default_factory=dict)
     module: Optional[str] = None
     factory: Optional[str] = None
+    network: Any = None  # the network its observations need (images), used where agent.network is null
 
 
 @dataclass
@@ -577,6 +580,7 @@ def _validate(cfg: DictConfig, check_env: bool) -> DictConfig:
     _check_framework(typed.backend.name)
     check_strategy(typed)
     check_features(typed)
+    check_network(typed)
     check_agent_backend(typed.agent._target_, typed.backend.name)
     _check_targets(typed)
     _check_device(typed)

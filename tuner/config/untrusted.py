@@ -37,7 +37,11 @@ AGENT_BACKENDS = ("torch", "keras", "tf")
 AGENT_FILES = ("torch", "keras")
 #: env factories (``env.factory``) and env modules (``env.module``) of the project's env presets
 ENV_FACTORIES = ("note_rl.agents.maddpg.simple_spread", "note_rl.ma_envs.MatchingGame",
-                 "note_rl.goal_envs.BitFlipEnv", "note_rl.goal_envs.PointReachEnv")
+                 "note_rl.goal_envs.BitFlipEnv", "note_rl.goal_envs.PointReachEnv",
+                 "note_rl.image_envs.minatar", "note_rl.image_envs.minigrid", "note_rl.image_envs.atari")
+#: the built-in network specs (``agent.network`` / ``env.network``); not ``note_rl.agents.nets.Module``,
+#: whose ``target`` names a user's class
+NETWORK_TARGETS = tuple(f"note_rl.agents.nets.{name}" for name in ("MLP", "ConvEncoder", "NatureCNN", "MinAtarCNN"))
 ENV_MODULES = ("note_rl.goal_envs",)
 
 _RESOLVER = re.compile(r"\$\{\s*([^}:]*):")  # ${name:args}: a resolver call (oc.env, oc.decode, ...)
@@ -156,6 +160,8 @@ def _builtin(key: str, ref: str) -> bool:
         return ref in ENV_FACTORIES
     if key == "env.module":
         return ref in ENV_MODULES
+    if ref.startswith("note_rl.agents.nets."):
+        return ref in NETWORK_TARGETS
     module, _, name = ref.rpartition(".")
     agent = re.fullmatch(r"note_rl\.agents\.(?:(\w+)\.)?(\w+)", module)
     if agent:

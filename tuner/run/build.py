@@ -61,6 +61,13 @@ def build_agent(cfg: dict[str, Any]) -> Any:
         raise ConfigError(f"env.id: {cfg['env']['id']} has {_action_kind(env)} actions; "
                           f"{cls.__name__} supports {' and '.join(supported)} actions")
     context = dict(env=env, seed=seed, device=cfg["backend"]["device"], **_spaces(env))
+    network = cfg["env"].get("network") if a.get("network") is None and "network" in a else a.get("network")
+    if network is not None:
+        from note_rl.agents.nets import network_spec
+
+        # a spec object, not a _target_ node: Hydra would build a user's module class itself, without
+        # the observation shape the agent gives it; an image env preset's network where the agent has none
+        a = {**a, "network": network_spec(network)}
     # n_envs is a constructor argument of the rollout agents and a set() setting of the others
     by_set = "n_envs" in a and not _takes(cls, "n_envs")
     agent = build(a, drop=(*AGENT_SETTINGS, "name", "lr", *(["n_envs"] if by_set else [])), **context)

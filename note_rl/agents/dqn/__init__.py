@@ -19,11 +19,12 @@ import numpy as np
 from ...update import LossTerm, ParamGroup, TargetUpdate, UpdateSpec
 from ..common import (LiveActor, MLPActor, SeededInit, check_args, check_env_dims, decay_lrs, discrete_env,
                       hidden_sizes, init_mlp, pool_form, seed_hidden)
+from ..nets import NetworkSetup
 
 __all__ = ["DQNMixin"]
 
 
-class DQNMixin(SeededInit):
+class DQNMixin(NetworkSetup, SeededInit):
     """Double DQN with an MLP Q-network; shared by ``note_rl.agents.torch.DQN`` and
     ``note_rl.agents.keras.DQN``, which add the network and the loss.
 
@@ -40,7 +41,7 @@ class DQNMixin(SeededInit):
     between solved and ~120 from one evaluation to the next to the very end of a 50,000-step run
     (BENCHMARKS.md, "A whole tuning job").
 
-    :param state_dim: observation size
+    :param state_dim: observation size (``None`` with a ``network`` for image observations)
     :param hidden_size: hidden units (int: one layer, list: several layers)
     :param action_dim: number of discrete actions
     :param gamma: discount
@@ -58,41 +59,49 @@ class DQNMixin(SeededInit):
         (Note_rl's pool DQN; ``DQN(4, 128, 2, 7)``, an integer >= 2 in gamma's place, means it too)
     :param hidden_dim: Note_rl 001's name for ``hidden_size``
     :param linear_decay: lower the learning rate linearly to 0 over ``train(steps=...)``
+    :param network: ``None`` (the MLP of ``hidden_size`` / ``activation``) or a network spec or
+        ``_target_`` node (:mod:`note_rl.agents.nets`): an encoder (``NatureCNN``, ``MinAtarCNN``, a
+        user's module) then a linear layer of Q-values; ``hidden_size`` is then unused
     """
 
     #: the action spaces the agent handles (a builder refuses an env with others in one line)
     action_kinds = ("discrete",)
 
-    def __init__(self, state_dim: int, hidden_size: int | Sequence[int] | None = None, action_dim: int | None = None,
+    def __init__(self, state_dim: int | None = None, hidden_size: int | Sequence[int] | None = None,
+                 action_dim: int | None = None,
                  gamma: float = 0.99, tau: float = 1.0, loss: str = "mse", double: bool = True,
                  env: Any = None, seed: int | None = None, activation: str = "relu",
                  ortho_init: bool = False, max_grad_norm: float | None = None,
                  device: str | None = "auto", processes: int | None = None,
-                 hidden_dim: int | Sequence[int] | None = None, linear_decay: bool = False) -> None:
+                 hidden_dim: int | Sequence[int] | None = None, linear_decay: bool = False,
+                 network: Any = None) -> None:
         super().__init__()  # the backend's base class (RL_pytorch / RL)
         gamma, self.processes = pool_form("DQN", gamma, processes)
+        if network is not None and hidden_size is None and hidden_dim is None:
+            hidden_size = 64  # not read: the network's encoder replaces the hidden layers
         hidden_size = seed_hidden("DQN", hidden_size, hidden_dim, action_dim)
         self.device = self.backend.resolve_device(device)
         init = self._setup_dqn(state_dim, hidden_size, action_dim, gamma, tau, loss, double, env, seed,
-                               activation, ortho_init, max_grad_norm, linear_decay)
-        self._build_networks(init, activation)
+                               activation, ortho_init, max_grad_norm, linear_decay, network)
+        self._build_networks(init, self.activation)
         self._finish_init(gamma, seed)
 
     def _build_networks(self, q: list[np.ndarray], activation: str) -> None:  # pragma: no cover - per backend
         """``q_net``, ``target_q_net`` (both from ``q``) and ``self.param``."""
         raise NotImplementedError
 
-    def _setup_dqn(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
+    def _setup_dqn(self, state_dim: int | None, hidden_size: int | Sequence[int], action_dim: int,
                    gamma: float, tau: float, loss: str, double: bool, env: Any,
                    seed: int | None, activation: str = "relu",
                    ortho_init: bool = False, max_grad_norm: float | None = None,
-                   linear_decay: bool = False) -> list[np.ndarray]:
+                   linear_decay: bool = False, network: Any = None) -> list[np.ndarray]:
         if loss not in ("mse", "huber"):
             raise ValueError(f"DQN(loss={loss!r}): use 'mse' or 'huber'")
         check_args("DQN", gamma=gamma, tau=tau, activation=activation, numbers={"max_grad_norm": max_grad_norm},
                    state_dim=state_dim, action_dim=action_dim)
         self.activation = activation
-        self.state_dim, self.action_dim = int(state_dim), int(action_dim)
+        self.state_dim = None if state_dim is None else int(state_dim)
+        self.action_dim = int(action_dim)
         self.hidden = hidden_sizes(hidden_size)
         self.tau = float(tau)
         self.loss_type = loss
@@ -102,6 +111,7 @@ class DQNMixin(SeededInit):
         self.max_grad_norm = max_grad_norm
         self.env = discrete_env("DQN", env)
         check_env_dims("DQN", self.env, state_dim, action_dim)
+        self._setup_network("DQN", network, self.env, state_dim)
         self.ortho_init = bool(ortho_init)
         if not isinstance(linear_decay, (bool, np.bool_)):
             raise ValueError(f"DQN(linear_decay={linear_decay!r}): must be True or False")
@@ -122,8 +132,10 @@ class DQNMixin(SeededInit):
 
     def initial_weights(self, seed: int | None) -> tuple[list[np.ndarray]]:
         """``(q_weights,)`` drawn from ``seed``; the target network starts as a copy."""
-        sizes = [self.state_dim, *self.hidden, self.action_dim]
-        return (init_mlp(sizes, np.random.default_rng(seed), 1.0 if self.ortho_init else None),)
+        rng, gain = np.random.default_rng(seed), 1.0 if self.ortho_init else None
+        if self.uses_encoder():
+            return (self.net_weights(rng, self.action_dim, gain, seed),)
+        return (init_mlp([self.state_dim, *self.hidden, self.action_dim], rng, gain),)
 
     def update_spec(self) -> UpdateSpec:
         """One group (the Q-network), one loss (the TD loss, clipped to ``max_grad_norm``), and the
@@ -137,9 +149,11 @@ class DQNMixin(SeededInit):
     def q_weights(self) -> list[np.ndarray]:  # pragma: no cover - implemented per backend
         raise NotImplementedError
 
-    def numpy_actor(self) -> LiveActor:
-        return LiveActor(self, self.q_weights, "linear", self.activation)
+    def numpy_actor(self) -> LiveActor | None:
+        """The numpy copy of the MLP (``None`` for an encoder network: it acts through the framework)."""
+        return None if self.uses_encoder() else LiveActor(self, self.q_weights, "linear", self.activation)
 
-    def worker_actor(self) -> MLPActor:
-        """Snapshot of the acting network for pool workers."""
-        return MLPActor(self.q_weights(), "linear", self.activation)
+    def worker_actor(self) -> MLPActor | None:
+        """Snapshot of the acting network for pool workers (``None`` for an encoder network: the
+        training process then acts for the workers)."""
+        return None if self.uses_encoder() else MLPActor(self.q_weights(), "linear", self.activation)

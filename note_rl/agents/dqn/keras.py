@@ -8,7 +8,8 @@ import tensorflow as tf
 
 from ...keras import RL
 from ..common import public_module
-from ..common.keras import mlp, numpy_weights, pick
+from ..common.keras import numpy_weights, pick
+from ..nets.keras import KerasNetworks
 from . import DQNMixin
 
 __all__ = ["DQN"]
@@ -26,13 +27,12 @@ def _td_loss(td: tf.Tensor, kind: str, weights: tf.Tensor | None) -> tf.Tensor:
 
 
 @public_module("note_rl.agents.keras")
-class DQN(DQNMixin, RL):
+class DQN(KerasNetworks, DQNMixin, RL):
     """Double DQN with an MLP Q-network (arguments as :class:`note_rl.agents.dqn.DQNMixin`)."""
 
     def _build_networks(self, q: list[np.ndarray], activation: str) -> None:
-        with tf.device(self.device):
-            self.q_net = mlp(q, activation)
-            self.target_q_net = mlp(q, activation)
+        self.q_net = self._net(q)
+        self.target_q_net = self._net(q)
         self.param = self.q_net.trainable_weights
 
     def q_weights(self) -> list[np.ndarray]:

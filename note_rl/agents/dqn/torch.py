@@ -9,7 +9,7 @@ import torch
 
 from ...torch import RL_pytorch
 from ..common import public_module
-from ..common.torch import MLP
+from ..nets.torch import TorchNetworks
 from . import DQNMixin
 
 __all__ = ["DQN"]
@@ -25,12 +25,12 @@ def _td_loss(q: torch.Tensor, target: torch.Tensor, kind: str, weights: torch.Te
 
 
 @public_module("note_rl.agents.torch")
-class DQN(DQNMixin, RL_pytorch):
+class DQN(TorchNetworks, DQNMixin, RL_pytorch):
     """Double DQN with an MLP Q-network (arguments as :class:`note_rl.agents.dqn.DQNMixin`)."""
 
     def _build_networks(self, q: list[np.ndarray], activation: str) -> None:
-        self.q_net = MLP(q, activation).to(self.device)
-        self.target_q_net = MLP(q, activation).to(self.device)
+        self.q_net = self._net(q)
+        self.target_q_net = self._net(q)
         self.param = list(self.q_net.parameters())
 
     def q_weights(self) -> list[np.ndarray]:

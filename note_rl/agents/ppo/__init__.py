@@ -50,17 +50,18 @@ from ...utils import log_softmax
 from ...update import LossTerm, ParamGroup, TargetUpdate, UpdateSpec
 from ..common import (LiveActor, MLPActor, SeededInit, check_args, check_env_dims, decay_lrs, hidden_sizes,
                       init_mlp, make_env)
+from ..nets import NetworkSetup
 
 __all__ = ["PPOMixin", "entropy_np"]
 
 
-class PPOMixin(SeededInit):
+class PPOMixin(NetworkSetup, SeededInit):
     """PPO with a softmax (discrete) or state-independent Gaussian (Box) actor and a value critic;
     shared by ``note_rl.agents.torch.PPO`` and ``note_rl.agents.keras.PPO``, which add the networks
     and the losses of both modes.  ``set(seed=s)`` before the first gradient step re-draws the
     networks from ``s`` (see :class:`SeededInit`).
 
-    :param state_dim: observation size
+    :param state_dim: observation size (``None`` with a ``network`` for image observations)
     :param hidden_size: hidden units (int or list)
     :param action_dim: number of discrete actions, or the size of a Box action
     :param clip: clip range of the probability ratio
@@ -81,25 +82,35 @@ class PPOMixin(SeededInit):
     :param ortho_init: SB3's orthogonal initialisation
     :param log_std_init: starting log standard deviation of the Gaussian policy (Box actions)
     :param device: ``auto`` (a GPU when one is present), ``cpu``, ``cuda``, ``cuda:N`` or ``mps``
+    :param network: ``None`` (the MLPs of ``hidden_size`` / ``activation``) or a network spec or
+        ``_target_`` node (:mod:`note_rl.agents.nets`): the actor and the critic each get their own
+        encoder (``NatureCNN``, ``MinAtarCNN``, a user's module) then a linear head; ``hidden_size`` is
+        then unused
     """
 
     #: the action spaces the agent handles (a builder refuses an env with others in one line)
     action_kinds = ("discrete", "continuous")
 
-    def __init__(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
+    def __init__(self, state_dim: int | None = None, hidden_size: int | Sequence[int] | None = None,
+                 action_dim: int | None = None,
                  clip: float = 0.2, entropy_coef: float = 0.0, gamma: float = 0.99,
                  lam: float = 0.95, n_steps: int | None = None, n_envs: int = 1, n_epochs: int = 10,
                  vf_coef: float = 0.5, normalize_advantage: bool = True,
                  max_grad_norm: float | None = None, linear_decay: bool = False, env: Any = None,
                  seed: int | None = None, activation: str = "relu", ortho_init: bool = False,
-                 log_std_init: float = 0.0, device: str | None = "auto") -> None:
+                 log_std_init: float = 0.0, device: str | None = "auto", network: Any = None) -> None:
         super().__init__()  # the backend's base class (RL_pytorch / RL)
         self.device = self.backend.resolve_device(device)
+        if hidden_size is None and network is not None:
+            hidden_size = 64  # not read: the network's encoder replaces the hidden layers
+        for arg, value in (("hidden_size", hidden_size), ("action_dim", action_dim)):
+            if value is None:
+                raise TypeError(f"{type(self).__name__}() missing required argument: {arg!r}")
         actor, critic = self._setup_ppo(state_dim, hidden_size, action_dim, clip, entropy_coef,
                                         gamma, lam, n_steps, n_envs, n_epochs, vf_coef,
                                         normalize_advantage, max_grad_norm, linear_decay, env, seed,
-                                        activation, ortho_init, log_std_init)
-        self._build_networks(actor, critic, activation)
+                                        activation, ortho_init, log_std_init, network)
+        self._build_networks(actor, critic, self.activation)
         self.gamma = self.backend.make_variable(gamma)
         self.clip = self.backend.make_variable(clip, self.device)  # torch.clamp's bounds: on the loss's device
         if seed is not None:
@@ -111,13 +122,13 @@ class PPOMixin(SeededInit):
         actions, in the actor's group) and ``self.param = [actor_params, critic_params]``."""
         raise NotImplementedError
 
-    def _setup_ppo(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
+    def _setup_ppo(self, state_dim: int | None, hidden_size: int | Sequence[int], action_dim: int,
                    clip: float, entropy_coef: float, gamma: float, lam: float,
                    n_steps: int | None, n_envs: int, n_epochs: int, vf_coef: float,
                    normalize_advantage: bool, max_grad_norm: float | None, linear_decay: bool,
                    env: Any, seed: int | None, activation: str = "relu",
                    ortho_init: bool = False,
-                   log_std_init: float = 0.0) -> tuple[list[np.ndarray], list[np.ndarray]]:
+                   log_std_init: float = 0.0, network: Any = None) -> tuple[list[np.ndarray], list[np.ndarray]]:
         name = type(self).__name__
         check_args(name, gamma=gamma, activation=activation, state_dim=state_dim,
                    numbers={"clip": clip, "entropy_coef": entropy_coef, "lam": lam, "vf_coef": vf_coef,
@@ -134,8 +145,10 @@ class PPOMixin(SeededInit):
         action_dim = self._setup_actions(action_dim, n_steps, log_std_init)
         check_env_dims(name, self.env, state_dim, action_dim)
         self.activation = activation
-        self.state_dim, self.action_dim = int(state_dim), int(action_dim)
+        self.state_dim = None if state_dim is None else int(state_dim)
+        self.action_dim = int(action_dim)
         self.hidden = hidden_sizes(hidden_size)
+        self._setup_network(name, network, self.env, state_dim)
         self.clip_init = float(clip)
         self.entropy_coef = float(entropy_coef)
         self.lam = float(lam)
@@ -175,6 +188,9 @@ class PPOMixin(SeededInit):
         rng = np.random.default_rng(seed)
         ortho = self.ortho_init
         # SB3's ortho_init gains: 0.01 for the policy head, 1 for the value head
+        if self.uses_encoder():
+            return (self.net_weights(rng, self.action_dim, 0.01 if ortho else None, seed),
+                    self.net_weights(rng, 1, 1.0 if ortho else None, seed))
         actor = init_mlp([self.state_dim, *self.hidden, self.action_dim], rng, 0.01 if ortho else None)
         critic = init_mlp([self.state_dim, *self.hidden, 1], rng, 1.0 if ortho else None)
         return actor, critic
@@ -227,20 +243,29 @@ class PPOMixin(SeededInit):
     def _output(self) -> str:
         return "linear" if self.continuous else "softmax"  # the Gaussian's mean, or probabilities
 
-    def numpy_actor(self) -> LiveActor:
+    def numpy_actor(self) -> LiveActor | None:
+        """The numpy copy of the actor MLP (``None`` for an encoder network: it acts through the framework)."""
+        if self.uses_encoder():
+            return None
         old = self.n_steps is None
         return LiveActor(self, lambda: self.actor_weights(old=old), self._output(), self.activation)
 
-    def worker_actor(self) -> MLPActor:
+    def worker_actor(self) -> MLPActor | None:
+        if self.uses_encoder():
+            return None
         return MLPActor(self.actor_weights(old=self.n_steps is None), self._output(), self.activation)
 
-    def worker_critic(self) -> MLPActor:
-        return MLPActor(self.critic_weights(), "linear", self.activation)
+    def worker_critic(self) -> MLPActor | None:
+        return None if self.uses_encoder() else MLPActor(self.critic_weights(), "linear", self.activation)
 
-    def _critic(self) -> LiveActor:
+    def _critic(self) -> Any:
         critic = getattr(self, "_critic_actor", None)
         if critic is None:
-            critic = self._critic_actor = LiveActor(self, self.critic_weights, "linear", self.activation)
+            if self.uses_encoder():  # the critic's forward pass through the framework
+                critic = self.backend.make_act(self.critic, self.jit_compile, self.backend.flatten(self.param[1]))
+            else:
+                critic = LiveActor(self, self.critic_weights, "linear", self.activation)
+            self._critic_actor = critic
         return critic
 
     def rollout_act(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

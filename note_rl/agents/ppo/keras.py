@@ -12,7 +12,8 @@ import tensorflow as tf
 
 from ...keras import RL
 from ..common import public_module
-from ..common.keras import mlp, numpy_weights, pick
+from ..common.keras import numpy_weights, pick
+from ..nets.keras import KerasNetworks
 from . import PPOMixin
 
 __all__ = ["PPO"]
@@ -21,15 +22,15 @@ _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 @public_module("note_rl.agents.keras")
-class PPO(PPOMixin, RL):
+class PPO(KerasNetworks, PPOMixin, RL):
     """PPO with a softmax (discrete) or Gaussian (Box) actor and a value critic (arguments as
     :class:`note_rl.agents.ppo.PPOMixin`)."""
 
     def _build_networks(self, actor: list[np.ndarray], critic: list[np.ndarray], activation: str) -> None:
+        self.actor = self._net(actor)
+        self.actor_old = self._net(actor)
+        self.critic = self._net(critic)
         with tf.device(self.device):
-            self.actor = mlp(actor, activation)
-            self.actor_old = mlp(actor, activation)
-            self.critic = mlp(critic, activation)
             actor_params = list(self.actor.trainable_weights)
             if self.continuous:  # trained with the actor, in its parameter group
                 self.log_std = tf.Variable(tf.fill([self.action_dim], self.log_std_init), name="log_std")

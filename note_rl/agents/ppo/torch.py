@@ -13,7 +13,7 @@ import torch
 
 from ...torch import RL_pytorch
 from ..common import public_module
-from ..common.torch import MLP
+from ..nets.torch import TorchNetworks
 from . import PPOMixin
 
 __all__ = ["PPO"]
@@ -22,14 +22,14 @@ _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 @public_module("note_rl.agents.torch")
-class PPO(PPOMixin, RL_pytorch):
+class PPO(TorchNetworks, PPOMixin, RL_pytorch):
     """PPO with a softmax (discrete) or state-independent Gaussian (Box) actor and a value critic;
     arguments as :class:`note_rl.agents.ppo.PPOMixin`."""
 
     def _build_networks(self, actor: list[np.ndarray], critic: list[np.ndarray], activation: str) -> None:
-        self.actor = MLP(actor, activation).to(self.device)
-        self.actor_old = MLP(actor, activation).to(self.device)
-        self.critic = MLP(critic, activation).to(self.device)
+        self.actor = self._net(actor)
+        self.actor_old = self._net(actor)
+        self.critic = self._net(critic)
         actor_params = list(self.actor.parameters())
         if self.continuous:
             self.log_std = torch.nn.Parameter(

@@ -107,18 +107,20 @@ class TRPOMixin:
     :param ortho_init: SB3's orthogonal initialisation
     :param log_std_init: starting log standard deviation of the Gaussian policy (Box actions)
     :param device: ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``
+    :param network: as :class:`note_rl.agents.ppo.PPOMixin` (``None``: the MLPs of ``hidden_size``)
     """
 
     #: critic mini-batch when ``set(batch=...)`` gave none (sb3-contrib's ``batch_size``)
     default_batch = 128
 
-    def __init__(self, state_dim: int, hidden_size: int | Sequence[int], action_dim: int,
+    def __init__(self, state_dim: int | None = None, hidden_size: int | Sequence[int] | None = None,
+                 action_dim: int | None = None,
                  gamma: float = 0.99, lam: float = 0.95, n_steps: int = 2048, n_envs: int = 1,
                  n_critic_updates: int = 10, target_kl: float = 0.01, cg_max_steps: int = 15,
                  cg_damping: float = 0.1, line_search_shrinking_factor: float = 0.8,
                  line_search_max_iter: int = 10, normalize_advantage: bool = True, env: Any = None,
                  seed: int | None = None, activation: str = "tanh", ortho_init: bool = True,
-                 log_std_init: float = 0.0, device: str | None = "auto") -> None:
+                 log_std_init: float = 0.0, device: str | None = "auto", network: Any = None) -> None:
         name = type(self).__name__
         if not n_steps:
             raise ValueError(f"{name}(n_steps={n_steps!r}): TRPO trains on rollouts; give their length")
@@ -145,7 +147,7 @@ class TRPOMixin:
                          n_envs=n_envs, n_epochs=n_critic_updates, entropy_coef=0.0, vf_coef=1.0,
                          normalize_advantage=normalize_advantage, max_grad_norm=None, linear_decay=False,
                          env=env, seed=seed, activation=activation, ortho_init=ortho_init,
-                         log_std_init=log_std_init, device=device)
+                         log_std_init=log_std_init, device=device, network=network)
         if self.batch is None:
             self.batch = self.default_batch
 

@@ -7,6 +7,7 @@ from ...backends import tf_backend as _tf_backend  # noqa: F401,I001 - imports T
 import numpy as np
 import tensorflow as tf
 
+from ...utils import network_input
 from ..common import public_module
 from ..ppo.keras import PPO
 from . import TRPOMixin
@@ -20,7 +21,7 @@ class TRPO(TRPOMixin, PPO):
 
     def policy_output(self, s: np.ndarray) -> np.ndarray:
         with tf.device(self.device):
-            return np.asarray(self.actor(tf.convert_to_tensor(np.asarray(s, np.float32))))
+            return np.asarray(self.actor(tf.convert_to_tensor(network_input(s))))
 
     def surrogate(self, s: tf.Tensor, a: tf.Tensor, logp_old: tf.Tensor, adv: tf.Tensor) -> tf.Tensor:
         return tf.reduce_mean(tf.exp(self._log_prob(self.actor(s), a) - logp_old) * adv)

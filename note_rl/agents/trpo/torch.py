@@ -9,6 +9,7 @@ import numpy as np
 from ...backends import torch_backend as _torch_backend  # noqa: F401,I001 - says how to install PyTorch when missing
 import torch
 
+from ...utils import network_input
 from ..common import public_module
 from ..ppo.torch import PPO
 from . import TRPOMixin
@@ -24,7 +25,7 @@ class TRPO(TRPOMixin, PPO):
 
     def policy_output(self, s: np.ndarray) -> np.ndarray:
         with torch.no_grad():
-            return self.actor(torch.as_tensor(np.asarray(s, np.float32), device=self.device)).cpu().numpy()
+            return self.actor(torch.as_tensor(network_input(s), device=self.device)).cpu().numpy()
 
     def surrogate(self, s: torch.Tensor, a: torch.Tensor, logp_old: torch.Tensor, adv: torch.Tensor) -> torch.Tensor:
         return (torch.exp(self._log_prob(self.actor(s), a) - logp_old) * adv).mean()
