@@ -170,7 +170,9 @@ def test_images_stay_uint8_in_the_replay_buffer_and_train() -> None:
     agent = DQN(None, None, 3, env=ImageEnv(), network={"_target_": "note_rl.agents.nets.MinAtarCNN"}, seed=0)
     agent.set(batch=8, learning_starts=16, pool_size=200, train_freq=4)
     agent.train(make_optimizer("torch", agent.param), None, steps=64, p=0)
-    assert agent.buffer.data["state"].dtype == np.uint8
+    # stored once per frame, as uint8 (note_rl.buffers.frames), and sampled back as uint8 images
+    assert agent.buffer.frame_store is not None and agent.buffer.data["frames"].dtype == np.uint8
+    assert agent.buffer.sample(4)[0].dtype == np.uint8  # (state, action, ...)
     assert agent.batch_counter > 0
 
 
@@ -245,4 +247,4 @@ def test_pool_network_dqn_acts_for_its_workers_with_a_cnn() -> None:
     agent.set(batch=8, learning_starts=16, pool_size=200, train_freq=4)
     agent.env = [ImageEnv(), ImageEnv()]
     agent.train(make_optimizer("torch", agent.param), 4, pool_network=True, processes=2, p=0)
-    assert agent.step_counter == 64 and agent.batch_counter > 0 and agent.buffer.data["state"].dtype == np.uint8
+    assert agent.step_counter == 64 and agent.batch_counter > 0 and agent.buffer.data["frames"].dtype == np.uint8
