@@ -46,6 +46,7 @@ from ..logs.results import write_json
 from ..logs.wandb_logger import trial_meta
 from .best_config import trial_config_body
 from .driver import Composer, Driver
+from .pb2 import pb2_explore, pb2_rng
 from .pbt_rules import Step, exploit_explore, initial_population
 from .runner import DONE, HEARTBEAT_GRACE_S, NO_DRIVER_GRACE_S, OPEN, WAIT, RunLimits, TrialRunner
 from .settings import TunerSettings, tuner_settings
@@ -65,6 +66,7 @@ class PbtSettings(TunerSettings):
     interval: int = 2000
     quantile: float = 0.25
     resample_p: float = 0.25
+    explore: str = "pbt"  # pbt: x0.8 / x1.2 and neighbours; pb2: intervals from a GP bandit (tuner/study/pb2.py)
     frozen: list[str] = field(default_factory=lambda: list(FROZEN))
     seed: int | None = None  # null: the config's seed
     # a pbt_schedule.yaml: train one member through its hyperparameters generation by generation
@@ -72,7 +74,7 @@ class PbtSettings(TunerSettings):
     schedule: list[dict[str, Any]] = field(default_factory=list)  # read from ``replay``
 
 
-_PBT_KEYS = ("population", "generations", "interval", "quantile", "resample_p", "frozen", "seed", "replay")
+_PBT_KEYS = ("population", "generations", "interval", "quantile", "resample_p", "explore", "frozen", "seed", "replay")
 
 
 def pbt_settings(node: Any) -> PbtSettings:
@@ -95,6 +97,7 @@ def pbt_settings(node: Any) -> PbtSettings:
         (isinstance(s.interval, int) and s.interval >= 1, f"tuner.interval: must be a number of env steps >= 1, got {s.interval}"),
         (0.0 < s.quantile <= 0.5, f"tuner.quantile: must be in (0, 0.5], got {s.quantile}"),
         (0.0 <= s.resample_p <= 1.0, f"tuner.resample_p: must be in [0, 1], got {s.resample_p}"),
+        (s.explore in ("pbt", "pb2"), f"tuner.explore: must be pbt or pb2, got {s.explore!r}"),
         (s.n_seeds == 1 and not s.seeds.tuning, "tuner.n_seeds: a PBT member trains one seed (its own); use 1"),
     ]
     for ok, message in checks:
@@ -176,6 +179,10 @@ class PbtDriver(Driver):
                 steps = exploit_explore([t.value for t in before], [t.params for t in before], self.space,
                                         self.seed, generation, s.quantile, s.resample_p,
                                         s.direction == "maximize", self.frozen)
+                if s.explore == "pb2":  # the exploiting members' intervals from the GP bandit instead
+                    history = {k: (t.value, t.user_attrs[PARENT], t.params) for k, t in done.items() if k[1] < generation}
+                    steps = pb2_explore(steps, history, self.space, pb2_rng(self.seed, generation), generation,
+                                        self.frozen, s.direction == "maximize")
             self._plans[generation] = steps
         return self._plans[generation]
 
