@@ -8,6 +8,8 @@ say (solves, improves, beats random play)::
     python examples/agents.py sac --backend tf      # SAC on Pendulum-v1, Keras backend
     python examples/agents.py ddpg_her --steps 6000 # DDPG + HER on the PointReach goal env
     python examples/agents.py maddpg                # MADDPG on PettingZoo MPE simple_spread (mpe2)
+    python examples/agents.py trpo                  # TRPO solves CartPole-v1 (~35k steps)
+    python examples/agents.py acer                  # ACER solves CartPole-v1 (~100-130k steps)
 """
 
 from __future__ import annotations
@@ -72,6 +74,23 @@ def a2c(backend: str = "torch", steps: int = 150_000, seed: int = 0) -> Any:
     return agent
 
 
+def trpo(backend: str = "torch", steps: int = 80_000, seed: int = 0) -> Any:
+    """TRPO on CartPole-v1 (sb3-contrib's defaults).  The policy moves by the natural-gradient step
+    inside the KL trust region, not by an optimizer: the optimizer trains the critic only."""
+    agent = _agents(backend).TRPO(4, [64, 64], 2, env="CartPole-v1", seed=seed)
+    agent.set(seed=seed, trial_count=20, criterion=475)
+    agent.train(optimizer=agent.backend.build_optimizer(Adam(lr=1e-3), agent.param[1]), steps=steps)
+    return agent
+
+
+def acer(backend: str = "torch", steps: int = 200_000, seed: int = 0) -> Any:
+    """ACER on CartPole-v1 (baselines' defaults, 4 envs: test_acer_solves_cartpole's settings)."""
+    agent = _agents(backend).ACER(4, [64, 64], 2, env="CartPole-v1", seed=seed)
+    agent.set(seed=seed, trial_count=20, criterion=475)
+    agent.train(optimizer=_one(agent, RMSprop(lr=7e-4, rho=0.99, eps=1e-5)), steps=steps)
+    return agent
+
+
 def ddpg(backend: str = "torch", steps: int = 8_000, seed: int = 0) -> Any:
     """DDPG on Pendulum-v1, in the seed documents' form (dims from the env)."""
     agent = _agents(backend).DDPG(hidden_size=[64, 64], tau=0.005, gamma=0.98, env="Pendulum-v1", seed=seed)
@@ -119,8 +138,8 @@ def maddpg(backend: str = "torch", steps: int = 10_000, seed: int = 0) -> Any:
     return agent
 
 
-EXAMPLES: dict[str, Callable[..., Any]] = {f.__name__: f for f in (dqn, ppo, ppo_gaussian, a2c, ddpg, td3, sac,
-                                                                   ddpg_her, maddpg)}
+EXAMPLES: dict[str, Callable[..., Any]] = {f.__name__: f for f in (dqn, ppo, ppo_gaussian, a2c, trpo, acer, ddpg,
+                                                                   td3, sac, ddpg_her, maddpg)}
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -19,7 +19,7 @@ def _examples():
     return module
 
 
-@pytest.mark.parametrize("name", ["dqn", "ppo", "ppo_gaussian", "a2c", "ddpg", "td3", "sac", "ddpg_her", "maddpg"])
+@pytest.mark.parametrize("name", ["dqn", "ppo", "ppo_gaussian", "a2c", "trpo", "acer", "ddpg", "td3", "sac", "ddpg_her", "maddpg"])
 def test_every_agent_example_runs(name) -> None:
     if name == "maddpg":
         pytest.importorskip("mpe2")
