@@ -43,7 +43,7 @@ def test_a_two_trial_acer_study_runs(tmp_path) -> None:
     run_app(["tuner=optuna", *NO_REEVAL, "tuner.study_name=acer", "tuner.n_trials=2", "agent=acer", "env=cartpole",
              "budget.steps=1200", "agent.replay_start=200", "eval.episodes=1", "logger=none"], cwd=str(tmp_path))
     study = optuna.load_study(study_name="acer", storage=optuna.storages.JournalStorage(
-        optuna.storages.journal.JournalFileBackend(str(tmp_path / "studies" / "acer" / "journal.log"))))
+        optuna.storages.journal.JournalFileBackend(str(tmp_path / "studies" / "journal.log"))))
     assert [t.state for t in study.trials] == [TrialState.COMPLETE, TrialState.COMPLETE]
     assert all(t.value is not None and t.value > 0 for t in study.trials)
     assert study.trials[0].params != study.trials[1].params

@@ -252,9 +252,9 @@ def bad_subcommand(draw) -> tuple[str, list[str], str]:
                                              "final", "best"))
     elif key in ("storage", "study_dir", "study_name"):
         value = draw(st.sampled_from(["nowhere/at/all", "/dev/null", "sqlite:///nowhere/x.db", "postgresql://",
-                                      "sqlite:///:memory:", "studies/keep/journal.log/x", "../../etc"]))
+                                      "sqlite:///:memory:", "studies/journal.log/x", "../../etc"]))
     elif key == "out":  # a file, a folder under a file, a file whose extension is not a video's
-        value = draw(st.sampled_from(["/proc/version", "studies/keep/journal.log", "/dev/null/x.gif"]))
+        value = draw(st.sampled_from(["/proc/version", "studies/journal.log", "/dev/null/x.gif"]))
     else:
         value = draw(KINDS["junk"])
     return command, [f"{key}={value}"], key

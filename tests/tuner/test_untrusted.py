@@ -277,7 +277,7 @@ def test_report_output_paths_are_one_line(tmp_path, capsys) -> None:
 
     from tuner.report import report as report_module
 
-    journal = tmp_path / "journal.log"
+    journal = tmp_path / "study" / "journal.log"  # a study dir with a journal of its own
     journal.parent.mkdir()
     study = optuna.create_study(study_name="s", direction="maximize",
                                 storage=JournalStorage(JournalFileBackend(str(journal))))

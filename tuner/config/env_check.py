@@ -143,6 +143,20 @@ def _check_action_space(cfg: DictConfig) -> None:
     _check_images(cfg, observations)
 
 
+def _takes_network(cfg: DictConfig) -> bool:
+    """Whether the agent takes a ``network``: its config has the key and its class the argument (a
+    config schema may carry the key for an agent class that has no encoder, e.g. ACER)."""
+    import inspect
+
+    if "network" not in cfg.agent:
+        return False
+    try:
+        params = inspect.signature(import_target(str(cfg.agent._target_))).parameters
+    except Exception:  # noqa: BLE001 - a target that does not import is reported where it is built
+        return True
+    return "network" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
 def _check_images(cfg: DictConfig, space: Any) -> None:
     """Image observations (a Box of 2 or more axes) need an encoder network: ``agent.network`` or the
     env preset's ``env.network``, for an agent that takes one; a convolutional network needs images
@@ -152,6 +166,10 @@ def _check_images(cfg: DictConfig, space: Any) -> None:
 
     from .network_check import network_key
 
+    images = isinstance(space, gym.spaces.Box) and len(space.shape) >= 2
+    if images and not _takes_network(cfg):
+        raise ConfigError(f"env.id: {cfg.env.id} has image observations {space.shape}; agent={cfg.agent.name} reads "
+                          "flat vectors (agents with a network setting read images: dqn, ppo, a2c, trpo)")
     key = network_key(cfg)
     spec = None if key is None else network_spec(OmegaConf.to_container(OmegaConf.select(cfg, key), resolve=True))
     if isinstance(spec, ConvEncoder) and space is not None:
@@ -164,9 +182,7 @@ def _check_images(cfg: DictConfig, space: Any) -> None:
     if spec is not None:  # an MLP node
         raise ConfigError(f"{key}: {cfg.env.id} has image observations {space.shape}; an MLP reads flat vectors "
                           "(network=minatar_cnn or network=nature_cnn)")
-    if "network" not in cfg.agent:
-        raise ConfigError(f"env.id: {cfg.env.id} has image observations {space.shape}; agent={cfg.agent.name} reads "
-                          "flat vectors (agents with a network setting read images: dqn, ppo, a2c, trpo)")
+
     raise ConfigError(f"agent.network: {cfg.env.id} has image observations {space.shape}; give the agent a "
                       "convolutional network (network=minatar_cnn or network=nature_cnn)")
 
