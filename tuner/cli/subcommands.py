@@ -124,10 +124,11 @@ def _only_journal_here() -> str:
     """With no storage given: the journal under ``./studies`` (the default ``tuner.study_dir``
     parent), shared by the studies there, or the one study dir there with a journal of its own (made
     before studies shared one); with none or several, a one-line error that lists them."""
-    found = [os.path.join("studies", "journal.log")] if os.path.isfile(os.path.join("studies", "journal.log")) else []
-    found += sorted(os.path.join("studies", d, "journal.log")
-                    for d in (os.listdir("studies") if os.path.isdir("studies") else [])
-                    if os.path.isfile(os.path.join("studies", d, "journal.log")))
+    from ..study.storage import JOURNAL
+
+    found = [os.path.join("studies", JOURNAL)] if os.path.isfile(os.path.join("studies", JOURNAL)) else []
+    found += sorted(os.path.join("studies", d, JOURNAL) for d in (os.listdir("studies") if os.path.isdir("studies") else [])
+                    if os.path.isfile(os.path.join("studies", d, JOURNAL)))
     if len(found) == 1:
         return os.path.abspath(found[0])
     listed = f" (journals here: {', '.join('storage=' + f for f in found)})" if found else ""
@@ -173,30 +174,15 @@ def open_storage(args: dict[str, str]) -> tuple[Any, str]:
     return storage, describe(url, ".")
 
 
-_RECORDS = ("study_identity.json", "study.json")  # the files that say which study a dir holds
-
-
-def _name_in_dir(study_dir: str | None) -> str | None:
-    """The study name the dir's record gives (the dir's study in a journal it shares with others)."""
-    from ..config.untrusted import UntrustedFileError, read_json
-
-    for file in _RECORDS if study_dir else ():
-        path = os.path.join(study_dir, file)
-        try:
-            record = read_json(path, limit=1 << 22) if os.path.isfile(path) else None
-        except UntrustedFileError:
-            continue
-        if isinstance(record, dict) and isinstance(record.get("study_name"), str):
-            return record["study_name"]
-    return None
-
-
 def _load_study(storage: Any, desc: str, name: str | None, study_dir: str | None = None) -> Any:
     import optuna
 
+    from ..study.identity import dir_owner
+
     names = [s.study_name for s in optuna.get_all_study_summaries(storage, include_best_trial=False)]
-    if not name and _name_in_dir(study_dir) in names:  # study_dir=DIR: its study, among the journal's others
-        name = _name_in_dir(study_dir)
+    owner = dir_owner(study_dir) if study_dir and not name else None
+    if owner in names:  # study_dir=DIR: its study, among the journal's others
+        name = owner
     if not name and len(names) == 1:  # e.g. the only study under ./studies (docs/guide/logging.md: `note-tune report`)
         name = names[0]
     if not name:
@@ -259,8 +245,10 @@ def _default_dir(args: dict[str, str], desc: str, name: str) -> str:
     journal = _journal_file(args)
     if journal is None:
         return os.path.join("studies", name)
+    from ..study.identity import dir_owner
+
     folder, beside = os.path.dirname(journal), os.path.join(os.path.dirname(journal), name)
-    if os.path.isdir(beside) or not any(os.path.isfile(os.path.join(folder, f)) for f in _RECORDS):
+    if os.path.isdir(beside) or dir_owner(folder) is None:
         return beside
     return folder  # the journal is the study's own
 

@@ -177,7 +177,7 @@ def _check_images(cfg: DictConfig, space: Any) -> None:
             conv_out_shape(space.shape, spec)
         except ValueError as exc:
             raise ConfigError(f"{key}: {cfg.env.id}: {exc}") from None
-    if not isinstance(space, gym.spaces.Box) or len(space.shape) < 2 or isinstance(spec, (ConvEncoder, Module)):
+    if not images or isinstance(spec, (ConvEncoder, Module)):
         return
     if spec is not None:  # an MLP node
         raise ConfigError(f"{key}: {cfg.env.id} has image observations {space.shape}; an MLP reads flat vectors "

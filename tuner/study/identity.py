@@ -40,7 +40,7 @@ from ..common.redact import scrub
 from .storage import JOURNAL, describe, journal_path
 
 __all__ = ["IDENTITY_FILE", "ATTR", "RESUME_MODES", "StudyIdentity", "definition", "storage_text",
-           "default_variant", "read_record", "model_identity"]
+           "default_variant", "read_record", "dir_owner", "model_identity"]
 
 IDENTITY_FILE = "study_identity.json"
 IDENTITY_LIMIT = 16 * 2**20  # an identity (or a study.json) is a few KB; a study.json holding many trials less than this
@@ -123,6 +123,14 @@ def read_record(study_dir: str) -> dict[str, Any] | None:
     if not isinstance(record, dict) or not isinstance(record.get("definition"), dict):
         raise ConfigError(f"tuner.study_dir: {path} is not a study identity (no 'definition')")
     return record
+
+
+def dir_owner(study_dir: str) -> str | None:
+    """The name of the study ``study_dir`` holds, by its records (``None``: none, or unreadable)."""
+    try:
+        return _owner(study_dir, read_record(study_dir))[0]
+    except ConfigError:  # an identity file that is not one names no study
+        return None
 
 
 def _owner(study_dir: str, record: dict[str, Any] | None) -> tuple[str | None, str]:
