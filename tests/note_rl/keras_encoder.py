@@ -1,4 +1,4 @@
-"""A user's own Keras encoder for tests/note_rl/test_networks.py (``KerasEncoder(obs_shape, width)``)."""
+"""A user's own Keras encoder for tests/note_rl/agents/test_networks.py (``KerasEncoder(obs_shape, width)``)."""
 
 from __future__ import annotations
 

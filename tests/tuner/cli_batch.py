@@ -86,7 +86,7 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
 def serve(fd: int) -> None:
     """Answer cases one at a time: a JSON case per line on stdin, its JSON result per line on file
     descriptor ``fd`` (not stdout, which the app and its child processes write to).  A property-based
-    test (tests/tuner/test_fuzz.py) draws each case after seeing the last result, so it cannot
+    test (tests/tuner/cli/test_fuzz.py) draws each case after seeing the last result, so it cannot
     hand over a batch."""
     with os.fdopen(fd, "w", buffering=1) as answers:
         for line in sys.stdin:

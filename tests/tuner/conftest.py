@@ -18,7 +18,7 @@ REPO = os.path.dirname(CONF_DIR)
 # a DQN trial that trains in about a second
 TINY = ["agent=dqn", "agent.hidden_size=[16]", "agent.batch=16", "agent.train_freq=4", "agent.num_updates=1",
         "agent.learning_starts=32", "budget.steps=300", "buffer.pool_size=1000", "logger=none"]
-# studies in tests skip the held-out re-evaluation stage unless they test it (tests/tuner/test_reevaluate.py)
+# studies in tests skip the held-out re-evaluation stage unless they test it (tests/tuner/study/test_reevaluate.py)
 # (and no test stage: tuner.seeds.test=0)
 NO_REEVAL = ("tuner.reevaluate.top_k=0", "tuner.seeds.test=0")
 

@@ -1,1 +1,1 @@
-"""Env modules that fail on import in the ways user code can (for tests/tuner/test_user_code.py)."""
+"""Env modules that fail on import in the ways user code can (for tests/tuner/cli/test_user_code.py)."""

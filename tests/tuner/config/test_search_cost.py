@@ -1,0 +1,75 @@
+"""A search space may not make one trial 100x the cost of another unless the user allows it."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.tuner.conftest import compose_cfg, run_app
+from tuner.common.errors import ConfigError
+from tuner.config.search import parse_space
+from tuner.config.search_cost import check_cost, trial_cost
+
+DQN = {"budget.steps": 1000, "agent.learning_starts": 200, "agent.train_freq": 4, "agent.num_updates": 2,
+       "agent.batch": 32, "agent.hidden_size": [16, 8]}
+
+
+def test_trial_cost_by_hand() -> None:
+    # hidden layers 16 + 16*8 + 8 = 152 per sample; 800 learning steps / 4 * 2 = 400 updates of 32 samples
+    assert trial_cost(DQN) == 152 * (1000 + 3 * 400 * 32)
+    assert trial_cost({**DQN, "budget.max_updates": 100}) == 152 * (1000 + 3 * 100 * 32)  # the cap binds
+    # on-policy: n_epochs passes over every env step; hidden 64 + 64*64 + 64
+    assert trial_cost({"budget.steps": 1000, "agent.n_epochs": 10, "agent.batch": 64,
+                       "agent.hidden_size": "[64, 64]"}) == 4224 * (1000 + 3 * 10_000)
+    # TRPO: n_critic_updates critic passes, and cg_max_steps + 2 passes for its policy step
+    assert trial_cost({"budget.steps": 1000, "agent.n_critic_updates": 10, "agent.cg_max_steps": 15,
+                       "agent.batch": 64, "agent.hidden_size": "[64, 64]"}) == 4224 * (1000 + 3 * (10_000 + 17_000))
+    # ACER: every segment once on-policy and replay_ratio times replayed on average
+    assert trial_cost({"budget.steps": 1000, "agent.replay_ratio": 4.0, "agent.batch": 64,
+                       "agent.hidden_size": "[64, 64]"}) == 4224 * (1000 + 3 * 5_000)
+
+
+@pytest.mark.parametrize("agent,env", [("dqn", "cartpole"), ("ppo", "cartpole"), ("a2c", "cartpole"),
+                                       ("trpo", "cartpole"), ("trpo", "pendulum"), ("acer", "cartpole"),
+                                       ("sac", "pendulum"), ("td3", "pendulum"), ("ddpg", "pendulum")])
+def test_default_spaces_are_within_the_limit(agent, env) -> None:
+    # the spaces reach rl-zoo3's / ARLBench's ranges (tests/tuner/config/test_search_spaces.py), under the limit
+    cfg = compose_cfg(["tuner=optuna", f"agent={agent}", f"env={env}"])
+    ratio = check_cost(parse_space(cfg.search, cfg), cfg, 100)
+    assert ratio is None or ratio < 100
+
+
+def test_a_lopsided_space_is_refused_in_one_line_unless_allowed(tmp_path) -> None:
+    space = ["search=none", "+search.values.agent.batch='choice(32, 64, 128)'",
+             "+search.values.agent.train_freq='choice(1, 256)'", "+search.values.agent.num_updates='int(interval(1, 8))'"]
+    cfg = compose_cfg(["tuner=optuna", "agent=dqn", *space])
+    with pytest.raises(ConfigError, match=r"^search: one trial may cost 2202x another \(agent.batch=128, "
+                                          r"agent.train_freq=1, agent.num_updates=8 against agent.batch=32, "
+                                          r"agent.train_freq=256, agent.num_updates=1\)"):
+        check_cost(parse_space(cfg.search, cfg), cfg, 100)
+    assert round(check_cost(parse_space(cfg.search, cfg), cfg, 3000)) == 2202  # allowed: the user said so
+    capped = compose_cfg(["tuner=optuna", "agent=dqn", *space, "budget.max_updates=2000"])
+    assert check_cost(parse_space(capped.search, capped), capped, 100) < 100  # a cap evens the trials out
+    out = run_app(["tuner=optuna", "agent=dqn", "tuner.study_name=costly", *space, "logger=none"], cwd=str(tmp_path), check=False)
+    assert out.returncode == 2 and out.stderr.strip().startswith("error: search: one trial may cost 2202x another")
+    assert "tuner.max_cost_ratio=2203" in out.stderr and not (tmp_path / "studies").exists()
+
+
+def test_dqn_gradient_steps_follow_train_freq() -> None:
+    # conf/agent/dqn.yaml: num_updates is ${train_freq_fraction:0.5}, rl-zoo3's 128 per 256 env steps
+    assert compose_cfg(["agent=dqn"]).agent.num_updates == 128
+    assert compose_cfg(["agent=dqn", "agent.train_freq=64"]).agent.num_updates == 32
+    assert compose_cfg(["agent=dqn", "agent.train_freq=1"]).agent.num_updates == 1  # at least one
+    assert compose_cfg(["agent=dqn", "agent.train_freq=64", "agent.num_updates=8"]).agent.num_updates == 8
+    # the estimate evaluates the fraction at each trial's train_freq: 800 / 64 * 32 updates
+    assert trial_cost({**DQN, "agent.train_freq": 64, "agent.num_updates": "${train_freq_fraction:0.5}"}) == \
+        152 * (1000 + 3 * 400 * 32)
+    # the default space (train_freq 64-256, batch 32-128, 50,000 steps, learning_starts 1000) at 0.5
+    # updates per step: 24,500 updates whatever train_freq, so only the batch moves the cost:
+    # (50,000 + 3 * 24,500 * 128) / (50,000 + 3 * 24,500 * 32) = 3.94
+    old = ["search=none", "+search.values.agent.batch='choice(32, 64, 128)'",
+           "+search.values.agent.train_freq='choice(64, 128, 256)'"]  # DQN's default space before #34
+    cfg = compose_cfg(["tuner=optuna", "agent=dqn", "budget.steps=50000", *old])
+    assert check_cost(parse_space(cfg.search, cfg), cfg, 100) == pytest.approx(9_458_000 / 2_402_000)
+    # with num_updates fixed at 128, train_freq 64 makes 98,000 updates: (50,000 + 3 * 98,000 * 128) / 2,402,000
+    fixed = compose_cfg(["tuner=optuna", "agent=dqn", "budget.steps=50000", "agent.num_updates=128", *old])
+    assert check_cost(parse_space(fixed.search, fixed), fixed, 100) == pytest.approx(37_682_000 / 2_402_000)
