@@ -1,4 +1,4 @@
-"""``note-tune eval model=<file> [episodes=20] [seeds=0,1,2]``: evaluate a saved model;
+"""``note-tune eval model=<file> [episodes=20] [seeds=0,1,2] [max_steps=N]``: evaluate a saved model;
 ``note-tune play model=<file> [out=<file.gif|file.mp4>] [seed=0] [max_steps=N] [fps=N]``: record one
 greedy episode of it (GIF with Pillow, MP4 with ffmpeg), like rl-zoo3's ``enjoy`` / ``record_video``;
 ``note-tune export model=<run dir|file> [format=torchscript|onnx|saved_model] [out=<path>]``: write its greedy
@@ -8,7 +8,8 @@ The model is a ``model.npz`` / ``best_eval_model.npz`` that a run or trial wrote
 the agent is rebuilt from the ``result.json`` (or ``config.yaml``) beside it.  Each seed ``s``
 plays ``episodes`` greedy episodes reset with seeds ``s * 10000 + k`` (``k < episodes``), so the
 seeds are disjoint from each other and from training's; the command prints the mean and standard
-deviation over seeds and each seed's mean.
+deviation over seeds and each seed's mean.  ``max_steps`` cuts each episode at that many steps (default:
+the env's own limit), as ``play`` does: an env without a time limit would otherwise play up to 100,000.
 """
 
 from __future__ import annotations
@@ -105,8 +106,9 @@ def eval_model(args: dict[str, str]) -> dict[str, Any]:
     model = _model_path(args)
     episodes = _int(args.get("episodes", "20"), "episodes", low=1, high=MAX_EPISODES)
     seeds = _ints(args.get("seeds", "0,1,2"), "seeds")
+    limit = _int(args["max_steps"], "max_steps", low=1, high=10**7) if "max_steps" in args else None
     agent, cfg = _load_agent(model, flag(args, "trust_code"))
-    per_seed = {s: evaluate(agent, episodes, seed=s * SEED_STRIDE) for s in seeds}
+    per_seed = {s: evaluate(agent, episodes, seed=s * SEED_STRIDE, max_steps=limit) for s in seeds}
     means = [float(np.mean(r)) for r in per_seed.values()]
     out = {"model": model, "episodes": episodes, "mean": float(np.mean(means)), "std": float(np.std(means)),
            "per_seed": {str(s): float(np.mean(r)) for s, r in per_seed.items()}}

@@ -33,7 +33,7 @@ __all__ = ["main", "ArgError", "parse_args", "open_storage"]
 ALLOWED = {
     "report": ("study_name", "storage", "study_dir", "out", "wandb", "project", "entity"),
     "dashboard": ("storage", "study_dir", "study_name", "port"),
-    "eval": ("model", "episodes", "seeds", "trust_code"),
+    "eval": ("model", "episodes", "seeds", "max_steps", "trust_code"),
     "play": ("model", "out", "seed", "max_steps", "fps", "trust_code"),
     "export": ("model", "format", "out", "trust_code"),
     "reevaluate": ("study_name", "storage", "study_dir", "top_k", "seeds", "episodes", "timeout", "n_jobs", "model",
@@ -50,7 +50,7 @@ USAGE = {
                "out/ (default <study_dir>/report) and, with wandb=, log it to the study's wandb run."),
     "dashboard": ("note-tune dashboard [storage=URL|FILE] [study_dir=DIR] [study_name=NAME] [port=8080]",
                   "Serve optuna-dashboard for a study storage on 127.0.0.1 (ssh -L for a remote machine)."),
-    "eval": ("note-tune eval model=FILE [episodes=20] [seeds=0,1,2] [trust_code=false]",
+    "eval": ("note-tune eval model=FILE [episodes=20] [seeds=0,1,2] [max_steps=N] [trust_code=false]",
              "Evaluate a saved model (a run's model file and its result.json) with greedy episodes. The run's "
              "config may name only note_rl's own classes unless trust_code=true."),
     "play": ("note-tune play model=FILE [out=episode.gif|episode.mp4] [seed=0] [max_steps=N] [fps=N] "

@@ -37,6 +37,13 @@ def test_run_saves_models_and_eval_reads_them_back(tmp_path) -> None:
     agent.restore_param(str(run_dir / "best_eval_model.npz"))
     assert np.mean(evaluate(agent, 2)) == best  # the best evaluation's weights, replayed on its seeds
 
+    # max_steps cuts every episode: CartPole pays 1 per step, so no mean can pass it (by hand: 3 steps, 3.0)
+    out = run_app(["eval", f"model={run_dir / 'model.npz'}", "episodes=2", "seeds=0,1", "max_steps=3"],
+                  cwd=str(tmp_path))
+    assert out.stdout.strip().splitlines()[-1].endswith("per seed: 0: 3.00, 1: 3.00")
+    out = run_app(["eval", f"model={run_dir / 'model.npz'}", "max_steps=0"], cwd=str(tmp_path), check=False)
+    assert out.returncode == 2 and out.stderr.strip().startswith("error: max_steps:")
+
 
 @pytest.mark.parametrize("answer", ["final", "best"])
 def test_test_episodes_score_the_runs_answer(tmp_path, answer) -> None:
