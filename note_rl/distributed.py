@@ -7,29 +7,22 @@ it spawns ``nprocs`` processes on 127.0.0.1 with a free port, joins each to the 
 raises, the others get a few seconds to notice it themselves (a replica in the middle of a
 checkpoint finishes it) and are then stopped, and one :class:`ReplicaFailed` names it.
 :class:`ReplicaLost` is what a surviving replica raises (torch DDP and multi-worker
-``tf.distribute`` alike).  Importing this module imports no framework.
+``tf.distribute`` alike).  Importing this module imports no framework: the processes are started
+by :mod:`note_rl.backends.torch_launch`, imported when :func:`launch` is called.
 """
 
 from __future__ import annotations
 
-import os
-import pickle
 import random
-import signal
 import socket
-import tempfile
 from typing import Any, Callable
 
-from .replica_errors import ReplicaLost
+from .replica_errors import ReplicaFailed, ReplicaLost
 
 __all__ = ["ReplicaFailed", "ReplicaLost", "launch", "free_port"]
 
 #: seconds the other replicas get to exit by themselves once one has failed, before SIGTERM
 GRACE_S = 5.0
-
-
-class ReplicaFailed(RuntimeError):
-    """A replica of :func:`launch` exited with an error or was killed."""
 
 
 def free_port() -> int:
@@ -60,67 +53,25 @@ def _ephemeral_low() -> int:
         return 49152
 
 
-def _replica(rank: int, fn: Callable[..., Any], args: tuple, world: int, port: int, backend: str | None,
-             results: str) -> None:
-    os.environ.update({"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank),
-                       "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
-    # SIGTERM (what launch() stops the others with) as SystemExit, so ``finally`` blocks run: a
-    # checkpoint being written removes its temporary file instead of leaving it behind
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    import torch.distributed as dist
-
-    from .backends.torch_ddp import join_process_group
-
-    join_process_group(backend)
-    try:
-        value = fn(rank, *args)
-        with open(os.path.join(results, f"{rank}.pkl.tmp"), "wb") as f:
-            pickle.dump(value, f)
-        os.replace(os.path.join(results, f"{rank}.pkl.tmp"), os.path.join(results, f"{rank}.pkl"))
-    finally:
-        dist.destroy_process_group()
-
-
-def _exit_on_sigterm(signum: int, frame: Any) -> None:
-    raise SystemExit(128 + signum)
-
-
 def launch(fn: Callable[..., Any], nprocs: int = 2, args: tuple = (), backend: str | None = None,
-           port: int | None = None) -> list[Any]:
+           port: int | None = None, *, rank0: Callable[[], Any] | None = None) -> list[Any]:
     """Run ``fn(rank, *args)`` in ``nprocs`` spawned processes forming one process group; returns
     each rank's return value (picklable), in rank order.
 
     :param fn: a module-level function (spawned processes import it by name)
     :param backend: ``gloo`` (default; CPU and CUDA tensors) or ``nccl`` (every replica on its own GPU)
     :param port: the rendezvous port on 127.0.0.1 (default: a free one)
+    :param rank0: this process is rank 0 and runs ``rank0()`` (in the group, which it leaves when
+        ``rank0`` returns); ``fn`` runs in ranks 1 to ``nprocs - 1`` only, and ``rank0``'s return value
+        comes first.  It need not be picklable (the tuner's rank 0 keeps a run's callbacks).  When it
+        raises, the other replicas are killed at once and its exception goes on.
     :raises ReplicaFailed: a replica raised or was killed (the others get ``GRACE_S`` seconds to
-        exit, then are terminated)
+        exit, then are terminated); it names the replica (``rank``, ``world``) and how it ended
+        (``exit_code`` / ``signal_name``, or ``error``)
     """
     if not isinstance(nprocs, int) or isinstance(nprocs, bool) or nprocs < 1:
         raise ValueError(f"launch(nprocs={nprocs!r}): must be a positive integer")
-    import torch.multiprocessing as mp
+    # the framework's half lives behind the backend seam, imported only when replicas are started
+    from .backends.torch_launch import launch_replicas
 
-    with tempfile.TemporaryDirectory(prefix="note_rl_ddp_") as results:
-        try:
-            context = mp.start_processes(_replica, args=(fn, tuple(args), nprocs, port or free_port(), backend,
-                                                         results), nprocs=nprocs, join=False, start_method="spawn")
-            while not context.join(grace_period=GRACE_S):
-                pass
-        except mp.ProcessExitedException as exc:
-            raise ReplicaFailed(f"distributed replica {exc.error_index} of {nprocs} died "
-                                f"({_how(exc)}); the other replicas were stopped") from None
-        except mp.ProcessRaisedException as exc:
-            last = [line for line in str(exc).strip().splitlines() if line.strip()]
-            raise ReplicaFailed(f"distributed replica {exc.error_index} of {nprocs} failed: "
-                                f"{last[-1].strip() if last else 'error'}") from None
-        out = []
-        for rank in range(nprocs):
-            with open(os.path.join(results, f"{rank}.pkl"), "rb") as f:
-                out.append(pickle.load(f))
-        return out
-
-
-def _how(exc: Any) -> str:
-    if getattr(exc, "signal_name", None):
-        return f"killed by {exc.signal_name}"
-    return f"exit code {exc.exit_code}"
+    return launch_replicas(fn, nprocs, tuple(args), backend, port or free_port(), GRACE_S, rank0)

@@ -7,7 +7,10 @@ Two levels, so that ``import note_rl`` (and a study's driver) never imports Tens
   from a ``forkserver`` that has imported it once; TensorFlow, which is not fork-safe once it runs:
   ``spawn``) and what such a server preloads;
 * :func:`get_backend` - the implementation (optimizers, threads, device, gradient steps,
-  serialisation), imported on first use.
+  serialisation, data-parallel placement and strategies), imported on first use.
+
+The torch replica launcher (:mod:`.torch_launch`) sits here too, behind the framework-free
+:func:`note_rl.distributed.launch`.
 
 Code outside this package asks these two functions and never compares backend names itself.
 """

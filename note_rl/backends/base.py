@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pickle
 from abc import ABC, abstractmethod
 from typing import Any, Callable, ContextManager, Mapping, NamedTuple, Sequence
 
@@ -129,6 +130,26 @@ class Backend(ABC):
         share one GPU); ``False`` where the framework has no such cap (TensorFlow: it allocates on
         demand instead) or no GPU is visible."""
         return False
+
+    # -- data-parallel training: replicas and strategies --------------------------------------
+    def place_replica(self, device: str | None, rank: int) -> str | None:
+        """The device data-parallel replica ``rank`` of this machine trains on when ``device``
+        (``backend.device``) leaves the choice open, made this process's current one; ``None``:
+        ``device`` as it is (the default, and where there is nothing to choose from)."""
+        return None
+
+    def make_strategy(self, name: str, devices: Sequence[str] | None = None, logical_cpus: int | None = None,
+                      device: str | None = None) -> Any:
+        """The framework's data-parallel strategy object called ``name`` (one of
+        :attr:`~note_rl.backends.BackendInfo.strategies` that is an object, such as TensorFlow's
+        ``mirrored``), made before the framework runs anything: ``logical_cpus`` splits the CPU
+        into that many devices; ``devices`` or else ``device`` (``backend.device``) place it."""
+        raise ValueError(f"backend {self.name} makes no strategy object (asked for {name!r})")
+
+    def dumps_distributed(self, agent: Any) -> bytes:
+        """``pickle.dumps(agent)`` for an agent built in a strategy's scope (which a fresh process
+        unpickles inside its own strategy's scope); the default: a plain pickle."""
+        return pickle.dumps(agent)
 
     # -- randomness --------------------------------------------------------------------------
     @abstractmethod

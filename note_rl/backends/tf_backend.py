@@ -54,6 +54,7 @@ from .base import (Backend, BoundGroup, DeviceError, StepFn, StepResult, check_d
                    distinct, split_losses, sum_losses)
 from .tf_distribute import (ReplicaStep, ScheduledStep, all_reduce_for_clipping, is_parameter_server,  # noqa: E402
                             replica_count, scaled_loss)
+from .tf_strategies import dumps_distributed, make_strategy  # noqa: E402
 
 __all__ = ["TFBackend", "BACKEND"]
 
@@ -224,6 +225,16 @@ class TFBackend(Backend):
             found = f"{len(gpus)} GPU(s)" if gpus else "no GPU"
             raise DeviceError(f"{device} requested, but TensorFlow sees {found} on this machine")
         return f"/GPU:{index}"
+
+    def make_strategy(self, name: str, devices: Sequence[str] | None = None, logical_cpus: int | None = None,
+                      device: str | None = None) -> Any:
+        """``mirrored`` / ``multi_worker`` / ``parameter_server``: see
+        :func:`note_rl.backends.tf_strategies.make_strategy`."""
+        with _native_stderr_silenced():  # the device search prints "failed call to cuInit" without a GPU
+            return make_strategy(name, devices, logical_cpus, device)
+
+    def dumps_distributed(self, agent: Any) -> bytes:
+        return dumps_distributed(agent)
 
     def seed(self, seed: int) -> None:
         keras.utils.set_random_seed(seed)

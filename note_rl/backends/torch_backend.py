@@ -189,6 +189,15 @@ class TorchBackend(Backend):
             raise DeviceError("mps requested, but torch has no MPS device on this machine")
         return device
 
+    def place_replica(self, device: str | None, rank: int) -> str | None:
+        """With CUDA and ``device`` auto / cuda: GPU ``rank % GPUs`` (NCCL needs one device per
+        process; rank 0 keeps the current device, GPU 0)."""
+        if (device or "auto") not in ("auto", "cuda") or not torch.cuda.is_available():
+            return None
+        index = rank % torch.cuda.device_count()
+        torch.cuda.set_device(index)
+        return f"cuda:{index}"
+
     def seed(self, seed: int) -> None:
         torch.manual_seed(seed)
 

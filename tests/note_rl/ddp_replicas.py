@@ -167,3 +167,12 @@ def killed(rank: int, folder: str, victim: int) -> None:
     dqn.set(policy=EpsGreedyQPolicy(0.1), pool_size=2000, batch=32, learning_starts=32)
     dqn.path = os.path.join(folder, "dqn.npz")
     dqn.distributed_training(torch.optim.Adam(dqn.param, lr=1e-3), episodes=200, p=0)
+
+
+def world_of(rank: int, fail_on: int | None = None) -> tuple[int, int]:
+    """This replica's (rank, world size) as its process group sees it; replica ``fail_on`` raises."""
+    import torch.distributed as dist
+
+    if rank == fail_on:
+        raise ValueError(f"replica {rank} gives up")
+    return dist.get_rank(), dist.get_world_size()

@@ -9,7 +9,6 @@ from typing import Any
 
 import optuna
 
-from ..run.finder_child import plain_variable
 from ..study.storage import describe, make_storage
 
 __all__ = ["optimizer_spec", "python_api_study", "as_list", "wandb_options", "strategy_spec", "dumps_agent"]
@@ -62,31 +61,20 @@ def strategy_spec(agent: Any, strategy: Any, finder: str) -> dict[str, Any] | No
         raise ValueError(f"{finder}.find(strategy={kind}): a finder trains each candidate in one fresh process, "
                          "so it takes a MirroredStrategy (the devices of one machine); train across machines "
                          "with distributed_training")
-    return {"kind": "mirrored", "devices": [str(d) for d in strategy.extended.worker_devices]}
+    # the backend that makes the strategy again in the candidate's process (run.finder_child.make_strategy)
+    return {"kind": "mirrored", "backend": backend, "devices": [str(d) for d in strategy.extended.worker_devices]}
 
 
 def dumps_agent(agent: Any, distributed: bool) -> bytes:
     """``pickle.dumps(agent)``; ``distributed``: the agent was built in a strategy's scope, whose
-    variables cannot be pickled (they hold weak references to the strategy), so each goes as its
-    value and is made again by :func:`~tuner.run.finder_child.plain_variable` (inside the candidate's strategy scope, where
-    a new variable is a distributed one again)."""
-    import io
+    variables cannot be pickled (they hold weak references to the strategy), so its backend sends each
+    as its value, made again inside the candidate's strategy scope, where a new variable is a
+    distributed one again (:meth:`~note_rl.backends.Backend.dumps_distributed`)."""
     import pickle
 
     if not distributed:
         return pickle.dumps(agent)
-    import numpy as np
-    import tensorflow as tf
-
-    class _Pickler(pickle.Pickler):
-        def reducer_override(self, obj: Any) -> Any:
-            if isinstance(obj, tf.distribute.DistributedValues) and hasattr(obj, "read_value"):
-                return plain_variable, (np.asarray(obj.read_value()), bool(obj.trainable), obj.name.split(":")[0])
-            return NotImplemented
-
-    buffer = io.BytesIO()
-    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(agent)
-    return buffer.getvalue()
+    return agent.backend.dumps_distributed(agent)
 
 
 def python_api_study(kind: str, storage: str | None, study_name: str | None, study_dir: str | None,

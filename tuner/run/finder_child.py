@@ -11,12 +11,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from note_rl.backends import get_backend
+
 from ..logs.results import weights_digest
 from ..logs.wandb_logger import WandbCallback
 from .recorders import EpisodeRecorder, LRRangeTest
 
-__all__ = ["make_recorder", "run_pickled", "summarise", "build_optimizers", "describe_optimizer", "make_strategy",
-           "plain_variable"]
+__all__ = ["make_recorder", "run_pickled", "summarise", "build_optimizers", "describe_optimizer", "make_strategy"]
 
 
 def build_optimizers(agent: Any, specs: Sequence[dict[str, Any]]) -> list[Any]:
@@ -37,25 +38,14 @@ def describe_optimizer(spec: dict[str, Any]) -> str:
     return f"{name}(lr={lr:g})" if isinstance(lr, (int, float)) else name
 
 
-def plain_variable(value: Any, trainable: bool, name: str) -> Any:
-    """A ``tf.Variable`` of ``value`` (see :func:`tuner.finders.common.dumps_agent`)."""
-    import tensorflow as tf
-
-    return tf.Variable(value, trainable=trainable, name=name)
-
-
 def make_strategy(spec: dict[str, Any] | None) -> Any:
-    """The strategy of :func:`tuner.finders.common.strategy_spec`, rebuilt first thing in a candidate's process (CPU devices
-    beyond the first are logical ones, which must be made before TensorFlow starts)."""
+    """The strategy of :func:`tuner.finders.common.strategy_spec`, rebuilt first thing in a candidate's process by its
+    backend (CPU devices beyond the first are logical ones, which must be made before TensorFlow starts)."""
     if spec is None:
         return None
-    import tensorflow as tf
-
     cpus = [int(d.rsplit(":", 1)[1]) for d in spec["devices"] if "device:CPU:" in d]
-    if cpus and max(cpus) > 0:
-        cpu = tf.config.list_physical_devices("CPU")[0]
-        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * (max(cpus) + 1))
-    return tf.distribute.MirroredStrategy(spec["devices"])
+    logical_cpus = max(cpus) + 1 if cpus and max(cpus) > 0 else None
+    return get_backend(spec["backend"]).make_strategy(spec["kind"], devices=spec["devices"], logical_cpus=logical_cpus)
 
 
 def make_recorder(finder: dict[str, Any], report: Callable[[int, float], bool] | None) -> EpisodeRecorder:

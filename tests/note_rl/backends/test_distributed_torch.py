@@ -180,3 +180,25 @@ def test_default_backend_is_gloo_off_the_gpu() -> None:
 
     assert default_backend([torch.zeros(1)], {"WORLD_SIZE": "2"}) == "gloo"
     assert default_backend([], {}) == "gloo"
+
+
+def test_the_launching_process_can_be_rank_zero() -> None:
+    """``launch(..., rank0=callable)`` (the tuner's strategy=ddp): the calling process joins the group as
+    rank 0 and runs the callable, which need not be picklable, and leaves the group afterwards; a
+    failed replica's ReplicaFailed says which and how, for the caller to word its own line."""
+    import torch.distributed as dist
+
+    seen = []
+
+    def here() -> tuple[int, int]:
+        seen.append((dist.get_rank(), dist.get_world_size()))
+        return seen[-1]
+
+    assert launch(ddp_replicas.world_of, nprocs=3, rank0=here) == [(0, 3), (1, 3), (2, 3)]
+    assert not dist.is_initialized()
+    with pytest.raises(ReplicaFailed) as info:
+        launch(ddp_replicas.world_of, nprocs=2, args=(1,), rank0=lambda: None)
+    failed = info.value
+    assert (failed.rank, failed.world, failed.error) == (1, 2, "ValueError: replica 1 gives up"), str(failed)
+    assert str(failed) == "distributed replica 1 of 2 failed: ValueError: replica 1 gives up"
+    assert not dist.is_initialized()
