@@ -1,10 +1,12 @@
-"""A2C (Mnih et al. 2016, https://arxiv.org/abs/1602.01783), framework-free: PPO's rollout mode
-(:mod:`note_rl.agents.ppo`) with one gradient step per rollout on the plain policy gradient::
+"""A2C (Mnih et al. 2016, https://arxiv.org/abs/1602.01783), framework-free: PPO on rollouts
+(``PPO.Rollout``, :class:`note_rl.agents.ppo.RolloutMode`) with one gradient step per rollout on the
+plain policy gradient::
 
     A = GAE(lam) over n_steps x n_envs steps (lam=1: the n-step return minus V(s))
     step on  -mean(log pi(a|s) * A) + vf_coef * mean((V(s) - V_target)**2) - entropy_coef * mean(H)
 
-``torch.py`` and ``keras.py`` put this constructor over their backend's PPO and give its policy loss.
+``torch.py`` and ``keras.py`` put this constructor over their backend's ``PPO.Rollout`` and give its
+policy loss.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ __all__ = ["A2CMixin"]
 
 
 class A2CMixin:
-    """A2C's constructor over a backend's PPO class (``class A2C(A2CMixin, PPO)``): SB3's defaults,
+    """A2C's constructor over a backend's PPO on rollouts (``class A2C(A2CMixin, PPO.Rollout)``): SB3's defaults,
     rollouts required, one epoch; the backend class supplies ``policy_loss``.  Arguments as
     :class:`note_rl.agents.ppo.PPOMixin` without the clip range and epochs: one gradient step per
     rollout (give it ``note_rl.optim.RMSprop(lr=7e-4, rho=0.99, eps=1e-5)`` to match SB3)."""

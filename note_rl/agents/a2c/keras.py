@@ -1,4 +1,4 @@
-"""A2C on the Keras backend: Keras's PPO with A2C's constructor and policy loss."""
+"""A2C on the Keras backend: Keras's ``PPO.Rollout`` with A2C's constructor and policy loss."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ __all__ = ["A2C"]
 
 
 @public_module("note_rl.agents.keras")
-class A2C(A2CMixin, PPO):
+class A2C(A2CMixin, PPO.Rollout):
     """A2C (arguments and defaults as :class:`note_rl.agents.torch.A2C`)."""
 
     def policy_loss(self, logp: tf.Tensor, logp_old: tf.Tensor, adv: tf.Tensor) -> tf.Tensor:

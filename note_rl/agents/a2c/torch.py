@@ -1,4 +1,4 @@
-"""A2C on the PyTorch backend: PyTorch's PPO with A2C's constructor and policy loss."""
+"""A2C on the PyTorch backend: PyTorch's ``PPO.Rollout`` with A2C's constructor and policy loss."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ __all__ = ["A2C"]
 
 
 @public_module("note_rl.agents.torch")
-class A2C(A2CMixin, PPO):
+class A2C(A2CMixin, PPO.Rollout):
     """A2C: synchronous advantage actor-critic on vectorised rollouts (see :mod:`note_rl.agents.a2c`);
     defaults are SB3's (give it ``note_rl.optim.RMSprop(lr=7e-4, rho=0.99, eps=1e-5)`` to match).
     Arguments as :class:`PPO` without the clip range and epochs: one gradient step per rollout."""

@@ -1,6 +1,6 @@
-"""PPO on the Keras backend: its networks, log-probabilities, ratio and entropy, and the losses of
-both modes, each ending in the shared :meth:`~note_rl.agents.ppo.PPOMixin.objective` (the update is
-:mod:`note_rl.agents.ppo`)."""
+"""PPO on the Keras backend: its networks, log-probabilities, ratio and entropy (the pieces of the
+shared :class:`~note_rl.agents.ppo.PPOLoss`), the loss on given advantages that rollouts train on, and
+``PPO.Replay``'s loss from a replayed transition (the update is :mod:`note_rl.agents.ppo`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from ...keras import RL
 from ..common import public_module
 from ..common.keras import numpy_weights, pick
 from ..nets.keras import KerasNetworks
-from . import PPOMixin
+from . import PPOMixin, ReplayMode, RolloutMode
 
 __all__ = ["PPO"]
 
@@ -24,7 +24,8 @@ _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 @public_module("note_rl.agents.keras")
 class PPO(KerasNetworks, PPOMixin, RL):
     """PPO with a softmax (discrete) or Gaussian (Box) actor and a value critic (arguments as
-    :class:`note_rl.agents.ppo.PPOMixin`)."""
+    :class:`note_rl.agents.ppo.PPOMixin`); ``PPO(...)`` is a ``PPO.Replay`` (``n_steps=None``) or a
+    ``PPO.Rollout`` (``n_steps=k``)."""
 
     def _build_networks(self, actor: list[np.ndarray], critic: list[np.ndarray], activation: str) -> None:
         self.actor = self._net(actor)
@@ -54,7 +55,7 @@ class PPO(KerasNetworks, PPOMixin, RL):
 
     def action(self, s: tf.Tensor) -> tf.Tensor:
         """Action probabilities, or the Gaussian's mean for Box actions."""
-        net = self.actor if self.n_steps else self.actor_old
+        net = self.acting_actor()
         return net(s) if self.continuous else tf.nn.softmax(net(s), axis=-1)
 
     def _log_prob(self, out: tf.Tensor, a: tf.Tensor) -> tf.Tensor:
@@ -75,12 +76,26 @@ class PPO(KerasNetworks, PPOMixin, RL):
         logp = tf.nn.log_softmax(out, axis=-1)
         return tf.reduce_mean(-tf.reduce_sum(tf.exp(logp) * logp, axis=-1))
 
+    def rollout_loss(self, s: tf.Tensor, a: tf.Tensor, logp_old: tf.Tensor, adv: tf.Tensor,
+                     ret: tf.Tensor) -> tf.Tensor:
+        """PPO's loss on a mini-batch whose advantages and value targets are given: what
+        ``PPO.Rollout`` trains on (GAE advantages, normalised by the collector); the conformance
+        tests evaluate it on either class."""
+        out = self.actor(s)
+        policy_loss = self.policy_loss(self._log_prob(out, a), logp_old, adv)
+        value_loss = tf.reduce_mean(tf.square(ret - self.critic(s)[:, 0]))
+        return self.objective(policy_loss, value_loss, out)
+
+
+class _Replay(ReplayMode, PPO):
+    """``PPO(n_steps=None)``: Note_rl's replay mode (see :class:`note_rl.agents.ppo.ReplayMode`)."""
+
     def __call__(self, s: tf.Tensor, a: tf.Tensor, next_s: tf.Tensor, r: tf.Tensor,
                  d: tf.Tensor) -> tf.Tensor:
-        """Replay-mode loss: TD error as advantage, ratio against ``actor_old``."""
+        """The loss on replayed transitions: TD error as advantage, ratio against ``actor_old``."""
         logits = self.actor(s)
-        logp = pick(tf.nn.log_softmax(logits, axis=-1), a)
-        logp_old = tf.stop_gradient(pick(tf.nn.log_softmax(self.actor_old(s), axis=-1), a))
+        logp = self._log_prob(logits, a)
+        logp_old = tf.stop_gradient(self._log_prob(self.actor_old(s), a))
         v_next = tf.stop_gradient(self.critic(next_s)[:, 0])
         v = self.critic(s)[:, 0]
         td = r + self.gamma ** float(self.num_steps or 1) * v_next * (1.0 - d) - v  # n-step bootstrap
@@ -88,10 +103,10 @@ class PPO(KerasNetworks, PPOMixin, RL):
         self.prioritized_replay.update(tf.stop_gradient(td), tf.stop_gradient(ratio))  # used by prioritized replay
         return self.objective(policy_loss, tf.reduce_mean(td * td), logits)
 
-    def rollout_loss(self, s: tf.Tensor, a: tf.Tensor, logp_old: tf.Tensor, adv: tf.Tensor,
-                     ret: tf.Tensor) -> tf.Tensor:
-        """Rollout-mode loss on a mini-batch with GAE advantages (normalised by the collector)."""
-        out = self.actor(s)
-        policy_loss = self.policy_loss(self._log_prob(out, a), logp_old, adv)
-        value_loss = tf.reduce_mean(tf.square(ret - self.critic(s)[:, 0]))
-        return self.objective(policy_loss, value_loss, out)
+
+class _Rollout(RolloutMode, PPO):
+    """``PPO(n_steps=k)``: on-policy rollouts with GAE (see :class:`note_rl.agents.ppo.RolloutMode`);
+    trains on :meth:`PPO.rollout_loss`."""
+
+
+PPO.name_modes(_Replay, _Rollout)

@@ -1,6 +1,6 @@
-"""PPO on the PyTorch backend: its networks, log-probabilities, ratio and entropy, and the losses of
-both modes, each ending in the shared :meth:`~note_rl.agents.ppo.PPOMixin.objective` (the update is
-:mod:`note_rl.agents.ppo`)."""
+"""PPO on the PyTorch backend: its networks, log-probabilities, ratio and entropy (the pieces of the
+shared :class:`~note_rl.agents.ppo.PPOLoss`), the loss on given advantages that rollouts train on, and
+``PPO.Replay``'s loss from a replayed transition (the update is :mod:`note_rl.agents.ppo`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import torch
 from ...torch import RL_pytorch
 from ..common import public_module
 from ..nets.torch import TorchNetworks
-from . import PPOMixin
+from . import PPOMixin, ReplayMode, RolloutMode
 
 __all__ = ["PPO"]
 
@@ -24,7 +24,8 @@ _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 @public_module("note_rl.agents.torch")
 class PPO(TorchNetworks, PPOMixin, RL_pytorch):
     """PPO with a softmax (discrete) or state-independent Gaussian (Box) actor and a value critic;
-    arguments as :class:`note_rl.agents.ppo.PPOMixin`."""
+    arguments as :class:`note_rl.agents.ppo.PPOMixin`.  ``PPO(...)`` is a ``PPO.Replay``
+    (``n_steps=None``) or a ``PPO.Rollout`` (``n_steps=k``)."""
 
     def _build_networks(self, actor: list[np.ndarray], critic: list[np.ndarray], activation: str) -> None:
         self.actor = self._net(actor)
@@ -55,7 +56,7 @@ class PPO(TorchNetworks, PPOMixin, RL_pytorch):
 
     def action(self, s: torch.Tensor) -> torch.Tensor:
         """Action probabilities, or the Gaussian's mean for Box actions."""
-        net = self.actor if self.n_steps else self.actor_old
+        net = self.acting_actor()
         return net(s) if self.continuous else torch.softmax(net(s), dim=-1)
 
     def _log_prob(self, out: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
@@ -77,14 +78,27 @@ class PPO(TorchNetworks, PPOMixin, RL_pytorch):
         logp = torch.log_softmax(out, dim=-1)
         return -(logp.exp() * logp).sum(dim=-1).mean()
 
+    def rollout_loss(self, s: torch.Tensor, a: torch.Tensor, logp_old: torch.Tensor,
+                     adv: torch.Tensor, ret: torch.Tensor) -> torch.Tensor:
+        """PPO's loss on a mini-batch whose advantages and value targets are given: what
+        ``PPO.Rollout`` trains on (GAE advantages, normalised by the collector); the conformance
+        tests evaluate it on either class."""
+        out = self.actor(s)
+        policy_loss = self.policy_loss(self._log_prob(out, a), logp_old, adv)
+        value_loss = ((ret - self.critic(s)[:, 0]) ** 2).mean()
+        return self.objective(policy_loss, value_loss, out)
+
+
+class _Replay(ReplayMode, PPO):
+    """``PPO(n_steps=None)``: Note_rl's replay mode (see :class:`note_rl.agents.ppo.ReplayMode`)."""
+
     def __call__(self, s: torch.Tensor, a: torch.Tensor, next_s: torch.Tensor, r: torch.Tensor,
                  d: torch.Tensor) -> torch.Tensor:
-        """Replay-mode loss: TD error as advantage, ratio against ``actor_old``."""
-        a = a.long().reshape(-1, 1)
+        """The loss on replayed transitions: TD error as advantage, ratio against ``actor_old``."""
         logits = self.actor(s)
-        logp = torch.log_softmax(logits, dim=-1).gather(1, a).squeeze(1)
+        logp = self._log_prob(logits, a)
         with torch.no_grad():
-            logp_old = torch.log_softmax(self.actor_old(s), dim=-1).gather(1, a).squeeze(1)
+            logp_old = self._log_prob(self.actor_old(s), a)
             v_next = self.critic(next_s)[:, 0]
         v = self.critic(s)[:, 0]
         td = r + self.gamma ** (self.num_steps or 1) * v_next * (1.0 - d) - v  # n-step bootstrap
@@ -92,10 +106,10 @@ class PPO(TorchNetworks, PPOMixin, RL_pytorch):
         self.prioritized_replay.update(td.detach(), ratio.detach())  # used by prioritized replay
         return self.objective(policy_loss, (td * td).mean(), logits)
 
-    def rollout_loss(self, s: torch.Tensor, a: torch.Tensor, logp_old: torch.Tensor,
-                     adv: torch.Tensor, ret: torch.Tensor) -> torch.Tensor:
-        """Rollout-mode loss on a mini-batch with GAE advantages (normalised by the collector)."""
-        out = self.actor(s)
-        policy_loss = self.policy_loss(self._log_prob(out, a), logp_old, adv)
-        value_loss = ((ret - self.critic(s)[:, 0]) ** 2).mean()
-        return self.objective(policy_loss, value_loss, out)
+
+class _Rollout(RolloutMode, PPO):
+    """``PPO(n_steps=k)``: on-policy rollouts with GAE (see :class:`note_rl.agents.ppo.RolloutMode`);
+    trains on :meth:`PPO.rollout_loss`."""
+
+
+PPO.name_modes(_Replay, _Rollout)

@@ -1,7 +1,7 @@
 """TRPO (Schulman et al. 2015, https://arxiv.org/abs/1502.05477, with GAE: Schulman et al. 2016,
 https://arxiv.org/abs/1506.02438), framework-free: the constructor, the natural-gradient policy step
 (conjugate gradient and line search, in numpy) and the critic's update spec.  ``torch.py`` and
-``keras.py`` put this over their backend's PPO (its networks, Gaussian / categorical policy and
+``keras.py`` put this over their backend's ``PPO.Rollout`` (its networks, Gaussian / categorical policy and
 rollouts) and give the surrogate, the KL and the value loss.
 
 Per rollout of ``n_steps`` x ``n_envs`` steps collected with ``pi_old = pi_theta_old``::
@@ -81,7 +81,7 @@ def line_search(evaluate: Callable[[np.ndarray], tuple[float, float]], theta_old
 
 
 class TRPOMixin:
-    """TRPO's constructor and update over a backend's PPO class (``class TRPO(TRPOMixin, PPO)``): a
+    """TRPO's constructor and update over a backend's PPO on rollouts (``class TRPO(TRPOMixin, PPO.Rollout)``): a
     softmax (``Discrete``) or state-independent diagonal Gaussian (``Box``) policy trained by the
     natural-gradient step above, and a value critic trained by the optimizer given to ``train()``.
     Defaults are sb3-contrib's ``TRPO`` (its ``MlpPolicy``: [64, 64] tanh, orthogonal init).

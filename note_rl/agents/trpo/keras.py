@@ -1,4 +1,4 @@
-"""TRPO on the Keras backend: Keras's PPO (networks, policy, rollouts) with TRPO's constructor and
+"""TRPO on the Keras backend: Keras's ``PPO.Rollout`` (networks, policy, rollouts) with TRPO's constructor and
 update (:mod:`note_rl.agents.trpo`), and the surrogate, the mean KL(pi_old || pi) and the value loss."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ __all__ = ["TRPO"]
 
 
 @public_module("note_rl.agents.keras")
-class TRPO(TRPOMixin, PPO):
+class TRPO(TRPOMixin, PPO.Rollout):
     """TRPO (arguments and defaults as :class:`note_rl.agents.torch.TRPO`)."""
 
     def policy_output(self, s: np.ndarray) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""TRPO on the PyTorch backend: PyTorch's PPO (networks, policy, rollouts) with TRPO's constructor and
+"""TRPO on the PyTorch backend: PyTorch's ``PPO.Rollout`` (networks, policy, rollouts) with TRPO's constructor and
 update (:mod:`note_rl.agents.trpo`), and the three functions that update differentiates: the
 surrogate, the mean KL(pi_old || pi) and the critic's value loss."""
 
@@ -18,7 +18,7 @@ __all__ = ["TRPO"]
 
 
 @public_module("note_rl.agents.torch")
-class TRPO(TRPOMixin, PPO):
+class TRPO(TRPOMixin, PPO.Rollout):
     """TRPO: natural-gradient policy steps in a KL trust region, a value critic trained by
     ``train()``'s optimizer (see :mod:`note_rl.agents.trpo`); defaults are sb3-contrib's (give it
     ``note_rl.optim.Adam(lr=1e-3)``).  Discrete and Box actions."""

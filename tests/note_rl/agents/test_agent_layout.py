@@ -46,3 +46,58 @@ def test_public_paths_name_the_classes(backend, framework) -> None:
         assert getattr(importlib.import_module(f"note_rl.agents.{folder}.{backend}"), name) is cls
         assert cls.__module__ == f"note_rl.agents.{backend}"
         assert pickle.loads(pickle.dumps(cls)) is cls
+
+
+@pytest.mark.parametrize("backend,framework", [("torch", "torch"), ("keras", "tensorflow")])
+def test_ppo_is_two_classes_chosen_by_n_steps(backend, framework) -> None:
+    """``PPO(n_steps=None)`` is ``PPO.Replay`` (Note_rl's replay mode) and ``PPO(n_steps=k)`` is
+    ``PPO.Rollout``: two subclasses of ``PPO`` that share its loss, say ``PPO`` in messages and
+    records, and pickle as themselves; A2C and TRPO build on ``PPO.Rollout``, and a user's subclass
+    of ``PPO`` keeps its own methods first in either mode."""
+    pytest.importorskip(framework)
+    public = importlib.import_module(f"note_rl.agents.{backend}")
+    from note_rl.agents.ppo import ReplayMode, RolloutMode
+
+    PPO = public.PPO
+    replay, rollout = PPO(4, 8, 2), PPO(4, 8, 2, n_steps=8)
+    assert type(replay) is PPO.Replay and type(rollout) is PPO.Rollout and PPO.Replay is not PPO.Rollout
+    assert issubclass(PPO.Replay, ReplayMode) and issubclass(PPO.Rollout, RolloutMode)
+    assert not issubclass(PPO.Replay, RolloutMode) and not issubclass(PPO.Rollout, ReplayMode)
+    assert isinstance(replay, PPO) and isinstance(rollout, PPO)
+    assert type(replay).__name__ == type(rollout).__name__ == "PPO"
+    assert (replay.n_steps, replay.PPO, rollout.n_steps, rollout.PPO) == (None, True, 8, False)
+    assert type(PPO(4, 8, 2, 0.2, 0.0, 0.99, 0.95, 16)) is PPO.Rollout  # n_steps given by position
+    for agent in (replay, rollout):
+        assert type(pickle.loads(pickle.dumps(agent))) is type(agent)
+    assert pickle.loads(pickle.dumps(PPO.Rollout)) is PPO.Rollout
+    assert issubclass(public.A2C, PPO.Rollout) and issubclass(public.TRPO, PPO.Rollout)
+    assert type(pickle.loads(pickle.dumps(public.A2C(4, 8, 2)))) is public.A2C
+
+    class UserPPO(PPO):
+        def greedy_action(self, output):
+            return 0
+
+    UserPPO.__qualname__ = "UserPPO"  # importable from this module, so that its agents pickle
+    globals()["UserPPO"] = UserPPO
+    try:
+        for n_steps, mode in ((None, PPO.Replay), (8, PPO.Rollout)):
+            agent = UserPPO(4, 8, 2, n_steps=n_steps)
+            assert isinstance(agent, UserPPO) and isinstance(agent, mode) and type(agent).__name__ == "UserPPO"
+            assert agent.greedy_action(None) == 0
+            assert type(pickle.loads(pickle.dumps(agent))) is type(agent)
+    finally:
+        del globals()["UserPPO"]
+
+
+def test_ppo_shared_code_has_no_mode_switch() -> None:
+    """What both PPO classes share (the constructor, the loss, each backend's networks) never asks
+    which mode it is in: the mode's data flow lives in ``ReplayMode`` / ``RolloutMode`` and the
+    backends' ``PPO.Replay`` / ``PPO.Rollout``."""
+    import ast
+
+    for file, names in (("__init__.py", ("PPOLoss", "PPOMixin")), ("torch.py", ("PPO",)), ("keras.py", ("PPO",))):
+        text = (ROOT / "ppo" / file).read_text()
+        classes = {n.name: n for n in ast.parse(text).body if isinstance(n, ast.ClassDef)}
+        for name in names:
+            source = ast.get_source_segment(text, classes[name])
+            assert "self.n_steps" not in source and "n_steps is None" not in source, (file, name)
