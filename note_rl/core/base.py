@@ -19,6 +19,7 @@ from ..backends import Backend, get_backend
 from ..buffers import (HerReplayBuffer, PrioritizedReplayBuffer, PriorityRecorder, ReplayBuffer,
                        TrajectoryReplayBuffer)
 from . import checkpoint, envs, marl_rules, plots, set_args
+from .agent_settings import BUFFER_KEYS, AgentSettings, param_docs, setting_attributes
 from ..update import UpdateSpec, default_spec
 from .her_rules import check_her_env, her_conflict
 from .settings import TrainSettings
@@ -29,17 +30,14 @@ __all__ = ["RLBase", "her_conflict", "check_her_env"]
 
 _UNSET: Any = object()
 
-# set() arguments, their defaults and checks; a None value always means "not used"
-_SET_DEFAULTS: dict[str, Any] = dict(
-    policy=None, noise=None, pool_size=None, batch=None, num_updates=None, num_steps=None,
-    update_batches=None, update_steps=None, trial_count=None, criterion=None, PPO=False,
-    HER=False, TRL=False, MARL=False, PR=False, IRL=False, initial_ratio=1.0, initial_TD=7.0, lambda_=0.5,
-    alpha=0.7, beta=None, seed=None, train_freq=1, learning_starts=None, her_k=4, n_envs=1,
-)
 
-
+@setting_attributes  # agent.batch, agent.PR, ...: properties over agent.settings
 class RLBase(AdjusterMixin):
     """Base class of every agent; see the module docstring for the subclass contract.
+
+    ``agent.settings`` (:class:`~note_rl.core.agent_settings.AgentSettings`) holds what ``set()``
+    configured; each of its fields but ``buffer`` is also an attribute of the agent (``agent.batch``,
+    ``agent.priority_alpha``, ...) that reads and writes it.
 
     Note_rl's adjuster methods (``adjust``, ``adabatch``, ``adjust_batch_size``,
     ``adjust_window_size``, ``compute_ess_from_weights``) and ``agent.adjuster`` come from
@@ -52,14 +50,13 @@ class RLBase(AdjusterMixin):
     rank: int = 0
 
     def __init__(self) -> None:
-        for name, default in _SET_DEFAULTS.items():
-            setattr(self, "priority_alpha" if name == "alpha" else name, default)
+        #: the set() arguments (a new frozen object per set() or attribute write)
+        self.settings = AgentSettings()
         self.param: Any = None
         self.env: Any = None
         self.optimizer: Any = None
         self.prioritized_replay = PriorityRecorder()
         self.buffer: ReplayBuffer | None = None
-        self._buffer_class: type[ReplayBuffer] | None = None  # set(buffer=...)
         # counters and history (all saved in checkpoints)
         self.step_counter = 0       # environment steps, all processes together
         self.batch_counter = 0      # gradient steps
@@ -106,63 +103,10 @@ class RLBase(AdjusterMixin):
             MA: Any = _UNSET, epsilon: Any = _UNSET, n_envs: Any = _UNSET, normalize: Any = _UNSET) -> None:
         """Configure the agent; arguments not passed keep their current value.
 
-        :param policy: exploration policy (or one per process in a list)
-        :param noise: action noise for continuous actions (or one per process)
-        :param pool_size: replay capacity in transitions
-        :param batch: mini-batch size
-        :param num_updates: gradient steps per training round (default 1)
-        :param num_steps: n-step returns: rewards summed over this many steps per transition
-        :param update_batches: call ``update_param()`` every this many gradient steps
-        :param update_steps: call ``update_param()`` every this many environment steps
-        :param trial_count: episodes averaged for ``criterion`` and ``save_best_only``
-        :param criterion: stop once the mean of the last ``trial_count`` returns reaches this
-        :param PPO: prioritized replay scores items by TD error and policy ratio; after each
-            ``update_param()`` the (non-prioritized) buffer is cleared, as on-policy data expires
-        :param PR: prioritized replay
-        :param initial_ratio, initial_TD: values of the first stored items (PR)
-        :param lambda_: weight of ``|TD|`` against ``|ratio - 1|`` in the PPO score
-        :param alpha: priority exponent; stored as ``priority_alpha`` so it never overwrites an
-            agent's own ``alpha`` (e.g. an entropy coefficient, as Note_rl's PPO examples had)
-        :param beta: importance-sampling exponent; ``None`` (default) gives no IS weights
-        :param seed: seeds the framework, policies, noise, sampling and the first env reset
-            (later episodes continue the env's generator).  A built-in agent that has not
-            trained yet also re-draws its starting weights from it.  A custom subclass builds its
-            networks itself: the framework generator (``torch.manual_seed`` /
-            ``keras.utils.set_random_seed``) is seeded here, so networks built *after*
-            ``set(seed=...)`` are reproducible; networks built before keep their weights
-        :param train_freq: environment steps between training rounds (default 1)
-        :param learning_starts: env steps taken before training starts (default ``batch``; SB3's meaning)
-        :param HER: Hindsight Experience Replay for goal envs (dict observations with
-            ``observation``, ``achieved_goal``, ``desired_goal``; the agent sees
-            ``concat(observation, desired_goal)``); off-policy, single-process collection only,
-            and not with ``PR``, ``PPO`` or ``num_steps`` (see :func:`~note_rl.core.her_rules.her_conflict`)
-        :param her_k: HER relabelled goals per real goal (SB3's ``n_sampled_goal``, default 4):
-            ``her_k / (her_k + 1)`` of each batch gets a "future" achieved goal; 0 relabels none
-        :param TRL: trajectory-triplet sampling (Note_rl HEAD): each mini-batch item is a pair of
-            transitions built from three time steps of one stored episode, every field with an
-            axis of 2 after the batch axis (:class:`~note_rl.buffers.TrajectoryReplayBuffer`);
-            not with ``PR``, ``HER`` or rollouts
-        :param MARL: multi-agent RL on a PettingZoo-parallel-style env (see
-            :mod:`note_rl.core.marl`): agent ``i`` acts with ``action(s_i, i)`` and ``policy[i]`` /
-            ``noise[i]`` when a list; joint transitions ``(n_agents, ...)`` are stored with the
-            scalar ``reward_done_func_ma(rewards, dones)``; off-policy, single-process only, not
-            with ``HER``, ``PR``, ``PPO`` or ``num_steps`` (see :func:`~note_rl.core.marl_rules.marl_conflict`)
-        :param IRL: Note_rl's IRL action plumbing (no inverse-RL algorithm; its reward learning is the
-            user's): ``action(s)`` returns a pair ``[aux, policy_output]``, the policy / noise
-            act on ``policy_output``, ``select_action`` returns ``[aux, action]`` and the env's
-            ``step`` receives that pair (e.g. a wrapper using ``aux`` as a learned reward); the
-            replay buffer stores the action.  Single-process, non-HER, non-MARL collection only
-        :param buffer: the replay buffer class (a :class:`~note_rl.buffers.ReplayBuffer` subclass
-            with a ``for_agent`` constructor), instead of the one ``PR`` / ``HER`` pick; it sets
-            those flags to what the class stands for (``None``: back to the flags' choice)
+        {fields}
         :param MA: Note_rl 001's name for ``MARL``
         :param epsilon: Note_rl 001's epsilon-greedy shorthand: the policy becomes
             ``EpsGreedyQPolicy(epsilon)``, or the ``eps`` of the policy given with it is set
-        :param n_envs: copies of the env stepped together in this process (gymnasium's vector API),
-            acted on with one forward pass; off-policy agents store every copy's transitions in one
-            replay buffer (:class:`~note_rl.core.vec_collect.VecEpisodeCollector`), on-policy ones
-            collect their rollouts from them.  ``train_freq`` and ``update_steps`` count env steps
-            of all copies, so the gradient steps per env step do not change with ``n_envs``
         :param normalize: running observation and reward normalisation (SB3's ``VecNormalize``; see
             :mod:`note_rl.normalize`): ``True``, a dict of :class:`~note_rl.normalize.Normalizer`
             arguments (``{"obs": True, "reward": False}``), a ``Normalizer``, or ``False`` / ``None``
@@ -171,6 +115,7 @@ class RLBase(AdjusterMixin):
             ``MARL`` or ``pool_network``
         """
         given = set_args.aliases({k: v for k, v in locals().items() if k != "self" and v is not _UNSET})
+        normalizer = _UNSET
         if "normalize" in given:
             from ..normalize import make_normalizer
 
@@ -180,28 +125,14 @@ class RLBase(AdjusterMixin):
             normalizer = make_normalizer(given.pop("normalize"), gamma)
             if normalizer is not None and (given.get("HER", self.HER) or given.get("MARL", self.MARL)):
                 raise ValueError("set(normalize=...): not with HER or MARL (goal and multi-agent observations)")
+        # every check is made on a new settings object; the agent changes only once all have passed
+        self.settings = self.settings.updated(given, rollout=bool(getattr(self, "n_steps", None)),
+                                              dims=(getattr(self, "state_dim", None),
+                                                    getattr(self, "action_dim", None)))
+        if normalizer is not _UNSET:
             self.normalizer = normalizer
-        for name, value in given.items():
-            set_args.check_value(name, value)
-        if given.get("pool_size") is not None:
-            set_args.check_pool_memory(given["pool_size"], getattr(self, "state_dim", None),
-                                       getattr(self, "action_dim", None))
-        if "buffer" in given:
-            given = set_args.apply_buffer_class(self, given)
-        merged = {k: given.get(k, getattr(self, k, None))
-                  for k in ("HER", "TRL", "MARL", "PR", "PPO", "num_steps")}
-        rollout = bool(getattr(self, "n_steps", None))
-        conflict = (marl_rules.marl_conflict(merged, rollout=rollout) or her_conflict(merged, rollout=rollout)
-                    or set_args.trl_conflict(merged, rollout=rollout))
-        if conflict:
-            raise ValueError(f"set(): {conflict}")
-        buffer_keys = {"pool_size", "PR", "PPO", "initial_TD", "initial_ratio", "lambda_", "alpha",
-                       "beta", "HER", "her_k", "TRL", "buffer"}
-        if buffer_keys & given.keys():
+        if BUFFER_KEYS & given.keys():
             self.buffer = None  # rebuilt with the new settings when training starts
-        for name, value in given.items():
-            if name != "buffer":
-                setattr(self, "priority_alpha" if name == "alpha" else name, value)
         if given.get("seed") is not None:
             self.apply_seed(int(given["seed"]))
         elif self.seed is not None and ({"policy", "noise"} & given.keys()):
@@ -232,8 +163,8 @@ class RLBase(AdjusterMixin):
         """The replay buffer class of this agent: the one given to ``set(buffer=...)``, else the
         one Note_rl's flags pick (``HER=True``: HER storage, ``PR=True``: prioritized, else uniform).
         This is the only place that turns those flags into a component."""
-        if self._buffer_class is not None:
-            return self._buffer_class
+        if self.settings.buffer is not None:
+            return self.settings.buffer
         if self.HER:
             return HerReplayBuffer
         if self.TRL:
@@ -487,6 +418,12 @@ class RLBase(AdjusterMixin):
         """Record one greedy episode to ``save_path`` (``.gif``, or ``.mp4`` with ffmpeg); see
         :func:`note_rl.core.plots.animate_agent`."""
         return plots.animate_agent(self, max_steps, save_path, fps, mode=mode, writer=writer, seed=seed)
+
+
+if RLBase.set.__doc__:  # None under python -OO
+    # each argument's text is written once, beside its AgentSettings field
+    RLBase.set.__doc__ = RLBase.set.__doc__.replace(
+        "{fields}", param_docs().replace("\n", "\n" + " " * 8))
 
 
 class IrlActor:

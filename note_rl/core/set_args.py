@@ -36,11 +36,10 @@ def trl_conflict(values: dict[str, Any], rollout: bool = False) -> str | None:
     return None
 
 
-def apply_buffer_class(agent: Any, given: dict[str, Any]) -> dict[str, Any]:
-    """``set(buffer=cls)``: remember the class and add the flags it stands for to ``given`` (a flag
-    passed in the same call that contradicts the class is an error)."""
+def apply_buffer_class(given: dict[str, Any]) -> dict[str, Any]:
+    """``set(buffer=cls)``: ``given`` with the flags the class stands for added (a flag passed in the
+    same call that contradicts the class is an error)."""
     cls = given["buffer"]
-    agent._buffer_class = cls
     flags = dict(cls.flags) if cls is not None else {}
     for flag, value in flags.items():
         if flag in given and bool(given[flag]) != value:
