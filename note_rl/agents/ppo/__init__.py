@@ -48,14 +48,14 @@ from ...core.runners import sample_rollout_actions
 from ...policy import SoftmaxPolicy
 from ...utils import log_softmax
 from ...update import LossTerm, ParamGroup, TargetUpdate, UpdateSpec
-from ..common import (LiveActor, MLPActor, SeededInit, check_args, check_env_dims, decay_lrs, hidden_sizes,
+from ..common import (LinearDecay, LiveActor, MLPActor, SeededInit, check_args, check_env_dims, hidden_sizes,
                       init_mlp, make_env)
 from ..nets import NetworkSetup
 
 __all__ = ["PPOMixin", "entropy_np"]
 
 
-class PPOMixin(NetworkSetup, SeededInit):
+class PPOMixin(NetworkSetup, SeededInit, LinearDecay):
     """PPO with a softmax (discrete) or state-independent Gaussian (Box) actor and a value critic;
     shared by ``note_rl.agents.torch.PPO`` and ``note_rl.agents.keras.PPO``, which add the networks
     and the losses of both modes.  ``set(seed=s)`` before the first gradient step re-draws the
@@ -87,6 +87,8 @@ class PPOMixin(NetworkSetup, SeededInit):
         encoder (``NatureCNN``, ``MinAtarCNN``, a user's module) then a linear head; ``hidden_size`` is
         then unused
     """
+
+    SCHEDULED = ("lr", "clip")  # linear_decay decays both (rl-zoo's lin_ lr and clip_range)
 
     #: the action spaces the agent handles (a builder refuses an env with others in one line)
     action_kinds = ("discrete", "continuous")
@@ -158,9 +160,8 @@ class PPOMixin(NetworkSetup, SeededInit):
         self.vf_coef = float(vf_coef)
         self.normalize_advantage = bool(normalize_advantage)
         self.max_grad_norm = max_grad_norm
-        self.linear_decay = bool(linear_decay)
+        self._init_schedules(linear_decay)  # lr and clip, set at the start of each rollout
         self.PPO = self.n_steps is None  # replay mode scores PR items by TD and ratio
-        self._initial_lrs: list[float] | None = None
         self.ortho_init = bool(ortho_init)
         return self.initial_weights(seed)
 
@@ -290,20 +291,11 @@ class PPOMixin(NetworkSetup, SeededInit):
         return self._critic()(obs)[:, 0].astype(np.float32)
 
     def on_rollout_start(self, progress_remaining: float) -> None:
-        """Linear decay of learning rate(s) and clip range (rl-zoo's ``lin_`` schedules)."""
+        """Refuse a policy the Gaussian actor cannot use (the lr and clip schedules of
+        ``linear_decay`` are set by the loop right after)."""
         if self.continuous and self.policy is not None and not isinstance(self.policy, SoftmaxPolicy):
             raise ValueError(f"{type(self).__name__} samples Box actions from its Gaussian policy; "
                              f"policy={type(self.policy).__name__} applies to discrete actions only")
-        if not self.linear_decay:
-            return
-        decay_lrs(self, progress_remaining)
-        self.backend.assign(self.clip, self.clip_init * progress_remaining)
-
-    def extra_state(self) -> dict[str, Any]:
-        return {"initial_lrs": self._initial_lrs}
-
-    def load_extra_state(self, state: dict[str, Any]) -> None:
-        self._initial_lrs = state.get("initial_lrs")
 
 
 def entropy_np(logits: np.ndarray) -> np.ndarray:
