@@ -76,7 +76,11 @@ class Trainer:
         run.learner, run.cadence = self.learner, getattr(self.collector, "cadence", None)
         agent._run = run  # run_context.current(agent): adjusters report there, reach num_store
         self._check_adjuster()
-        self.callbacks.call("on_train_begin", {})
+        try:
+            self.callbacks.call("on_train_begin", {})
+        except BaseException:
+            agent._run = None  # current(agent) is None outside train(), after a failed start too
+            raise
         self.progress.start_steps = run.start_steps  # a resuming callback may have restored the origin
         started = time.perf_counter()
         try:
