@@ -23,8 +23,9 @@ Two ways to use adjusters:
   each buffer segment to drop after every ``update_param()`` with ``PR=True``.
 
 Every run reports to the callbacks' ``on_adjust(logs)``: during ``train()`` through the call's run
-context (:func:`note_rl.core.run_context.current`), which also puts the values in the episode logs.  Unlike Note_rl, the EMAs and the rules'
-state persist between calls (and in checkpoints), and every listed hyperparameter really changes.
+context (:func:`note_rl.core.run_context.current`), which also puts the values in the episode logs.
+Unlike Note_rl, the EMAs and the rules' state persist between calls (and in checkpoints), and every
+listed hyperparameter really changes.
 """
 
 from __future__ import annotations

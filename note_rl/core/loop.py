@@ -2,11 +2,12 @@
 
 ``Trainer.run`` builds the learner and the collector for this ``train()`` call, then lets the
 collector run units (an episode, a pool phase, or a rollout) until the episode or step budget is
-spent, ``criterion`` is reached or ``stop_training`` is set.  The collector gets the call's :class:`~note_rl.core.run_context.RunContext`
-(budget, progress, schedules) and reports each finished episode through it to
-:meth:`Trainer.end_episode`, which does the bookkeeping Note_rl does at the end of an episode:
-histories, callbacks, periodic checkpoints, progress lines and the criterion test.  While the call
-runs, ``run_context.current(agent)`` is its context (adjusters and callbacks reach it there).
+spent, ``criterion`` is reached or ``stop_training`` is set.  The collector gets the call's
+:class:`~note_rl.core.run_context.RunContext` (budget, progress, schedules) and reports each finished
+episode through it to :meth:`Trainer.end_episode`, which does the bookkeeping Note_rl does at the end
+of an episode: histories, callbacks, periodic checkpoints, progress lines and the criterion test.
+While the call runs, ``run_context.current(agent)`` is its context (adjusters and callbacks reach it
+there).
 """
 
 from __future__ import annotations
