@@ -22,8 +22,10 @@ Two ways to use adjusters:
   ``window_size_func(p)`` (pool) / ``window_size_func()`` decides how many of the oldest items of
   each buffer segment to drop after every ``update_param()`` with ``PR=True``.
 
-Every run reports to the callbacks' ``on_adjust(logs)``.  Unlike Note_rl, the EMAs and the rules'
-state persist between calls (and in checkpoints), and every listed hyperparameter really changes.
+Every run reports to the callbacks' ``on_adjust(logs)``: during ``train()`` through the call's run
+context (:func:`note_rl.core.run_context.current`), which also puts the values in the episode logs.
+Unlike Note_rl, the EMAs and the rules' state persist between calls (and in checkpoints), and every
+listed hyperparameter really changes.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..callbacks import CallbackList
+from ..core.run_context import RunContext, current
 from .adjusters import (SIGNALS, Adjuster, ESSAdjuster, GNSAdjuster, WindowAdjuster, _check_alpha,
                         minibatch_noise)
 from .registry import REGISTRY
@@ -50,16 +53,26 @@ class AdjusterMixin:
     ``adjust_batch_size``, ``adabatch`` and ``adjust`` (see the module docstring)."""
 
     _adjuster: Adjuster | None = None
-    _trainer: Any = None  # the running Trainer, set by train()
+    _run: RunContext | None = None  # the running train() call's context (run_context.current)
 
     def _init_adjusters(self) -> None:
         self._adjuster = None
-        self._trainer = None
+        self._run = None
         # the objects behind the Note_rl-style methods: their EMAs and rule states persist
         self._note_ess = ESSAdjuster(every=1)
         self._note_gns = GNSAdjuster(signal="variance", every=1)
         self._note_window = WindowAdjuster()
         self._grad_loss: Any = None
+
+    @property
+    def _trainer(self) -> RunContext | None:
+        """Deprecated name of the running call's context (callbacks written against the old
+        ``model._trainer.settings``); use :func:`note_rl.core.run_context.current`."""
+        return self._run
+
+    @_trainer.setter
+    def _trainer(self, value: RunContext | None) -> None:
+        self._run = value
 
     # -- declarative adjuster ----------------------------------------------------------------
     @property
@@ -167,8 +180,9 @@ class AdjusterMixin:
     # -- plumbing ----------------------------------------------------------------------------
     def _report_adjust(self, logs: Mapping[str, float]) -> None:
         """Send one adjuster run's values to ``on_adjust`` (and the episode logs while training)."""
-        if self._trainer is not None:
-            self._trainer.report_adjust(dict(logs))
+        run = current(self)
+        if run is not None:
+            run.report_adjust(logs)
         elif getattr(self, "callbacks", None):
             CallbackList(self.callbacks, self).call("on_adjust", dict(logs))
 

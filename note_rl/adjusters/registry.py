@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from ..core.run_context import current
 from ..utils import scalar
 from ..update import optimizer_list
 from .rule import BATCH, RATE, SCALE
@@ -146,10 +147,10 @@ def _set_batch(agent: Any, values: list[float]) -> None:
 
 
 def _settings(agent: Any) -> Any:
-    trainer = getattr(agent, "_trainer", None)
-    if trainer is None:
+    run = current(agent)
+    if run is None:
         raise AdjusterError("store_params: num_store is a train() setting and can only be adjusted during train()")
-    return trainer.settings
+    return run.settings
 
 
 def _get_store(agent: Any) -> list[float]:

@@ -9,12 +9,14 @@
 * :class:`RolloutCollector` - ``n_envs`` vectorised envs, on-policy: ``n_steps`` per env, GAE,
   then ``n_epochs`` passes of mini-batches (PPO as in rl-zoo / SB3).
 
-Both report finished episodes to the trainer through ``trainer.end_episode(return)``.
+Collectors get the call's :class:`~note_rl.core.run_context.RunContext` (``run``): they report finished
+episodes through ``run.end_episode(return)``, test the step budget with ``run.out_of_steps()`` and call
+``run.begin_round()`` where a training round starts (the one point where scheduled values are set).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -23,6 +25,7 @@ from ..buffers.nstep import stack_transitions
 from .envs import EnvFactory, make_vec_env, step_env
 from .her_rules import check_her_env, her_conflict
 from ..utils import scalar
+from .run_context import RunContext
 from .runners import RolloutRunner, next_values
 
 __all__ = ["Collector", "EpisodeCollector", "HerEpisodeCollector", "RolloutCollector", "TrainingCadence", "train_on_rollout"]
@@ -32,10 +35,10 @@ class TrainingCadence:
     """Decides, after each batch of new env steps, how many gradient steps to run and when to
     call ``update_param()``.  Shared by the single-env and the pool collectors."""
 
-    def __init__(self, agent: Any, learner: Any, progress: Callable[[], float] | None = None) -> None:
+    def __init__(self, agent: Any, learner: Any, run: RunContext | None = None) -> None:
         self.agent = agent
         self.learner = learner
-        self.progress = progress  # the run's progress_remaining (1 -> 0), for on_train_round
+        self.run = run  # the train() call: its schedules and progress_remaining (1 -> 0)
         self.owed = 0.0  # gradient steps earned by env steps but not yet run
         self.sync_due = False
 
@@ -73,9 +76,11 @@ class TrainingCadence:
         agent = self.agent
         n = int(self.owed)
         self.owed -= n
-        hook = getattr(agent, "on_train_round", None)
-        if n > 0 and callable(hook) and self.progress is not None:
-            hook(self.progress())  # e.g. DQN's linear lr decay, set before the round's steps
+        if n > 0 and self.run is not None:
+            self.run.begin_round()  # scheduled values (DQN's lr decay) set before the round's steps
+            hook = getattr(agent, "on_train_round", None)
+            if callable(hook):  # an agent's own per-round hook (none of the built-in agents has one)
+                hook(self.run.progress_remaining())
         trained = n > 0 and self.learner.train_round(n) > 0
         if agent.update_steps:
             if self.sync_due:
@@ -93,7 +98,8 @@ class TrainingCadence:
 
 class Collector:
     """How one ``train()`` call gathers experience; the trainer calls :meth:`run_unit` until the
-    budget is spent.  Built by ``Collector(agent, learner, trainer, settings)``."""
+    budget is spent.  Built by ``Collector(agent, learner, run, settings)`` (``run``: the call's
+    :class:`~note_rl.core.run_context.RunContext`)."""
 
     #: whether the collector stores into the agent's replay buffer (built before it starts)
     uses_replay = True
@@ -122,10 +128,10 @@ class EpisodeCollector(Collector):
     when the agent sets ``num_steps``.  Subclasses change how a state is acted on and stored
     (:class:`HerEpisodeCollector`, :class:`~note_rl.core.marl.MultiAgentCollector`)."""
 
-    def __init__(self, agent: Any, learner: Any, trainer: Any, settings: Any = None) -> None:
+    def __init__(self, agent: Any, learner: Any, run: RunContext, settings: Any = None) -> None:
         self.agent = agent
-        self.trainer = trainer
-        self.cadence = TrainingCadence(agent, learner, trainer.progress_remaining)
+        self.run = run
+        self.cadence = TrainingCadence(agent, learner, run)
         self.env = agent.env[0] if isinstance(agent.env, (list, tuple)) else agent.env
         gamma = scalar(agent.gamma) if getattr(agent, "gamma", None) is not None else 1.0
         self.nstep = NStepAccumulator(agent.num_steps, gamma) if agent.num_steps else None
@@ -146,7 +152,7 @@ class EpisodeCollector(Collector):
         return state
 
     def run_unit(self) -> None:
-        agent, trainer, buffer = self.agent, self.trainer, self.agent.buffer
+        agent, run, buffer = self.agent, self.run, self.agent.buffer
         state = self._reset()
         episode_return = 0.0
         while True:
@@ -157,9 +163,9 @@ class EpisodeCollector(Collector):
             agent.step_counter += 1
             self.cadence.after_steps(1, agent.step_counter - 1)
             if end:
-                trainer.end_episode(episode_return)
+                run.end_episode(episode_return)
                 return
-            if agent.stop_training or trainer.out_of_steps():
+            if agent.stop_training or run.out_of_steps():
                 self._cut_short()
                 return
             state = next_state
@@ -230,17 +236,18 @@ class RolloutCollector(Collector):
     """On-policy vectorised collection for agents implementing the rollout protocol:
     ``n_envs``, ``n_steps``, ``n_epochs``, ``gamma``, ``lam``, ``rollout_act(obs) -> (actions,
     log_probs, values)``, ``rollout_values(obs)``, ``rollout_loss(s, a, logp, adv, ret)`` and
-    optionally ``on_rollout_start(progress_remaining)`` and ``policy_step(whole_rollout)``.
+    optionally ``on_rollout_start(progress_remaining)`` (before the rollout's scheduled values
+    are set) and ``policy_step(whole_rollout)``.
     """
 
     on_policy = True  # trains on its own rollouts: no replay pool_size / batch to check
 
     uses_replay = False
 
-    def __init__(self, agent: Any, learner: Any, trainer: Any, settings: Any = None) -> None:
+    def __init__(self, agent: Any, learner: Any, run: RunContext, settings: Any = None) -> None:
         self.agent = agent
         self.learner = learner
-        self.trainer = trainer
+        self.run = run
         env = agent.env[0] if isinstance(agent.env, (list, tuple)) else agent.env
         self.runner = RolloutRunner(make_vec_env(EnvFactory(env), agent.n_envs), agent.rollout_act,
                                     agent.rollout_values, seed=agent.reset_seed(),
@@ -251,21 +258,23 @@ class RolloutCollector(Collector):
     def run_unit(self) -> None:
         hook = getattr(self.agent, "on_rollout_start", None)
         if callable(hook):
-            hook(self.trainer.progress_remaining())
+            hook(self.run.progress_remaining())
+        self.run.begin_round()  # PPO's / A2C's lr and clip decay, at the rollout's start
         fields, finished = self.runner.collect(self.agent.n_steps)
-        train_on_rollout(self.agent, self.learner, self.trainer, fields, finished, self.rng)
+        train_on_rollout(self.agent, self.learner, self.run, fields, finished, self.rng)
 
     def close(self) -> None:
         self.runner.vec.close()
 
 
-def train_on_rollout(agent: Any, learner: Any, trainer: Any, fields: dict[str, np.ndarray],
+def train_on_rollout(agent: Any, learner: Any, run: Any, fields: dict[str, np.ndarray],
                      finished: list[float], rng: np.random.Generator) -> None:
     """Count the rollout's steps and episodes, compute GAE, run the agent's ``policy_step`` on the
-    whole rollout if it has one (TRPO), then ``n_epochs`` of mini-batches."""
+    whole rollout if it has one (TRPO), then ``n_epochs`` of mini-batches; finished episodes go to
+    ``run.end_episode``."""
     agent.step_counter += fields["reward"].size
     for episode_return in finished:
-        trainer.end_episode(episode_return)
+        run.end_episode(episode_return)
     fields["advantage"], fields["returns"] = compute_gae(
         fields["reward"], fields["value"], next_values(fields), fields["terminated"],
         fields["episode_end"], scalar(agent.gamma), agent.lam)

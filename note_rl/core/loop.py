@@ -2,9 +2,12 @@
 
 ``Trainer.run`` builds the learner and the collector for this ``train()`` call, then lets the
 collector run units (an episode, a pool phase, or a rollout) until the episode or step budget is
-spent, ``criterion`` is reached or ``stop_training`` is set.  The collector reports each finished
-episode through :meth:`Trainer.end_episode`, which does the bookkeeping Note_rl does at the end of
-an episode: histories, callbacks, periodic checkpoints, progress lines and the criterion test.
+spent, ``criterion`` is reached or ``stop_training`` is set.  The collector gets the call's
+:class:`~note_rl.core.run_context.RunContext` (budget, progress, schedules) and reports each finished
+episode through it to :meth:`Trainer.end_episode`, which does the bookkeeping Note_rl does at the end
+of an episode: histories, callbacks, periodic checkpoints, progress lines and the criterion test.
+While the call runs, ``run_context.current(agent)`` is its context (adjusters and callbacks reach it
+there).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from .async_save import AsyncSaver
 from .collect import EpisodeCollector, HerEpisodeCollector, RolloutCollector
 from .learner import Learner, window_hook
 from .progress import Progress
+from .run_context import RunContext
 from .settings import TrainSettings, vec_env_conflict
 
 __all__ = ["Trainer"]
@@ -40,28 +44,14 @@ class Trainer:
         self.agent = agent
         self.episodes = episodes
         self.settings = settings
-        self.episode = 0
-        self.finished = False
-        self.start_steps = agent.step_counter
+        # the episode index, step origin and budget live in the run context, shared with the
+        # collector, the adjusters and callbacks (resume restores them there)
+        self.run_ctx = RunContext.start(agent, settings, episodes, on_episode_end=self.end_episode,
+                                        on_adjust=self.report_adjust)
         self.last_loss: float | None = None
         self.callbacks = CallbackList(list(agent.callbacks) + list(settings.callbacks or []), agent)
-        self.progress = Progress(settings.p, episodes, steps=settings.steps, start_steps=self.start_steps)
+        self.progress = Progress(settings.p, episodes, steps=settings.steps, start_steps=self.run_ctx.start_steps)
         self.adjust_logs: dict[str, float] = {}  # latest adjuster values, added to episode logs
-
-    # -- budget ------------------------------------------------------------------------------
-    def out_of_steps(self) -> bool:
-        steps = self.settings.steps
-        return steps is not None and self.agent.step_counter - self.start_steps >= steps
-
-    def progress_remaining(self) -> float:
-        """1 at the start of the run, 0 at its end (by steps when a step budget is set)."""
-        if self.settings.steps:
-            done = (self.agent.step_counter - self.start_steps) / self.settings.steps
-        elif self.episodes:
-            done = self.episode / self.episodes
-        else:
-            return 1.0
-        return float(np.clip(1.0 - done, 0.0, 1.0))
 
     # -- run ---------------------------------------------------------------------------------
     def run(self) -> float | None:
@@ -83,9 +73,16 @@ class Trainer:
         agent._actor = None  # rebuilt for this run's jit setting and weights
         self.learner = Learner(agent, agent.optimizer, settings, self.callbacks)
         self.collector = self._make_collector(collector)
-        agent._trainer = self  # adjusters report here and reach this call's settings (num_store)
+        run = self.run_ctx
+        run.learner, run.cadence = self.learner, getattr(self.collector, "cadence", None)
+        agent._run = run  # run_context.current(agent): adjusters report there, reach num_store
         self._check_adjuster()
-        self.callbacks.call("on_train_begin", {})
+        try:
+            self.callbacks.call("on_train_begin", {})
+        except BaseException:
+            agent._run = None  # current(agent) is None outside train(), after a failed start too
+            raise
+        self.progress.start_steps = run.start_steps  # a resuming callback may have restored the origin
         started = time.perf_counter()
         try:
             # periodic checkpoints written by a separate process (parallel_training_and_save=True);
@@ -93,12 +90,12 @@ class Trainer:
             agent._saver = AsyncSaver(settings.start_method) if settings.parallel_training_and_save else None
             if self.episodes != 0:
                 self._begin_episode()
-                while not self.finished:
-                    if agent.stop_training or self.out_of_steps():
+                while not run.finished:
+                    if agent.stop_training or run.out_of_steps():
                         break
                     self.collector.run_unit()
         finally:
-            agent._trainer = None
+            agent._run = None
             self.collector.close()
             self.learner.close()
             saver, agent._saver = agent._saver, None
@@ -108,7 +105,7 @@ class Trainer:
             agent.total_time += elapsed
             agent.compile_time = self.learner.updater.compile_time
             self.progress.finish(agent, elapsed)
-            self.callbacks.call("on_train_end", {"episodes": self.episode, "time": elapsed})
+            self.callbacks.call("on_train_end", {"episodes": run.episode, "time": elapsed})
         return self.last_loss
 
     def _check_adjuster(self) -> None:
@@ -118,7 +115,7 @@ class Trainer:
         try:
             self.agent.adjuster.check(self.agent)
         except Exception:
-            self.agent._trainer = None
+            self.agent._run = None
             self.collector.close()
             raise
 
@@ -168,7 +165,7 @@ class Trainer:
                 agent.buffer.clearing_freq = settings.clearing_freq
                 agent.buffer.window_size_ = settings.window_size_
             agent.buffer.shuffle = settings.shuffle
-        return collector(agent, self.learner, self, settings)
+        return collector(agent, self.learner, self.run_ctx, settings)
 
     def report_adjust(self, logs: dict[str, float]) -> None:
         """One adjuster run: ``on_adjust(logs)``; the values also go into the next episode's logs
@@ -180,11 +177,13 @@ class Trainer:
     def _begin_episode(self) -> None:
         if self.settings.train_loss is not None:
             self.settings.train_loss.reset_state()
-        self.callbacks.call("on_episode_begin", self.episode, {})
+        self.callbacks.call("on_episode_begin", self.run_ctx.episode, {})
 
     def end_episode(self, episode_return: float) -> None:
-        """Bookkeeping for one finished episode with return ``episode_return``."""
-        if self.finished:
+        """Bookkeeping for one finished episode with return ``episode_return`` (the run context's
+        episode sink)."""
+        run = self.run_ctx
+        if run.finished:
             return
         agent = self.agent
         losses = self.learner.pop_losses()
@@ -196,17 +195,17 @@ class Trainer:
         logs = {"reward": float(episode_return), "loss": loss, "mean_reward": self.mean_reward(),
                 "env_steps": agent.step_counter, "total_episode": agent.total_episode}
         logs.update({f"adjust/{k}": v for k, v in self.adjust_logs.items()})
-        self.callbacks.call("on_episode_end", self.episode, logs)
-        checkpoint.periodic_save(agent, self.episode, self.mean_reward(), self.settings.save_data)
-        self.progress.episode(self.episode, logs)
-        self.episode += 1
+        self.callbacks.call("on_episode_end", run.episode, logs)
+        checkpoint.periodic_save(agent, run.episode, self.mean_reward(), self.settings.save_data)
+        self.progress.episode(run.episode, logs)
+        run.episode += 1
         if self._criterion_met():
-            self.progress.criterion(self.episode, self.mean_reward())
-            self.finished = True
-        elif self.episodes is not None and self.episode >= self.episodes:
-            self.finished = True
-        elif agent.stop_training or self.out_of_steps():
-            self.finished = True
+            self.progress.criterion(run.episode, self.mean_reward())
+            run.finished = True
+        elif self.episodes is not None and run.episode >= self.episodes:
+            run.finished = True
+        elif agent.stop_training or run.out_of_steps():
+            run.finished = True
         else:
             self._begin_episode()
 

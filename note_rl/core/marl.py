@@ -46,8 +46,8 @@ class MultiAgentCollector(EpisodeCollector):
     terminations (``possible_agents`` order) go through ``agent.marl_reward_done`` and the joint
     transition is stored; training then runs on the usual cadence."""
 
-    def __init__(self, agent: Any, learner: Any, trainer: Any, settings: Any = None) -> None:
-        super().__init__(agent, learner, trainer, settings)
+    def __init__(self, agent: Any, learner: Any, run: Any, settings: Any = None) -> None:
+        super().__init__(agent, learner, run, settings)
         self.names = list(self.env.possible_agents)
 
     @classmethod

@@ -29,6 +29,7 @@ from ..utils import main_not_rerun, scalar, standard_start_method, stop_workers
 from .collect import Collector, TrainingCadence, train_on_rollout
 from .envs import EnvFactory, dumps_noting_main, is_discrete
 from .pool_worker import worker_main
+from .run_context import RunContext
 from .settings import TrainSettings
 
 __all__ = ["WorkerPool", "WorkerError", "PoolCollector", "PoolRolloutCollector"]
@@ -141,14 +142,14 @@ def _explore_state(agent: Any, p: int) -> dict[str, Any]:
 class PoolCollector(Collector):
     """Off-policy pool collection (one unit = one phase)."""
 
-    def __init__(self, agent: Any, learner: Any, trainer: Any, settings: TrainSettings) -> None:
-        self.agent, self.trainer, self.settings = agent, trainer, settings
+    def __init__(self, agent: Any, learner: Any, run: RunContext, settings: TrainSettings) -> None:
+        self.agent, self.run, self.settings = agent, run, settings
         self.n = int(settings.processes)
         actor = agent.worker_actor() if callable(getattr(agent, "worker_actor", None)) else None
         self.mode = "episodes" if actor is not None else "env"
         seed = agent.seed
         self.pool = WorkerPool(_worker_inits(agent, self.n, {"actor": actor}), settings.start_method)
-        self.cadence = TrainingCadence(agent, learner, trainer.progress_remaining)
+        self.cadence = TrainingCadence(agent, learner, run)
         self.rng = np.random.default_rng(None if seed is None else seed + 13)
         self.sent_weights: list[np.ndarray] | None = None  # what the workers' actors hold
 
@@ -185,8 +186,8 @@ class PoolCollector(Collector):
             self.cadence.run_adjust_hook()
         if not self.settings.parallel_store_and_training:
             self.cadence.run_owed()
-        self.trainer.end_episode(float(np.mean(returns)))
-        if self.trainer.finished and not agent.stop_training:
+        self.run.end_episode(float(np.mean(returns)))
+        if self.run.finished and not agent.stop_training:
             self.cadence.run_owed()  # the last phase's data still trains
 
     def _changed_weights(self) -> list[np.ndarray] | None:
@@ -251,8 +252,8 @@ class PoolRolloutCollector(Collector):
 
     uses_replay = False
 
-    def __init__(self, agent: Any, learner: Any, trainer: Any, settings: TrainSettings) -> None:
-        self.agent, self.learner, self.trainer = agent, learner, trainer
+    def __init__(self, agent: Any, learner: Any, run: RunContext, settings: TrainSettings) -> None:
+        self.agent, self.learner, self.run = agent, learner, run
         n = int(settings.processes)
         if agent.n_envs % n:
             raise ValueError(f"pool_network: n_envs={agent.n_envs} must be a multiple of processes={n}")
@@ -269,14 +270,15 @@ class PoolRolloutCollector(Collector):
         agent = self.agent
         hook = getattr(agent, "on_rollout_start", None)
         if callable(hook):
-            hook(self.trainer.progress_remaining())
+            hook(self.run.progress_remaining())
+        self.run.begin_round()  # PPO's / A2C's lr and clip decay, at the rollout's start
         payload = {"actor": agent.worker_actor().weights, "critic": agent.worker_critic().weights,
                    "n_steps": agent.n_steps, "log_std": _log_std(agent)}
         results = self.pool.call_all("rollout", [payload] * len(self.pool))
         fields = {k: np.concatenate([r["fields"][k] for r in results], axis=-1 if k == "last_value" else 1)
                   for k in results[0]["fields"]}
         finished = [ret for r in results for ret in r["returns"]]
-        train_on_rollout(agent, self.learner, self.trainer, fields, finished, self.rng)
+        train_on_rollout(agent, self.learner, self.run, fields, finished, self.rng)
 
     def close(self) -> None:
         self.pool.close()

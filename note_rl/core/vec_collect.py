@@ -22,6 +22,7 @@ from ..buffers.nstep import stack_transitions
 from ..utils import scalar
 from .collect import Collector, TrainingCadence
 from .envs import EnvFactory, make_vec_env
+from .run_context import RunContext
 
 __all__ = ["VecEpisodeCollector"]
 
@@ -59,10 +60,10 @@ class VecEpisodeCollector(Collector):
             raise ValueError(f"train(): set(policy=[...]) gives {len(policy)} policies for n_envs={agent.n_envs}; "
                              "give one per env copy, or a single one")
 
-    def __init__(self, agent: Any, learner: Any, trainer: Any, settings: Any = None) -> None:
+    def __init__(self, agent: Any, learner: Any, run: RunContext, settings: Any = None) -> None:
         self.agent = agent
-        self.trainer = trainer
-        self.cadence = TrainingCadence(agent, learner, trainer.progress_remaining)
+        self.run = run
+        self.cadence = TrainingCadence(agent, learner, run)
         self.n = int(agent.n_envs)
         env = agent.env[0] if isinstance(agent.env, (list, tuple)) else agent.env
         self.vec = make_vec_env(EnvFactory(env), self.n)
@@ -111,7 +112,7 @@ class VecEpisodeCollector(Collector):
         agent.step_counter += self.n
         self.cadence.after_steps(self.n, before)
         for i in np.flatnonzero(ended):
-            self.trainer.end_episode(float(self.returns[i]))
+            self.run.end_episode(float(self.returns[i]))
             self.returns[i] = 0.0
             if self.noises is not None:
                 self.noises[i].reset_states()

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from note_rl.callbacks import Callback
+from note_rl.core.run_context import current
 
 from ..common.errors import ConfigError
 from ..config.schema import init_model_path
@@ -107,16 +108,15 @@ def _write_config(path: str, cfg: dict[str, Any]) -> None:
 
 
 def _run_state(agent: Any, episode: int, run: dict[str, Any]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    trainer = getattr(agent, "_trainer", None)
+    context = current(agent)
+    loop = context.loop_state() if context is not None else {}
     evaluator = run.get("evaluator")
-    cadence = getattr(getattr(trainer, "collector", None), "cadence", None)
-    learner = getattr(trainer, "learner", None)
     meta: dict[str, Any] = {
         "format": RUN_FORMAT,
-        "episode": int(episode) + 1,  # the trainer's index of the next episode
-        "start_steps": int(getattr(trainer, "start_steps", 0)),
-        "owed": float(getattr(cadence, "owed", 0.0)), "sync_due": bool(getattr(cadence, "sync_due", False)),
-        "updates_since_sync": int(getattr(learner, "updates_since_sync", 0)),
+        "episode": int(episode) + 1,  # the run's index of the next episode
+        "start_steps": int(loop.get("start_steps", 0)),
+        "owed": float(loop.get("owed", 0.0)), "sync_due": bool(loop.get("sync_due", False)),
+        "updates_since_sync": int(loop.get("updates_since_sync", 0)),
         "evaluations": list(evaluator.history) if evaluator is not None else [],
         "best_eval": evaluator.best if evaluator is not None else None,
         "digest": run.get("digest"),
@@ -247,27 +247,18 @@ def _set_generators(agent: Any, run: dict[str, Any], arrays: dict[str, np.ndarra
 
 
 class Resumed(Callback):
-    """Puts the trainer of the resumed ``train()`` call where the checkpointed one was: its episode
-    index, its step origin (so ``budget.steps`` and the learning-rate / clip schedules count from the
-    run's start, not from the resume), the cadence's owed gradient steps and the learner's updates
-    since the last target sync."""
+    """Puts the resumed ``train()`` call where the checkpointed one was, through its run context
+    (:meth:`note_rl.core.run_context.RunContext.restore`): its episode index, its step origin (so
+    ``budget.steps`` and the learning-rate / clip schedules count from the run's start, not from the
+    resume), the cadence's owed gradient steps and the learner's updates since the last target sync."""
 
     def __init__(self, run: dict[str, Any]) -> None:
         self.run = run
 
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
-        trainer = getattr(self.model, "_trainer", None)
-        if trainer is None:
-            return
-        trainer.episode = int(self.run.get("episode", 0))
-        trainer.start_steps = int(self.run.get("start_steps", 0))
-        trainer.progress.start_steps = trainer.start_steps
-        cadence = getattr(trainer.collector, "cadence", None)
-        if cadence is not None:
-            cadence.owed = float(self.run.get("owed", 0.0))
-            cadence.sync_due = bool(self.run.get("sync_due", False))
-        if hasattr(trainer.learner, "updates_since_sync"):
-            trainer.learner.updates_since_sync = int(self.run.get("updates_since_sync", 0))
+        context = current(self.model)
+        if context is not None:
+            context.restore(self.run)
 
 
 # -- warm starts -----------------------------------------------------------------------------------

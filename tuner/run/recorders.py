@@ -8,6 +8,7 @@ from typing import Any, Callable
 import numpy as np
 
 from note_rl.callbacks import Callback
+from note_rl.core.run_context import current
 from note_rl.update import optimizer_list
 
 
@@ -129,6 +130,9 @@ class LRRangeTest(EpisodeRecorder):
 
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
         super().on_train_begin(logs)
+        run = current(self.model)
+        if run is not None:  # the range test sets the lr; a linear_decay schedule would overwrite it each round
+            run.claim("lr", "lr_finder")
         self._apply()
 
     def on_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:

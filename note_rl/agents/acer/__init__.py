@@ -56,7 +56,7 @@ from ...core.envs import EnvFactory, make_vec_env
 from ...core.runners import sample_rollout_actions
 from ...update import LossTerm, ParamGroup, TargetUpdate, UpdateSpec
 from ...utils import log_softmax, scalar
-from ..common import (LiveActor, MLPActor, SeededInit, check_args, check_env_dims, decay_lrs, hidden_sizes,
+from ..common import (LinearDecay, LiveActor, MLPActor, SeededInit, check_args, check_env_dims, hidden_sizes,
                       init_mlp, make_env)
 
 __all__ = ["ACERMixin", "ACERCollector", "SegmentReplay", "retrace", "acer_targets", "EPS"]
@@ -237,8 +237,8 @@ class ACERCollector(Collector):
             raise ValueError(f"{name} samples actions from its own policy (mu is stored for the importance "
                              f"weights); set(policy=...) is not supported")
 
-    def __init__(self, agent: Any, learner: Any, trainer: Any, settings: Any = None) -> None:
-        self.agent, self.learner, self.trainer = agent, learner, trainer
+    def __init__(self, agent: Any, learner: Any, run: Any, settings: Any = None) -> None:
+        self.agent, self.learner, self.run = agent, learner, run
         env = agent.env[0] if isinstance(agent.env, (list, tuple)) else agent.env
         self.vec = make_vec_env(EnvFactory(env), agent.n_envs)
         self.obs, _ = self.vec.reset(seed=agent.reset_seed())
@@ -269,12 +269,11 @@ class ACERCollector(Collector):
 
     def run_unit(self) -> None:
         agent = self.agent
-        if agent.linear_decay:
-            decay_lrs(agent, self.trainer.progress_remaining())
+        self.run.begin_round()  # linear_decay's lr, at the segment's start
         segment, finished = self.collect()
         agent.step_counter += segment["reward"].size
         for episode_return in finished:
-            self.trainer.end_episode(episode_return)
+            self.run.end_episode(episode_return)
         agent.replay.add(segment)
         self.update(segment)  # on-policy ACER
         if len(agent.replay) >= agent.replay_start:
@@ -290,7 +289,7 @@ class ACERCollector(Collector):
 
 
 # -- the agent -----------------------------------------------------------------------------------
-class ACERMixin(SeededInit):
+class ACERMixin(SeededInit, LinearDecay):
     """ACER with a shared actor-critic MLP (policy and Q heads) and an average policy network;
     shared by ``note_rl.agents.torch.ACER`` and ``note_rl.agents.keras.ACER``, which add the
     networks and the loss.  Defaults are OpenAI baselines' ACER (its MLP: [64, 64] tanh, orthogonal
@@ -361,8 +360,7 @@ class ACERMixin(SeededInit):
         self.c, self.q_coef, self.ent_coef = float(c), float(q_coef), float(ent_coef)
         self.trust_region, self.delta, self.alpha = bool(trust_region), float(delta), float(alpha)
         self.max_grad_norm = None if max_grad_norm is None else float(max_grad_norm)
-        self.linear_decay = bool(linear_decay)
-        self._initial_lrs: list[float] | None = None
+        self._init_schedules(linear_decay)  # the lr's, set before each segment
         self.replay: SegmentReplay | None = None
         #: what the last update computed: ``loss_policy``, ``loss_q``, ``entropy``, ``adj``, ``rho``
         self.last_update: dict[str, float] = {}
@@ -505,8 +503,3 @@ class ACERMixin(SeededInit):
         """The mean action clipped to the bounds (Box), or the most probable action."""
         return np.clip(output, *self.action_bounds) if self.continuous else int(np.argmax(output))
 
-    def extra_state(self) -> dict[str, Any]:
-        return {"initial_lrs": self._initial_lrs}
-
-    def load_extra_state(self, state: dict[str, Any]) -> None:
-        self._initial_lrs = state.get("initial_lrs")

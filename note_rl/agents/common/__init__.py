@@ -12,10 +12,11 @@ import gymnasium as gym
 import numpy as np
 
 from ...core.envs import flat_observations, space_dims
+from ...core.schedule import Schedule
 from ...utils import log_softmax
 
 __all__ = ["hidden_sizes", "make_env", "init_mlp", "MLPActor", "LiveActor", "SeededInit", "check_args",
-           "check_env_dims", "decay_lrs", "public_module"]
+           "check_env_dims", "LinearDecay", "public_module"]
 
 
 ACTIVATIONS = ("relu", "tanh")
@@ -85,20 +86,35 @@ def seed_hidden(name: str, hidden_size: Any, hidden_dim: Any, action_dim: Any) -
     return hidden
 
 
-def decay_lrs(agent: Any, progress_remaining: float) -> None:
-    """Every optimizer's learning rate set to its starting value x ``progress_remaining`` (1 at the
-    start of ``train(steps=...)``, 0 at its end: rl-zoo's ``lin_`` schedules).  The starting values
-    are read once into ``agent._initial_lrs`` (kept in checkpoints through ``extra_state``).  An online
-    adjuster that manages the lr (``lr_params``) owns it: the schedule then leaves it alone rather than
-    overwrite the adjuster's value before every round."""
-    adjuster = getattr(agent, "_adjuster", None)
-    if adjuster is not None and "lr" in getattr(adjuster, "active", ()):
-        return
-    opts = agent.optimizer if isinstance(agent.optimizer, (list, tuple)) else [agent.optimizer]
-    if agent._initial_lrs is None:
-        agent._initial_lrs = [agent.backend.get_hparam(o, "lr") or 0.0 for o in opts]
-    for opt, lr in zip(opts, agent._initial_lrs):
-        agent.backend.set_hparam(opt, "lr", lr * progress_remaining)
+class LinearDecay:
+    """The ``linear_decay`` flag of an agent's constructor as :class:`~note_rl.core.schedule.Schedule`
+    objects: with it, each value in ``SCHEDULED`` falls linearly to 0 over ``train(steps=...)``
+    (rl-zoo's ``lin_`` schedules), set by the loop at the start of each training round.
+
+    The learning rates' starting values are read from the optimizers at the first round and kept
+    (checkpoints' ``extra_state()["initial_lrs"]``).  A value an online adjuster changes
+    (``lr_params``) is the adjuster's for the whole call (:func:`note_rl.core.schedule.owners`)."""
+
+    #: the values ``linear_decay=True`` schedules
+    SCHEDULED: tuple[str, ...] = ("lr",)
+    linear_decay: bool = False
+
+    def _init_schedules(self, linear_decay: bool) -> None:
+        self.linear_decay = bool(linear_decay)  # read at each train() call: turning it on later works
+        # built whatever the flag: the kept starts live here (and in checkpoints) either way
+        self._schedules = {name: Schedule(name, "linear") for name in self.SCHEDULED}
+
+    @property
+    def schedules(self) -> dict[str, Schedule]:
+        """The schedules a ``train()`` call applies (none without ``linear_decay``)."""
+        return dict(self._schedules) if self.linear_decay else {}
+
+    def extra_state(self) -> dict[str, Any]:
+        """The learning rates' kept starting values (``None`` before the first decayed round)."""
+        return {"initial_lrs": self._schedules["lr"].start}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        self._schedules["lr"].start = state.get("initial_lrs")
 
 
 def hidden_sizes(hidden_size: int | Sequence[int]) -> list[int]:

@@ -17,14 +17,14 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...update import LossTerm, ParamGroup, TargetUpdate, UpdateSpec
-from ..common import (LiveActor, MLPActor, SeededInit, check_args, check_env_dims, decay_lrs, discrete_env,
+from ..common import (LinearDecay, LiveActor, MLPActor, SeededInit, check_args, check_env_dims, discrete_env,
                       hidden_sizes, init_mlp, pool_form, seed_hidden)
 from ..nets import NetworkSetup
 
 __all__ = ["DQNMixin"]
 
 
-class DQNMixin(NetworkSetup, SeededInit):
+class DQNMixin(NetworkSetup, SeededInit, LinearDecay):
     """Double DQN with an MLP Q-network; shared by ``note_rl.agents.torch.DQN`` and
     ``note_rl.agents.keras.DQN``, which add the network and the loss.
 
@@ -115,20 +115,8 @@ class DQNMixin(NetworkSetup, SeededInit):
         self.ortho_init = bool(ortho_init)
         if not isinstance(linear_decay, (bool, np.bool_)):
             raise ValueError(f"DQN(linear_decay={linear_decay!r}): must be True or False")
-        self.linear_decay = bool(linear_decay)
-        self._initial_lrs: list[float] | None = None
+        self._init_schedules(linear_decay)  # the lr's, set before each round of gradient steps
         return self.initial_weights(seed)[0]
-
-    def on_train_round(self, progress_remaining: float) -> None:
-        """Called by the training cadence before each round of gradient steps."""
-        if self.linear_decay:
-            decay_lrs(self, progress_remaining)
-
-    def extra_state(self) -> dict[str, Any]:
-        return {"initial_lrs": self._initial_lrs}
-
-    def load_extra_state(self, state: dict[str, Any]) -> None:
-        self._initial_lrs = state.get("initial_lrs")
 
     def initial_weights(self, seed: int | None) -> tuple[list[np.ndarray]]:
         """``(q_weights,)`` drawn from ``seed``; the target network starts as a copy."""

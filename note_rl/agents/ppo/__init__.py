@@ -54,7 +54,7 @@ from ...core.runners import sample_rollout_actions
 from ...policy import SoftmaxPolicy
 from ...utils import log_softmax
 from ...update import LossTerm, ParamGroup, TargetUpdate, UpdateSpec
-from ..common import (LiveActor, MLPActor, SeededInit, check_args, check_env_dims, decay_lrs, hidden_sizes,
+from ..common import (LinearDecay, LiveActor, MLPActor, SeededInit, check_args, check_env_dims, hidden_sizes,
                       init_mlp, make_env)
 from ..nets import NetworkSetup
 
@@ -96,7 +96,7 @@ class PPOLoss:
         raise NotImplementedError
 
 
-class PPOMixin(PPOLoss, NetworkSetup, SeededInit):
+class PPOMixin(PPOLoss, NetworkSetup, SeededInit, LinearDecay):
     """PPO with a softmax (discrete) or state-independent Gaussian (Box) actor and a value critic;
     shared by ``note_rl.agents.torch.PPO`` and ``note_rl.agents.keras.PPO``, which add the networks.
     ``PPO(...)`` builds ``PPO.Replay`` (``n_steps=None``, :class:`ReplayMode`) or ``PPO.Rollout``
@@ -129,6 +129,8 @@ class PPOMixin(PPOLoss, NetworkSetup, SeededInit):
         encoder (``NatureCNN``, ``MinAtarCNN``, a user's module) then a linear head; ``hidden_size`` is
         then unused
     """
+
+    SCHEDULED = ("lr", "clip")  # linear_decay decays both (rl-zoo's lin_ lr and clip_range)
 
     #: the action spaces the agent handles (a builder refuses an env with others in one line)
     action_kinds = ("discrete", "continuous")
@@ -241,8 +243,7 @@ class PPOMixin(PPOLoss, NetworkSetup, SeededInit):
         self.vf_coef = float(vf_coef)
         self.normalize_advantage = bool(normalize_advantage)
         self.max_grad_norm = max_grad_norm
-        self.linear_decay = bool(linear_decay)
-        self._initial_lrs: list[float] | None = None
+        self._init_schedules(linear_decay)  # lr and clip, set at the start of each rollout (rollout mode)
         self.ortho_init = bool(ortho_init)
         return self.initial_weights(seed)
 
@@ -340,12 +341,6 @@ class PPOMixin(PPOLoss, NetworkSetup, SeededInit):
             return np.clip(output, *self.action_bounds)
         return int(np.argmax(output))
 
-    def extra_state(self) -> dict[str, Any]:
-        return {"initial_lrs": self._initial_lrs}
-
-    def load_extra_state(self, state: dict[str, Any]) -> None:
-        self._initial_lrs = state.get("initial_lrs")
-
 
 class ReplayMode(PPOMixin):
     """Note_rl's PPO (``PPO(n_steps=None)``, the backend's ``PPO.Replay``): per update, on a batch of
@@ -372,6 +367,12 @@ class ReplayMode(PPOMixin):
             raise ValueError(f"{type(self).__name__} with Box actions ({space}) trains on rollouts: give n_steps "
                              "(n_steps=None, Note_rl's replay mode, is for discrete actions)")
         return super()._setup_actions(action_dim, log_std_init)
+
+    @property
+    def schedules(self) -> dict[str, Any]:
+        """None: ``linear_decay`` schedules rollouts (their lr and clip at each rollout's start); replay
+        mode has no rollouts and never decayed."""
+        return {}
 
     def update_loss(self) -> Any:
         return self.__call__
@@ -441,15 +442,11 @@ class RolloutMode(PPOMixin):
         return self._critic()(obs)[:, 0].astype(np.float32)
 
     def on_rollout_start(self, progress_remaining: float) -> None:
-        """Linear decay of learning rate(s) and clip range (rl-zoo's ``lin_`` schedules)."""
-        policy = self.policy
-        if self.continuous and policy is not None and not isinstance(policy, SoftmaxPolicy):
+        """Refuse a policy the Gaussian actor cannot use (the lr and clip schedules of
+        ``linear_decay`` are set by the loop right after)."""
+        if self.continuous and self.policy is not None and not isinstance(self.policy, SoftmaxPolicy):
             raise ValueError(f"{type(self).__name__} samples Box actions from its Gaussian policy; "
-                             f"policy={type(policy).__name__} applies to discrete actions only")
-        if not self.linear_decay:
-            return
-        decay_lrs(self, progress_remaining)
-        self.backend.assign(self.clip, self.clip_init * progress_remaining)
+                             f"policy={type(self.policy).__name__} applies to discrete actions only")
 
 
 # inspect.signature(PPO) reads __new__ before __init__: let it show the constructor's arguments

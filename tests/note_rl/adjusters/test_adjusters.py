@@ -55,6 +55,9 @@ class FakeBuffer:
 
 
 class FakeAgent:
+    # an agent's run context (note_rl.core.run_context.current) under the old name, as RLBase keeps it
+    _trainer = property(lambda self: self._run, lambda self, value: setattr(self, "_run", value))
+
     def __init__(self, buffer=None):
         self.backend = FakeBackend()
         self.optimizer = [{"lr": 1e-3, "weight_decay": 1e-2, "beta1": 0.9, "beta2": 0.99},

@@ -363,6 +363,29 @@ def test_per_episode_lr_grows_only_after_episodes_that_trained() -> None:
     assert agent.stop_training and agent.optimizer.param_groups[0]["lr"] == pytest.approx(1e-1)
 
 
+def test_the_range_test_owns_the_lr_over_a_linear_decay_schedule() -> None:
+    """DQN with linear_decay=True (the tuner's default) under an LR range test: every gradient step
+    runs at the test's lr, start_lr * factor**k, not at the decayed one the schedule would set."""
+    import torch
+
+    from note_rl.callbacks import Callback
+
+    agent = _dqn("torch")
+    agent.linear_decay = True
+    agent.optimizer = torch.optim.Adam(agent.param, lr=1e-4)
+    test = LRRangeTest(start_lr=1e-4, end_lr=1e-2, N=40)
+    seen = []
+
+    class Watch(Callback):  # after the range test in the list: the lr the step just ran at, and its k
+        def on_batch_end(self, batch, logs=None):
+            seen.append(agent.optimizer.param_groups[0]["lr"])
+
+    agent.train(agent.optimizer, episodes=50, steps=400, callbacks=[Watch(), test], p=0)
+    assert len(seen) >= 40
+    # the step k ran at start_lr * factor**k; the schedule would have set 1e-4 * progress_remaining
+    assert seen[:40] == pytest.approx([1e-4 * test.factor ** k for k in range(40)])
+
+
 def test_reward_curve_and_collapse_by_hand() -> None:
     from tuner.finders.lr import before_collapse
     from tuner.logs.curves import reward_curve
