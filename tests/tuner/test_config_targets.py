@@ -1,0 +1,94 @@
+"""The study's sampler and pruner are ``_target_`` nodes: every shorthand (``tuner.sampler=tpe``,
+``tuner.pruner=wilcoxon``, ...) resolves to its class with the settings' arguments, a user's own node
+builds and runs a study, and a bad node is one line (exit 2)."""
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from tests.tuner.conftest import TINY, compose_cfg, run_app
+from tuner.common.errors import ConfigError
+from tuner.config.schema import validate
+from tuner.config.untrusted import UntrustedFileError, check_code_refs
+from tuner.study.driver import Driver
+from tuner.study.optimisers import PRUNERS, SAMPLERS, pruner_node, sampler_node
+from tuner.study.settings import make_pruner, make_sampler, tuner_settings
+
+SAMPLER_CLASSES = {"tpe": "TPESampler", "random": "RandomSampler", "cmaes": "CmaEsSampler", "gp": "GPSampler",
+                   "grid": "GridSampler", "qmc": "QMCSampler"}
+PRUNER_CLASSES = {"median": "MedianPruner", "percentile": "PercentilePruner",
+                  "successive_halving": "SuccessiveHalvingPruner", "hyperband": "HyperbandPruner",
+                  "threshold": "ThresholdPruner", "wilcoxon": "WilcoxonPruner", "none": "NopPruner"}
+
+
+@pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")
+@pytest.mark.parametrize("name", sorted(SAMPLER_CLASSES))
+def test_every_sampler_shorthand_is_its_target(name) -> None:
+    assert set(SAMPLERS) == set(SAMPLER_CLASSES)
+    s = tuner_settings({"sampler": name, "sampler_seed": 3, "n_startup_trials": 7})
+    node = sampler_node(s)
+    assert node["_target_"] == f"optuna.samplers.{SAMPLER_CLASSES[name]}" and node["seed"] == 3
+    assert node.get("n_startup_trials", 7) == 7
+    sampler = make_sampler(s, [])
+    assert type(sampler) is getattr(optuna.samplers, SAMPLER_CLASSES[name])
+    if name == "tpe":  # what the name always built: a multivariate TPE with the study's start-up trials
+        assert sampler._multivariate and sampler._n_startup_trials == 7 and not sampler._group
+
+
+@pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")
+@pytest.mark.parametrize("name", sorted(PRUNER_CLASSES))
+def test_every_pruner_shorthand_is_its_target(name) -> None:
+    assert set(PRUNERS) == set(PRUNER_CLASSES)
+    s = tuner_settings({"pruner": name, "n_seeds": 4, "threshold_lower": 1.0, "wilcoxon_p": 0.2,
+                        "n_warmup_steps": 3, "percentile": 40.0})
+    assert pruner_node(s)["_target_"] == f"optuna.pruners.{PRUNER_CLASSES[name]}"
+    pruner = make_pruner(s)
+    assert type(pruner) is getattr(optuna.pruners, PRUNER_CLASSES[name])
+    if name == "wilcoxon":
+        assert pruner._p_threshold == 0.2 and pruner._n_startup_steps == 3
+    if name == "percentile":
+        assert pruner._percentile == 40.0 and pruner._n_warmup_steps == 3
+    if name == "threshold":  # n_warmup_steps was never passed to it: Optuna's default stays
+        assert pruner._lower == 1.0 and pruner._n_warmup_steps == 0
+
+
+def test_a_user_target_sampler_runs_a_tiny_study(tmp_path) -> None:
+    overrides = ["tuner=optuna", "tuner.study_name=own", f"tuner.study_dir={tmp_path}/study", "search=none",
+                 "tuner.report_every=1", "tuner.n_trials=2", "tuner.sampler_seed=4", "tuner.enqueue_defaults=false",
+                 "tuner.sampler={_target_: optuna.samplers.NSGAIISampler, population_size: 2}",
+                 "tuner.pruner={_target_: optuna.pruners.MedianPruner, n_startup_trials: 1}",
+                 "+search.values.agent.gamma='interval(0.9, 0.99)'", *TINY]
+    cfg = validate(compose_cfg(overrides))
+    driver = Driver(cfg, tuner_settings(cfg.tuner), compose_cfg, overrides)
+    sampler = driver.study.sampler
+    assert type(sampler) is optuna.samplers.NSGAIISampler and sampler._population_size == 2
+    assert type(driver.study.pruner) is optuna.pruners.MedianPruner
+    driver.run()
+    assert [t.state for t in driver.study.trials] == [TrialState.COMPLETE] * 2
+    # a trial's saved config names the sampler: read back, Optuna's own classes are data, not code
+    check_code_refs({"tuner": {"sampler": {"_target_": "optuna.samplers.NSGAIISampler"}}}, "config.yaml")
+    with pytest.raises(UntrustedFileError, match="tuner.sampler._target_"):
+        check_code_refs({"tuner": {"sampler": {"_target_": "my_pkg.Sampler"}}}, "config.yaml")
+
+
+@pytest.mark.parametrize("node,message", [
+    ({"sampler": "bogus"}, "tuner.sampler: 'bogus' is not one of tpe, random, cmaes, gp, grid, qmc"),
+    ({"pruner": "bogus"}, "tuner.pruner: 'bogus' is not one of median, percentile"),
+    ({"sampler": {"_target_": "optuna.samplers.Nope"}}, "tuner.sampler._target_: cannot import"),
+    ({"sampler": {"_target_": "optuna.pruners.NopPruner"}}, "tuner.sampler._target_: optuna.pruners.NopPruner is not"),
+    ({"pruner": {"_target_": "optuna.pruners.MedianPruner", "seed": 1}}, "tuner.pruner.seed: not an argument"),
+    ({"sampler": {"seed": 1}}, "tuner.sampler: {'seed': 1} is neither a name"),
+])
+def test_bad_sampler_or_pruner_names_the_key(node, message) -> None:
+    with pytest.raises(ConfigError) as err:
+        tuner_settings(node)
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+def test_a_bad_target_is_one_line_exit_2(tmp_path) -> None:
+    out = run_app(["tuner=optuna", "tuner.sampler={_target_: optuna.samplers.NoSuchSampler}"], cwd=str(tmp_path),
+                  check=False)
+    assert out.returncode == 2
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert out.stderr.startswith("error: tuner.sampler._target_: cannot import 'optuna.samplers.NoSuchSampler'")
+    assert not (tmp_path / "studies").exists()
