@@ -92,3 +92,82 @@ def test_a_bad_target_is_one_line_exit_2(tmp_path) -> None:
     assert len(out.stderr.strip().splitlines()) == 1
     assert out.stderr.startswith("error: tuner.sampler._target_: cannot import 'optuna.samplers.NoSuchSampler'")
     assert not (tmp_path / "studies").exists()
+
+
+# -- the adjuster and the loggers ---------------------------------------------------------------
+@pytest.mark.parametrize("overrides,cls", [
+    (["adjuster=ess", "buffer=prioritized"], "ESSAdjuster"),
+    (["adjuster=gns"], "GNSAdjuster"),
+    (["adjuster.kind=ess", "buffer=prioritized", "+adjuster.every=5"], "ESSAdjuster"),  # the kind shorthand
+    (["adjuster.kind=gns"], "GNSAdjuster"),
+    (["adjuster=none"], None),
+])
+def test_every_adjuster_shorthand_is_its_target(overrides, cls) -> None:
+    from omegaconf import OmegaConf
+
+    import note_rl.adjusters
+    from tuner.config.adjuster import build_adjuster
+
+    cfg = validate(compose_cfg(["agent=dqn", *TINY, *overrides]))
+    node = OmegaConf.to_container(cfg.adjuster, resolve=True)
+    adjuster = build_adjuster(node)
+    if cls is None:
+        assert adjuster is None
+        return
+    assert type(adjuster) is getattr(note_rl.adjusters, cls)
+    if "_target_" in node:  # the group's option names its class
+        assert node["_target_"] == f"note_rl.adjusters.{cls}"
+
+
+def test_a_user_adjuster_class_is_built_from_the_same_form() -> None:
+    from omegaconf import OmegaConf
+
+    from tests.tuner.my_adjuster import SlowGNS
+    from tuner.config.adjuster import build_adjuster
+
+    cfg = validate(compose_cfg(["agent=dqn", *TINY, "adjuster=gns", "adjuster._target_=tests.tuner.my_adjuster.SlowGNS",
+                                "+adjuster.slowdown=3"]))
+    adjuster = build_adjuster(OmegaConf.to_container(cfg.adjuster, resolve=True))
+    assert type(adjuster) is SlowGNS and adjuster.slowdown == 3 and adjuster.every == 100
+    assert adjuster.active == ("batch", "lr")  # <name>_params reach the constructor as params
+
+
+@pytest.mark.parametrize("overrides,message", [
+    (["adjuster=gns", "adjuster._target_=tests.tuner.nowhere.Adjuster"], "adjuster._target_: cannot import"),
+    (["adjuster=gns", "adjuster._target_=note_rl.buffers.ReplayBuffer"], "adjuster._target_: ReplayBuffer is not an adjuster"),
+    (["adjuster=gns", "+adjuster.tagret_noise=1"], "adjuster: adjuster kind 'gns': unknown keys ['tagret_noise']"),
+    (["adjuster=ess"], "adjuster.kind: ess needs buffer=prioritized"),
+    (["logger=csv", "+logger.kinds.mine={_target_: tests.tuner.nowhere.Logger}"], "logger.kinds.mine._target_: cannot import"),
+    (["logger=csv", "+logger.kinds.mine={_target_: tuner.logs.file_loggers.CsvCallback, every: 3}"],
+     "logger.kinds.mine.every: not an argument of tuner.logs.file_loggers.CsvCallback"),
+])
+def test_bad_adjuster_or_logger_names_the_key(overrides, message) -> None:
+    with pytest.raises(ConfigError) as err:
+        validate(compose_cfg(["agent=dqn", *TINY, *overrides]))
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("overrides,classes", [
+    (["logger=[console,csv]"], ["CsvCallback"]),
+    (["logger=[wandb,csv,tensorboard]"], ["WandbCallback", "CsvCallback", "TensorboardCallback"]),
+    (["logger=console"], []),
+    (["logger=none"], []),
+    # a logger of the user's own beside the project's: built with the run's config and dir
+    (["logger=csv", "+logger.kinds.mine={_target_: tests.tuner.my_adjuster.RecordingLogger, label: x}"],
+     ["CsvCallback", "RecordingLogger"]),
+])
+def test_every_logger_shorthand_is_its_target(tmp_path, overrides, classes) -> None:
+    pytest.importorskip("tensorboardX")
+    from omegaconf import OmegaConf
+
+    from tuner.config.loggers import LOGGERS, logger_node
+    from tuner.run.build import logger_callbacks
+
+    cfg = OmegaConf.to_container(validate(compose_cfg(["agent=dqn", *TINY, *overrides])), resolve=True)
+    callbacks = logger_callbacks(cfg, str(tmp_path))
+    assert [type(c).__name__ for c in callbacks] == classes
+    for name in cfg["logger"]["kinds"]:
+        if name in LOGGERS and LOGGERS[name]:
+            assert logger_node(cfg["logger"], name) == {"_target_": LOGGERS[name]}
+    if "RecordingLogger" in classes:
+        assert callbacks[-1].run_dir == str(tmp_path) and callbacks[-1].label == "x" and callbacks[-1].cfg is cfg

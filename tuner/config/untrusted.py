@@ -30,7 +30,7 @@ MAX_YAML_BYTES = 4 * 2**20  # a resolved run config is a few KB
 MAX_DEPTH = 64  # a run config nests ~5 deep
 
 #: modules whose public classes (their ``__all__``) a read-back config may name with ``_target_``
-TARGET_MODULES = ("note_rl.buffers", "note_rl.policy", "note_rl.noise", "note_rl.optim",
+TARGET_MODULES = ("note_rl.buffers", "note_rl.policy", "note_rl.noise", "note_rl.optim", "note_rl.adjusters",
                   # a study's sampler / pruner node (tuner.sampler: {_target_: optuna.samplers.NSGAIISampler}) is
                   # saved with its trials' configs; Optuna's own classes run no code a file could choose
                   "optuna.samplers", "optuna.pruners")
