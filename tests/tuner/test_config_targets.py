@@ -171,3 +171,14 @@ def test_every_logger_shorthand_is_its_target(tmp_path, overrides, classes) -> N
             assert logger_node(cfg["logger"], name) == {"_target_": LOGGERS[name]}
     if "RecordingLogger" in classes:
         assert callbacks[-1].run_dir == str(tmp_path) and callbacks[-1].label == "x" and callbacks[-1].cfg is cfg
+
+
+def test_saved_configs_may_name_note_rls_adjusters_only() -> None:
+    """A run dir's config now names its adjuster's class: read back (eval, resume, reevaluate), note_rl's
+    own are data; a user's class needs trust_code=true, as a user's agent does."""
+    check_code_refs({"adjuster": {"_target_": "note_rl.adjusters.ESSAdjuster", "kind": "ess"}}, "config.yaml")
+    with pytest.raises(UntrustedFileError, match="adjuster._target_"):
+        check_code_refs({"adjuster": {"_target_": "tests.tuner.my_adjuster.SlowGNS"}}, "config.yaml")
+    with pytest.raises(UntrustedFileError, match="logger.kinds.mine._target_"):
+        check_code_refs({"logger": {"kinds": {"mine": {"_target_": "tests.tuner.my_adjuster.RecordingLogger"}}}},
+                        "config.yaml")

@@ -91,6 +91,9 @@ def tuner_settings(node: Any) -> TunerSettings:
     s: TunerSettings = OmegaConf.to_object(merged)  # type: ignore[assignment]
     check_optimisers(s)  # each a name or a _target_ node that builds
     wilcoxon = target_of("pruner", s.pruner) == WILCOXON
+    # the checks of tuner.wilcoxon_p / tuner.threshold_lower apply where the pruner is a name: a node of
+    # the user's own carries its own p_threshold / lower
+    by_name = isinstance(s.pruner, str)
     checks = [
         (s.direction in ("maximize", "minimize"), f"tuner.direction: {s.direction!r} must be maximize or minimize"),
         (_aggregation_ok(s.aggregation),
@@ -99,7 +102,7 @@ def tuner_settings(node: Any) -> TunerSettings:
          f"tuner.pruner: wilcoxon compares a trial with the best one seed by seed; it needs tuner.n_seeds >= 2 "
          f"(or tuner.seeds.tuning with two seeds or more), got {_n_seeds(s)}"),
         (0.0 < s.wilcoxon_p < 1.0, f"tuner.wilcoxon_p: must be in (0, 1), got {s.wilcoxon_p}"),
-        (not wilcoxon or not isinstance(s.pruner, str) or not 0.0 < s.wilcoxon_p < 1.0 or _n_seeds(s) >= wilcoxon_seeds(s.wilcoxon_p),
+        (not wilcoxon or not by_name or not 0.0 < s.wilcoxon_p < 1.0 or _n_seeds(s) >= wilcoxon_seeds(s.wilcoxon_p),
          f"tuner.pruner: wilcoxon can never prune with {_n_seeds(s)} seeds at tuner.wilcoxon_p={s.wilcoxon_p:g} "
          f"(the smallest one-sided p-value of n paired seeds is 1/2**n, {0.5 ** _n_seeds(s):g} here); use "
          f"tuner.n_seeds >= {wilcoxon_seeds(s.wilcoxon_p)} or a larger tuner.wilcoxon_p"),
@@ -120,7 +123,7 @@ def tuner_settings(node: Any) -> TunerSettings:
         (s.max_total_trials is None or s.max_total_trials > 0, "tuner.max_total_trials: must be > 0"),
         (s.trial_timeout is None or s.trial_timeout > 0, "tuner.trial_timeout: must be > 0"),
         (s.trial_memory_mb is None or s.trial_memory_mb > 0, "tuner.trial_memory_mb: must be > 0"),
-        (target_of("pruner", s.pruner) != THRESHOLD or not isinstance(s.pruner, str) or s.threshold_lower is not None,
+        (target_of("pruner", s.pruner) != THRESHOLD or not by_name or s.threshold_lower is not None,
          "tuner.threshold_lower: the threshold pruner needs a lower bound"),
         (bool(s.study_name), "tuner.study_name: must not be empty"),
         # the study dir is derived from the name: it must stay inside studies/
