@@ -140,6 +140,7 @@ def test_a_user_adjuster_class_is_built_from_the_same_form() -> None:
     (["logger=csv", "+logger.kinds.mine={_target_: tests.tuner.nowhere.Logger}"], "logger.kinds.mine._target_: cannot import"),
     (["logger=csv", "+logger.kinds.mine={_target_: tuner.logs.file_loggers.CsvCallback, every: 3}"],
      "logger.kinds.mine.every: not an argument of tuner.logs.file_loggers.CsvCallback"),
+    (["logger=csv", "logger.kinds.csv=[1]"], "logger.kinds.csv: expected true, false or a {_target_: ...} node"),
 ])
 def test_bad_adjuster_or_logger_names_the_key(overrides, message) -> None:
     with pytest.raises(ConfigError) as err:

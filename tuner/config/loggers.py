@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
+from omegaconf.errors import ValidationError
+
 from ..common.errors import ConfigError
 from .bounds import LOGGER_KINDS
 from .targets import TargetError, check_node, import_target
@@ -37,7 +39,7 @@ def selected(logger: Mapping[str, Any] | None) -> list[str]:
     :data:`LOGGERS` order, then the user's own in the config's order."""
     logger = logger or {}
     kinds = dict(logger.get("kinds") or {})
-    chosen = [k for k, on in kinds.items() if on]
+    chosen = [k for k, on in kinds.items() if _on(on)]
     if logger.get("name") not in (None, "none"):
         chosen.append(str(logger["name"]))
     return [k for k in LOGGERS if k in chosen] + [k for k in dict.fromkeys(chosen) if k not in LOGGERS]
@@ -71,3 +73,27 @@ def check_loggers(logger: Mapping[str, Any]) -> None:
                 raise ConfigError(str(exc)) from None
         elif kind not in LOGGERS:
             raise ConfigError(f"{key}: {kind!r} is not one of {', '.join(LOGGERS)}")
+        else:
+            try:
+                _switch(value)
+            except ValidationError:
+                raise ConfigError(f"{key}: expected true, false or a {{_target_: ...}} node, got {value!r}") from None
+
+
+def _switch(value: Any) -> bool:
+    """An entry that is not a node as OmegaConf reads a bool (``true``, ``1``, ``"off"``, ...): what a
+    ``dict[str, bool]`` schema accepted before an entry could be a node."""
+    from omegaconf.nodes import BooleanNode
+
+    return bool(BooleanNode(value=value)._value())
+
+
+def _on(value: Any) -> bool:
+    """Whether a ``kinds`` entry selects its logger (a node does; a value that is no bool, refused by
+    :func:`check_loggers`, counts as Python reads it)."""
+    if isinstance(value, Mapping):
+        return True
+    try:
+        return _switch(value)
+    except ValidationError:
+        return bool(value)
