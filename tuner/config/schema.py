@@ -25,12 +25,14 @@ from note_rl.utils import machine_memory_bytes
 
 from ..common.errors import ConfigError
 from .agent_confs import AGENT_CONTEXT, BUILTIN_AGENTS, AgentCommon, DQNConf, builtin_target
-from .bounds import AT_MOST, CHOICES, LOGGER_KINDS, NON_NEGATIVE, POSITIVE, UNIT, bound_violation
+from .bounds import AT_MOST, CHOICES, NON_NEGATIVE, POSITIVE, UNIT, bound_violation
 from .env_check import check_env as check_env_of  # user code (env.module, ...) in a child
 from .feature_check import check_features
 from .memory import check_replay_memory
 from .network_check import check_network
 from .strategy_check import check_strategy
+from .adjuster import adjuster_label, build_adjuster
+from .loggers import check_loggers
 from .targets import TargetError, check_node, import_target, signature_schema
 
 __all__ = ["Config", "validate", "register", "init_model_path"]
@@ -119,7 +121,8 @@ class LoggerConf:
     ``logger=[wandb,csv]`` merges both configs, so their maps add up (``logger.kinds.csv=true`` adds one)."""
 
     name: str = "console"
-    kinds: dict[str, bool] = field(default_factory=dict)
+    # name -> true (the project's logger of that name) or a {_target_: ...} node (tuner/config/loggers.py)
+    kinds: dict[str, Any] = field(default_factory=dict)
     p: int = 10
     project: str = "note-rl-tuner"
     entity: Optional[str] = None
@@ -186,7 +189,9 @@ class ConfigBase:
     buffer: BufferConf = field(default_factory=BufferConf)
     strategy: StrategyConf = field(default_factory=StrategyConf)
     env: EnvConf = field(default_factory=EnvConf)
-    adjuster: dict[str, Any] = field(default_factory=lambda: {"kind": "none"})
+    # a _target_ node (conf/adjuster/*.yaml) or the kind shorthand; empty: none (a default kind would be
+    # merged into every _target_ node)
+    adjuster: dict[str, Any] = field(default_factory=dict)
     logger: LoggerConf = field(default_factory=LoggerConf)
     tuner: dict[str, Any] = field(default_factory=lambda: {"name": "none"})
     search: SearchConf = field(default_factory=SearchConf)
@@ -476,12 +481,10 @@ def init_model_path(value: str) -> str:
 
 
 def _check_loggers(cfg: DictConfig) -> None:
-    """``logger.kinds`` names known loggers; ``tensorboard`` has its writer (an extra) installed."""
+    """``logger.kinds`` names known loggers or nodes that build; ``tensorboard`` has its writer (an extra) installed."""
     import importlib.util
 
-    for kind in cfg.logger.kinds:
-        if kind not in LOGGER_KINDS:
-            raise ConfigError(f"logger.kinds.{kind}: {kind!r} is not one of {', '.join(LOGGER_KINDS)}")
+    check_loggers(OmegaConf.to_container(cfg.logger, resolve=True))
     if (cfg.logger.kinds.get("tensorboard") or cfg.logger.name == "tensorboard") and \
             importlib.util.find_spec("tensorboardX") is None:
         raise ConfigError("logger: tensorboard needs tensorboardX, which is not installed: pip install "
@@ -503,19 +506,20 @@ def _check_rollout_budget(cfg: DictConfig) -> None:
 
 
 def _check_adjuster(cfg: DictConfig) -> None:
-    from note_rl.adjusters import make_adjuster  # numpy only
+    """The adjuster builds (:func:`tuner.config.adjuster.build_adjuster`), an ESS one has replay priorities
+    to measure, and the agent trains from replay."""
+    from note_rl.adjusters import ESSAdjuster  # numpy only
 
-    spec = OmegaConf.to_container(cfg.adjuster, resolve=True)
-    try:
-        make_adjuster(spec)
-    except (ValueError, TypeError) as exc:
-        raise ConfigError(f"adjuster: {str(exc).splitlines()[0]}") from None
-    if spec.get("kind") == "ess" and cfg.buffer.name != "prioritized":
-        raise ConfigError("adjuster.kind: ess needs buffer=prioritized (the ESS of replay priorities)")
+    adjuster = build_adjuster(OmegaConf.to_container(cfg.adjuster, resolve=True))
+    if adjuster is None:
+        return
+    label = adjuster_label(adjuster)
+    if isinstance(adjuster, ESSAdjuster) and cfg.buffer.name != "prioritized":
+        raise ConfigError(f"adjuster.kind: {label} needs buffer=prioritized (the ESS of replay priorities)")
     rollout = OmegaConf.select(cfg, "agent.n_steps")
-    if spec.get("kind") not in (None, "none") and rollout:
+    if rollout:
         hint = " (agent.n_steps=null trains PPO Note_rl-style, from the replay buffer)" if cfg.agent.name == "ppo" else ""
-        raise ConfigError(f"adjuster={spec.get('kind')}: adjusters tune replay training; agent={cfg.agent.name} with "
+        raise ConfigError(f"adjuster={label}: adjusters tune replay training; agent={cfg.agent.name} with "
                           f"agent.n_steps={rollout} trains on rollouts{hint}")
 
 

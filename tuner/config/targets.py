@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping, Optional
 
 from hydra.utils import get_class, get_method, instantiate
 
-__all__ = ["TargetError", "import_target", "signature_schema", "constructor_kwargs", "build",
+__all__ = ["TargetError", "import_target", "signature_schema", "constructor_kwargs", "build", "construct",
            "check_node"]
 
 _SIMPLE = (int, float, bool, str)
@@ -135,6 +135,17 @@ def build(node: Mapping[str, Any], drop: Iterable[str] = (), partial: bool = Fal
     kwargs = constructor_kwargs(target, values, context)
     return instantiate({"_target_": node["_target_"], **({"_partial_": True} if partial else {})},
                        **kwargs)
+
+
+def construct(node: Mapping[str, Any], **context: Any) -> Any:
+    """``node``'s class called with the node's arguments and the ``context`` ones its constructor takes
+    (a node's own key wins).  Unlike :func:`build`, the arguments reach the constructor as plain dicts and
+    lists, not OmegaConf containers (a library such as Optuna copies and type-checks them); nested
+    ``_target_`` nodes among them are built by Hydra first."""
+    target = import_target(node["_target_"])
+    args = instantiate({k: v for k, v in node.items() if not k.startswith("_")}, _convert_="all")
+    context = {k: v for k, v in context.items() if k not in args}
+    return target(**constructor_kwargs(target, args, context))
 
 
 def check_node(node: Mapping[str, Any], key: str, skip: Iterable[str] = ()) -> None:

@@ -30,7 +30,10 @@ MAX_YAML_BYTES = 4 * 2**20  # a resolved run config is a few KB
 MAX_DEPTH = 64  # a run config nests ~5 deep
 
 #: modules whose public classes (their ``__all__``) a read-back config may name with ``_target_``
-TARGET_MODULES = ("note_rl.buffers", "note_rl.policy", "note_rl.noise", "note_rl.optim")
+TARGET_MODULES = ("note_rl.buffers", "note_rl.policy", "note_rl.noise", "note_rl.optim", "note_rl.adjusters",
+                  # a study's sampler / pruner node (tuner.sampler: {_target_: optuna.samplers.NSGAIISampler}) is
+                  # saved with its trials' configs; Optuna's own classes run no code a file could choose
+                  "optuna.samplers", "optuna.pruners")
 #: backend modules of the built-in agents (``note_rl.agents.<backend>.<DQN|PPO|...>``, the path configs
 #: and saved runs use) and the per-algorithm files behind them (``note_rl.agents.<algo>.<torch|keras>.<Algo>``)
 AGENT_BACKENDS = ("torch", "keras", "tf")
@@ -172,7 +175,7 @@ def _builtin(key: str, ref: str) -> bool:
             return backend in AGENT_FILES and name in BUILTIN_AGENTS and folder == name.lower()
         return backend in AGENT_BACKENDS and name in BUILTIN_AGENTS
     if module in TARGET_MODULES:
-        public = getattr(importlib.import_module(module), "__all__", ())  # our own modules: safe to import
+        public = getattr(importlib.import_module(module), "__all__", ())  # fixed modules: safe to import
         return name in public
     return False
 

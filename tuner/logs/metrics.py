@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from ..config.bounds import LOGGER_KINDS as KINDS
+from ..config.loggers import selected
 
 __all__ = ["RowMaker", "number", "hparams", "eval_row", "logger_kinds", "KINDS"]
 
@@ -21,14 +22,11 @@ _COUNTERS = ("env_steps", "batch_counter")
 
 
 def logger_kinds(logger: dict[str, Any] | None) -> list[str]:
-    """The loggers a ``logger`` config node selects, in :data:`KINDS` order: every ``kinds`` entry
-    set true (``logger=[wandb,csv]`` merges both configs, so their ``kinds`` maps add up) plus
-    ``name`` (configs written before ``kinds`` existed, and the finders' Python-API options)."""
-    logger = logger or {}
-    chosen = {k for k, on in (logger.get("kinds") or {}).items() if on}
-    if logger.get("name") not in (None, "none"):
-        chosen.add(str(logger["name"]))
-    return [k for k in KINDS if k in chosen]
+    """The loggers a ``logger`` config node selects, in :data:`KINDS` order (then any of the user's own):
+    every ``kinds`` entry set true or to a ``_target_`` node (``logger=[wandb,csv]`` merges both configs,
+    so their ``kinds`` maps add up) plus ``name`` (configs written before ``kinds`` existed, and the
+    finders' Python-API options); see :mod:`tuner.config.loggers`."""
+    return selected(logger)
 
 
 def number(value: Any) -> float | None:

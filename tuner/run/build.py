@@ -11,10 +11,12 @@ from typing import Any
 from note_rl.backends import get_backend
 
 from ..common.errors import ConfigError
+from ..config.adjuster import build_adjuster
 from ..config.agent_confs import AGENT_SETTINGS
 from ..config.envs import make_env
 from ..config.schema import check_agent_backend
-from ..config.targets import build, import_target
+from ..config.loggers import logger_node
+from ..config.targets import build, construct, import_target
 from ..logs.metrics import logger_kinds
 
 __all__ = ["build_agent", "build_optimizer", "train_kwargs", "logger_callbacks", "set_threads", "attach_adjuster",
@@ -136,29 +138,20 @@ def train_kwargs(cfg: dict[str, Any]) -> dict[str, Any]:
 
 def logger_callbacks(cfg: dict[str, Any], run_dir: str | None, meta: dict[str, Any] | None = None,
                      pruned: Any = None) -> list[Any]:
-    """Callbacks of the loggers ``cfg['logger']`` selects (:func:`tuner.logs.metrics.logger_kinds`): a
-    :class:`tuner.logs.wandb_logger.WandbCallback` for ``wandb`` (wandb is imported only then; ``meta``
-    names the run), :class:`tuner.logs.file_loggers.CsvCallback` for ``csv`` and
-    :class:`~tuner.logs.file_loggers.TensorboardCallback` for ``tensorboard``; ``console`` / ``none``
-    print through ``p`` only."""
-    kinds = logger_kinds(cfg["logger"])
-    out: list[Any] = []
-    if "wandb" in kinds:
-        from ..logs.wandb_logger import WandbCallback
-
-        out.append(WandbCallback(cfg, run_dir, meta, pruned=pruned))
-    if "csv" in kinds or "tensorboard" in kinds:
-        from ..logs.file_loggers import CsvCallback, TensorboardCallback
-
-        out += [cls(cfg, run_dir) for kind, cls in (("csv", CsvCallback), ("tensorboard", TensorboardCallback))
-                if kind in kinds]
-    return out
+    """Callbacks of the loggers ``cfg['logger']`` selects (:func:`tuner.logs.metrics.logger_kinds`), each
+    built from its ``_target_`` (:mod:`tuner.config.loggers`: ``wandb`` is a
+    :class:`tuner.logs.wandb_logger.WandbCallback`, wandb imported only then, ``meta`` naming the run;
+    ``csv`` / ``tensorboard`` the :mod:`tuner.logs.file_loggers` callbacks; a node of the user's own its
+    class) with the ``cfg``, ``run_dir``, ``meta`` and ``pruned`` its constructor takes; ``console`` /
+    ``none`` print through ``p`` only."""
+    context = {"cfg": cfg, "run_dir": run_dir, "meta": meta, "pruned": pruned}
+    nodes = [logger_node(cfg["logger"], name) for name in logger_kinds(cfg["logger"])]
+    return [construct(node, **context) for node in nodes if node is not None]
 
 
 def attach_adjuster(agent: Any, cfg: dict[str, Any]) -> None:
-    spec = cfg.get("adjuster") or {}
-    if spec.get("kind", "none") == "none":
-        return
-    from note_rl.adjusters import make_adjuster  # provided by the adjusters package
-
-    agent.adjuster = make_adjuster(dict(spec))
+    """The adjuster of ``cfg['adjuster']`` (its ``_target_``, or the ``kind`` shorthand of older configs),
+    attached to the agent; none for ``kind: none``."""
+    adjuster = build_adjuster(cfg.get("adjuster"))
+    if adjuster is not None:
+        agent.adjuster = adjuster

@@ -44,6 +44,7 @@ from .runner import (
 )
 from .best_config import group_choices
 from .gpus import GpuPlacer, Placement, visible_gpus
+from .optimisers import WILCOXON, is_grid, target_of
 from .settings import TunerSettings, make_pruner, make_sampler
 from .storage import (StudyLock, check_journal, describe, journal_path, make_storage, root_cause, shares_journal,
                       storage_key)
@@ -235,7 +236,7 @@ class Driver:
         return TrialSpec(trial=trial.number, backend=plain["backend"]["name"], run_dir=run_dir,
                          configs=configs, report_every=self.s.report_every,
                          aggregation=self.s.aggregation, memory_mb=self.s.trial_memory_mb,
-                         instances=self.s.pruner == "wilcoxon",
+                         instances=target_of("pruner", self.s.pruner) == WILCOXON,
                          log_path=os.path.join(run_dir, "trial.log"),
                          wandb=trial_meta(self.s.study_name, trial.number, trial.params),
                          gpus=placement.visible if placement else None,
@@ -268,7 +269,7 @@ def _show(d: optuna.distributions.BaseDistribution) -> str:
 
 
 def enqueue_known_good(study: optuna.Study, space: list, cfg: DictConfig, enqueue: list | None,
-                       enqueue_defaults: bool, sampler: str, prefix: str) -> None:
+                       enqueue_defaults: bool, sampler: Any, prefix: str) -> None:
     """Known-good trials first: ``enqueue``'s parameter sets, then (a new study only) the config's
     own values as trial 0 (``enqueue_defaults``; not with the grid sampler, which enumerates every
     point itself, so an enqueued one would run twice).  Optuna runs waiting trials before sampling.
@@ -279,7 +280,7 @@ def enqueue_known_good(study: optuna.Study, space: list, cfg: DictConfig, enqueu
         if unknown:
             raise ConfigError(f"{prefix}.enqueue: {sorted(unknown)[0]} is not a searched parameter")
         study.enqueue_trial(dict(params), user_attrs={"enqueued": f"{prefix}.enqueue"}, skip_if_exists=True)
-    if fresh and enqueue_defaults and sampler != "grid":
+    if fresh and enqueue_defaults and not is_grid(sampler):
         params = default_params(space, cfg)
         if params:
             study.enqueue_trial(params, user_attrs={"enqueued": "defaults"}, skip_if_exists=True)

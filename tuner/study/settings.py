@@ -13,6 +13,7 @@ from omegaconf.errors import OmegaConfBaseException
 from ..common.errors import ConfigError
 from ..config.search import Param
 from .identity import RESUME_MODES
+from .optimisers import THRESHOLD, WILCOXON, build_pruner, build_sampler, check_optimisers, target_of
 from .protocol import SeedSettings, check_seeds
 from .reevaluate import ReevalSettings, check_reeval
 from .gpus import check_gpus_per_trial
@@ -20,9 +21,7 @@ from .storage import check_storage
 
 __all__ = ["TunerSettings", "tuner_settings", "make_sampler", "make_pruner"]
 
-SAMPLERS = ("tpe", "random", "cmaes", "gp", "grid", "qmc")
 LAUNCHERS = ("local", "submitit_local", "submitit_slurm", "ray")
-PRUNERS = ("median", "percentile", "successive_halving", "hyperband", "threshold", "wilcoxon", "none")
 
 
 @dataclass
@@ -31,10 +30,12 @@ class TunerSettings:
     study_name: str = "study"
     study_dir: str = "studies/study"
     storage: Optional[str] = None
-    sampler: str = "tpe"
+    # a name (tpe, random, cmaes, gp, grid, qmc) or a {_target_: optuna.samplers.<Class>, ...} node
+    # (tuner/study/optimisers.py); the same for the pruner
+    sampler: Any = "tpe"
     sampler_seed: Optional[int] = None
     n_startup_trials: int = 5
-    pruner: str = "median"
+    pruner: Any = "median"
     n_warmup_steps: int = 2
     percentile: float = 25.0
     threshold_lower: Optional[float] = None
@@ -88,17 +89,20 @@ def tuner_settings(node: Any) -> TunerSettings:
         key = getattr(exc, "full_key", None) or "tuner"
         raise ConfigError(f"tuner.{key}: {str(getattr(exc, 'msg', exc)).splitlines()[0]}") from None
     s: TunerSettings = OmegaConf.to_object(merged)  # type: ignore[assignment]
+    check_optimisers(s)  # each a name or a _target_ node that builds
+    wilcoxon = target_of("pruner", s.pruner) == WILCOXON
+    # the checks of tuner.wilcoxon_p / tuner.threshold_lower apply where the pruner is a name: a node of
+    # the user's own carries its own p_threshold / lower
+    by_name = isinstance(s.pruner, str)
     checks = [
-        (s.sampler in SAMPLERS, f"tuner.sampler: {s.sampler!r} is not one of {', '.join(SAMPLERS)}"),
-        (s.pruner in PRUNERS, f"tuner.pruner: {s.pruner!r} is not one of {', '.join(PRUNERS)}"),
         (s.direction in ("maximize", "minimize"), f"tuner.direction: {s.direction!r} must be maximize or minimize"),
         (_aggregation_ok(s.aggregation),
          f"tuner.aggregation: {s.aggregation!r} must be mean, median, min or a lower quantile q<percent> (q25)"),
-        (s.pruner != "wilcoxon" or _n_seeds(s) >= 2,
+        (not wilcoxon or _n_seeds(s) >= 2,
          f"tuner.pruner: wilcoxon compares a trial with the best one seed by seed; it needs tuner.n_seeds >= 2 "
          f"(or tuner.seeds.tuning with two seeds or more), got {_n_seeds(s)}"),
         (0.0 < s.wilcoxon_p < 1.0, f"tuner.wilcoxon_p: must be in (0, 1), got {s.wilcoxon_p}"),
-        (s.pruner != "wilcoxon" or not 0.0 < s.wilcoxon_p < 1.0 or _n_seeds(s) >= wilcoxon_seeds(s.wilcoxon_p),
+        (not wilcoxon or not by_name or not 0.0 < s.wilcoxon_p < 1.0 or _n_seeds(s) >= wilcoxon_seeds(s.wilcoxon_p),
          f"tuner.pruner: wilcoxon can never prune with {_n_seeds(s)} seeds at tuner.wilcoxon_p={s.wilcoxon_p:g} "
          f"(the smallest one-sided p-value of n paired seeds is 1/2**n, {0.5 ** _n_seeds(s):g} here); use "
          f"tuner.n_seeds >= {wilcoxon_seeds(s.wilcoxon_p)} or a larger tuner.wilcoxon_p"),
@@ -119,7 +123,7 @@ def tuner_settings(node: Any) -> TunerSettings:
         (s.max_total_trials is None or s.max_total_trials > 0, "tuner.max_total_trials: must be > 0"),
         (s.trial_timeout is None or s.trial_timeout > 0, "tuner.trial_timeout: must be > 0"),
         (s.trial_memory_mb is None or s.trial_memory_mb > 0, "tuner.trial_memory_mb: must be > 0"),
-        (s.pruner != "threshold" or s.threshold_lower is not None,
+        (target_of("pruner", s.pruner) != THRESHOLD or not by_name or s.threshold_lower is not None,
          "tuner.threshold_lower: the threshold pruner needs a lower bound"),
         (bool(s.study_name), "tuner.study_name: must not be empty"),
         # the study dir is derived from the name: it must stay inside studies/
@@ -174,49 +178,10 @@ def _n_seeds(s: TunerSettings) -> int:
 
 
 def make_sampler(s: TunerSettings, space: list[Param]) -> optuna.samplers.BaseSampler:
-    seed, startup = s.sampler_seed, s.n_startup_trials
-    if s.sampler == "tpe":
-        # group=True: a conditional space (search.when) is sampled per group of parameters that occur together
-        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup, multivariate=True,
-                                          group=any(p.when for p in space))
-    if s.sampler == "random":
-        return optuna.samplers.RandomSampler(seed=seed)
-    if s.sampler == "cmaes":
-        return optuna.samplers.CmaEsSampler(seed=seed, n_startup_trials=startup)
-    if s.sampler == "gp":
-        return optuna.samplers.GPSampler(seed=seed, n_startup_trials=startup)
-    if s.sampler == "qmc":
-        return optuna.samplers.QMCSampler(seed=seed)
-    return optuna.samplers.GridSampler(_grid(space), seed=seed)
-
-
-def _grid(space: list[Param]) -> dict[str, list[Any]]:
-    grid: dict[str, list[Any]] = {}
-    for p in space:
-        d = p.distribution
-        if d is None:
-            continue
-        if isinstance(d, optuna.distributions.CategoricalDistribution):
-            grid[p.name] = list(d.choices)
-        elif isinstance(d, optuna.distributions.IntDistribution) and not d.log:
-            grid[p.name] = list(range(d.low, d.high + 1, d.step))
-        else:
-            raise ConfigError(f"search.{p.name}: the grid sampler needs choice() or range() values")
-    return grid
+    """The study's sampler: ``tuner.sampler``'s ``_target_`` node (a name resolves to one), built."""
+    return build_sampler(s, space)
 
 
 def make_pruner(s: TunerSettings) -> optuna.pruners.BasePruner:
-    if s.pruner == "median":
-        return optuna.pruners.MedianPruner(n_startup_trials=s.n_startup_trials, n_warmup_steps=s.n_warmup_steps)
-    if s.pruner == "percentile":
-        return optuna.pruners.PercentilePruner(s.percentile, n_startup_trials=s.n_startup_trials,
-                                               n_warmup_steps=s.n_warmup_steps)
-    if s.pruner == "successive_halving":
-        return optuna.pruners.SuccessiveHalvingPruner()
-    if s.pruner == "hyperband":
-        return optuna.pruners.HyperbandPruner()
-    if s.pruner == "threshold":
-        return optuna.pruners.ThresholdPruner(lower=s.threshold_lower)
-    if s.pruner == "wilcoxon":
-        return optuna.pruners.WilcoxonPruner(p_threshold=s.wilcoxon_p, n_startup_steps=s.n_warmup_steps)
-    return optuna.pruners.NopPruner()
+    """The study's pruner: ``tuner.pruner``'s ``_target_`` node (a name resolves to one), built."""
+    return build_pruner(s)
