@@ -150,7 +150,8 @@ class StudyPlace:
         "the study's name in its storage (each tuner= option's YAML gives its default, e.g. <agent>_<env>)"))
     storage: Optional[str] = setting(None, check=_storage, doc=(
         "null: Optuna's journal file journal.log in the study dir's parent (studies/journal.log, shared by "
-        "the studies there); or a journal path, sqlite:///path.db, postgresql://user:pw@host/db"))
+        "the studies there; a Hydra sweep: a journal of its own in its sweep dir); or a journal path, "
+        "sqlite:///path.db, postgresql://user:pw@host/db (null also reads $OPTUNA_STORAGE)"))
     resume: str = setting("auto", check=_resume, doc=(
         "an existing study defined differently than the command (tuner/study/identity.py): auto refuses it, "
         "force continues it with the command's definition"))
