@@ -26,7 +26,7 @@ from typing import Any, Callable, Optional
 from ..common.errors import ConfigError
 
 __all__ = ["SAMPLERS", "PRUNERS", "RESUME_MODES", "StudyPlace", "StudyFiles", "TrialLimits", "StudySearch",
-           "setting", "redefault", "check_fields", "check_value", "field_doc", "aggregation_ok"]
+           "setting", "redefault", "check_fields", "check_value", "aggregation_ok"]
 
 SAMPLERS = ("tpe", "random", "cmaes", "gp", "grid", "qmc")
 PRUNERS = ("median", "percentile", "successive_halving", "hyperband", "threshold", "wilcoxon", "none")
@@ -52,11 +52,6 @@ def redefault(cls: type, name: str, default: Any) -> Any:
     the subclass when the new default needs a wider one, e.g. ``Optional[int]`` for ``None``)."""
     base: Field = {f.name: f for f in fields(cls)}[name]
     return field(default=default, metadata=dict(base.metadata))
-
-
-def field_doc(cls: type, name: str) -> str:
-    """The doc of setting ``name`` of the settings class ``cls``."""
-    return {f.name: f for f in fields(cls)}[name].metadata.get("doc", "")
 
 
 def check_value(cls: type, name: str, value: Any, prefix: str) -> None:
@@ -116,10 +111,10 @@ def _study_name(v: Any) -> str | None:
 
 
 def _storage(v: Any) -> None:
+    """Raises the storage's own one-line error (it names ``$OPTUNA_STORAGE`` when the value came from it)."""
     from .storage import check_storage  # optuna: imported when a study's settings are checked
 
     check_storage(v)  # before the study dir is created or anything is connected to
-    return None
 
 
 def _resume(v: Any) -> str | None:
