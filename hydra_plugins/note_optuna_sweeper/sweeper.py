@@ -194,22 +194,16 @@ class NoteOptunaSweeper(Sweeper):
             study.set_user_attr(ATTR, defn)
 
     def _check_settings(self) -> None:
-        """``hydra.sweeper.resume`` is a mode, and ``hydra.sweeper.storage`` follows the rules of
-        ``tuner.storage`` (in-memory SQLite, a FIFO or a folder as a journal, an unsupported URL:
-        refused), named as the sweeper's keys."""
-        from tuner.common.errors import ConfigError
-        from tuner.study.identity import RESUME_MODES
-        from tuner.study.storage import check_storage
+        """The study settings the sweeper shares with ``tuner=optuna`` are checked by the same rules
+        (:func:`tuner.study.study_schema.check_fields`: ``n_jobs > 0``, ``resume`` a mode, ``storage`` as
+        ``tuner.storage``: in-memory SQLite, a FIFO or a folder as a journal, an unsupported URL refused),
+        named as the sweeper's keys (``hydra.sweeper.n_jobs``); so is the sampler the sweeper's
+        ``sampler`` (a name or a node) chooses."""
+        from tuner.study.study_schema import StudySearch, check_fields, check_value
 
-        if self.conf.resume not in RESUME_MODES:
-            raise ConfigError(f"hydra.sweeper.resume: {self.conf.resume!r} must be {' or '.join(RESUME_MODES)}")
-        if not self.conf.storage:
-            return
-        try:
-            check_storage(self.conf.storage)
-        except ConfigError as exc:
-            text = str(exc)
-            raise ConfigError("hydra.sweeper.storage" + text[text.index(":"):] if ":" in text else text) from None
+        check_fields(self.conf, "hydra.sweeper")
+        for key, value in zip(("sampler", "sampler_seed", "n_startup_trials"), sampler_choice(self.conf)):
+            check_value(StudySearch, key, value, "hydra.sweeper")
 
     def _enqueue(self, study: "optuna.Study", space: list["Param"], sampler: str) -> None:
         """``hydra.sweeper.enqueue`` and the sweep's own values first (:func:`tuner.study.driver.enqueue_known_good`),

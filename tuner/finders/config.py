@@ -19,8 +19,9 @@ from ..common.errors import ConfigError, error_line
 from ..common.messages import TrialSpec
 from ..config.schema import validate
 from ..logs.results import write_json
-from ..study.identity import ATTR, RESUME_MODES, StudyIdentity
-from ..study.storage import StudyLock, check_storage, describe, make_storage
+from ..study.identity import ATTR, StudyIdentity
+from ..study.storage import StudyLock, describe, make_storage
+from ..study.study_schema import StudyFiles, TrialLimits, check_fields, redefault
 from .lr import LRFinder
 from .parallel import summarise_candidates
 from .runner import Candidate, CandidateMismatch, failure, run_candidates
@@ -31,18 +32,16 @@ Composer = Callable[[list[str]], DictConfig]
 
 
 @dataclass
-class FinderSettings:
+class FinderSettings(TrialLimits, StudyFiles):
+    """``tuner=lr_finder|opt_finder|parallel_finder``: the shared study settings
+    (:mod:`tuner.study.study_schema`: study_name, storage, resume, study_dir, n_jobs, trial_timeout,
+    trial_memory_mb) and the finders' own."""
+
+    # null: the finder's default (opt_finder: 1; parallel_finder: min(candidates, CPU cores))
+    n_jobs: Optional[int] = redefault(TrialLimits, "n_jobs", None)
     name: str = "lr_finder"
-    study_name: str = "finder"
-    study_dir: str = "studies/finder"
-    storage: Optional[str] = None
     episodes: int = 77
     metrics: str = "reward"
-    trial_timeout: Optional[float] = None
-    trial_memory_mb: Optional[int] = None
-    n_jobs: Optional[int] = None
-    # another agent, env, backend or finder in an existing finder study: auto refuses, force continues
-    resume: str = "auto"
     # lr_finder
     N: int = 77
     window_size: int = 7
@@ -66,12 +65,11 @@ def _settings(node: Any) -> FinderSettings:
               (0 < s.start_lr < s.end_lr, f"tuner.start_lr/end_lr: need 0 < start_lr < end_lr, got {s.start_lr}, {s.end_lr}"),
               (s.N > 0, f"tuner.N: must be > 0, got {s.N}"),
               (s.per in ("update", "episode"), f"tuner.per: {s.per!r} must be update or episode"),
-              (s.resume in RESUME_MODES, f"tuner.resume: {s.resume!r} must be {' or '.join(RESUME_MODES)}"),
               (s.name != "parallel_finder" or len(s.candidates) > 0, "tuner.candidates: parallel_finder needs at least one candidate")]
+    check_fields(s, "tuner")  # the shared keys (tuner.n_jobs, tuner.storage, ...) as every study checks them
     for ok, message in checks:
         if not ok:
             raise ConfigError(message)
-    check_storage(s.storage)  # before the study dir is created
     return s
 
 

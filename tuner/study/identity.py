@@ -38,6 +38,7 @@ from omegaconf import DictConfig, OmegaConf
 from ..common.errors import ConfigError
 from ..common.redact import scrub
 from .storage import JOURNAL, describe, journal_path
+from .study_schema import RESUME_MODES  # declared with the resume setting
 
 __all__ = ["IDENTITY_FILE", "ATTR", "RESUME_MODES", "StudyIdentity", "definition", "storage_text",
            "default_variant", "read_record", "dir_owner", "model_identity"]
@@ -45,7 +46,6 @@ __all__ = ["IDENTITY_FILE", "ATTR", "RESUME_MODES", "StudyIdentity", "definition
 IDENTITY_FILE = "study_identity.json"
 IDENTITY_LIMIT = 16 * 2**20  # an identity (or a study.json) is a few KB; a study.json holding many trials less than this
 ATTR = "identity"  # the study's user attribute (optuna-dashboard shows it on the study page)
-RESUME_MODES = ("auto", "force")
 HOW = "start a new study with tuner.study_name=<new> or continue deliberately with tuner.resume=force"
 
 # the config keys that define what a trial trains and how it is scored

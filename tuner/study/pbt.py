@@ -61,6 +61,9 @@ FROZEN = ("agent.hidden_size", "agent.activation", "agent.n_steps", "agent.n_env
 
 @dataclass
 class PbtSettings(TunerSettings):
+    """``tuner=pbt``: the study settings of ``tuner=optuna`` (:class:`TunerSettings`, with the keys every
+    study shares from :mod:`tuner.study.study_schema`) and the population's own."""
+
     population: int = 4
     generations: int = 4
     interval: int = 2000

@@ -12,61 +12,34 @@ from omegaconf.errors import OmegaConfBaseException
 
 from ..common.errors import ConfigError
 from ..config.search import Param
-from .identity import RESUME_MODES
+from .gpus import check_gpus_per_trial
 from .optimisers import THRESHOLD, WILCOXON, build_pruner, build_sampler, check_optimisers, target_of
 from .protocol import SeedSettings, check_seeds
 from .reevaluate import ReevalSettings, check_reeval
-from .gpus import check_gpus_per_trial
-from .storage import check_storage
+from .study_schema import PRUNERS, SAMPLERS, StudyFiles, StudySearch, TrialLimits, check_fields
 
-__all__ = ["TunerSettings", "tuner_settings", "make_sampler", "make_pruner"]
+__all__ = ["TunerSettings", "tuner_settings", "make_sampler", "make_pruner", "SAMPLERS", "PRUNERS"]
 
 LAUNCHERS = ("local", "submitit_local", "submitit_slurm", "ray")
 
 
 @dataclass
-class TunerSettings:
+class TunerSettings(StudySearch, TrialLimits, StudyFiles):
+    """``tuner=optuna``: the shared study settings (:mod:`tuner.study.study_schema`: study_name, storage,
+    resume, study_dir, n_jobs, trial_timeout, trial_memory_mb, sampler ... enqueue) and the driver's own."""
+
     name: str = "optuna"
-    study_name: str = "study"
-    study_dir: str = "studies/study"
-    storage: Optional[str] = None
-    # a name (tpe, random, cmaes, gp, grid, qmc) or a {_target_: optuna.samplers.<Class>, ...} node
-    # (tuner/study/optimisers.py); the same for the pruner
-    sampler: Any = "tpe"
-    sampler_seed: Optional[int] = None
-    n_startup_trials: int = 5
-    pruner: Any = "median"
-    n_warmup_steps: int = 2
-    percentile: float = 25.0
-    threshold_lower: Optional[float] = None
     # pruner=wilcoxon: prune a trial whose seeds so far are worse than the best trial's same seeds at this
     # one-sided p-value (Optuna's WilcoxonPruner; each seed's final score is an instance)
     wilcoxon_p: float = 0.1
-    direction: str = "maximize"
-    n_trials: int = 20
     max_total_trials: Optional[int] = None
-    max_failures: Optional[int] = None
     timeout: Optional[float] = None
-    n_jobs: int = 1
-    n_seeds: int = 1
-    aggregation: str = "mean"
-    trial_timeout: Optional[float] = None
-    trial_memory_mb: Optional[int] = None
-    report_every: int = 5
-    preload: bool = True
-    # trial 0 of a new study plays the config's own values of the searched parameters
-    enqueue_defaults: bool = True
-    # known-good parameter sets to try first ({"optimizer.lr": 1e-3, ...}), as Optuna's enqueue_trial
-    enqueue: Optional[list[dict[str, Any]]] = None
     # a search space whose dearest trial is estimated at more than this times its cheapest is refused
     max_cost_ratio: float = 100.0
     # held-out re-evaluation of the top configs when the study ends (tuner.reevaluate)
     reevaluate: ReevalSettings = field(default_factory=ReevalSettings)
     # the AutoRL protocol's seeds: what trials tune on, what the answer is tested on (tuner/study/protocol.py)
     seeds: SeedSettings = field(default_factory=SeedSettings)
-    # an existing study whose definition (agent, env, backend, budget, objective, search space: see
-    # tuner/study/identity.py) differs from the command's: auto refuses it, force continues it with the new one
-    resume: str = "auto"
     # GPUs each trial gets (a fraction shares one GPU: 0.25 puts four trials on it); null: no placement
     gpus_per_trial: Optional[float] = None
     # study drivers this command runs (itself + workers - 1 more, on one storage: tuner/study/workers.py)
@@ -89,15 +62,15 @@ def tuner_settings(node: Any) -> TunerSettings:
         key = getattr(exc, "full_key", None) or "tuner"
         raise ConfigError(f"tuner.{key}: {str(getattr(exc, 'msg', exc)).splitlines()[0]}") from None
     s: TunerSettings = OmegaConf.to_object(merged)  # type: ignore[assignment]
-    check_optimisers(s)  # each a name or a _target_ node that builds
+    # the shared keys' own checks first (tuner.sampler, tuner.n_jobs, tuner.storage, ...), then that the
+    # sampler and pruner (names or _target_ nodes) build, then how this driver's keys go together
+    check_fields(s, "tuner")
+    check_optimisers(s)
     wilcoxon = target_of("pruner", s.pruner) == WILCOXON
     # the checks of tuner.wilcoxon_p / tuner.threshold_lower apply where the pruner is a name: a node of
     # the user's own carries its own p_threshold / lower
     by_name = isinstance(s.pruner, str)
     checks = [
-        (s.direction in ("maximize", "minimize"), f"tuner.direction: {s.direction!r} must be maximize or minimize"),
-        (_aggregation_ok(s.aggregation),
-         f"tuner.aggregation: {s.aggregation!r} must be mean, median, min or a lower quantile q<percent> (q25)"),
         (not wilcoxon or _n_seeds(s) >= 2,
          f"tuner.pruner: wilcoxon compares a trial with the best one seed by seed; it needs tuner.n_seeds >= 2 "
          f"(or tuner.seeds.tuning with two seeds or more), got {_n_seeds(s)}"),
@@ -106,9 +79,6 @@ def tuner_settings(node: Any) -> TunerSettings:
          f"tuner.pruner: wilcoxon can never prune with {_n_seeds(s)} seeds at tuner.wilcoxon_p={s.wilcoxon_p:g} "
          f"(the smallest one-sided p-value of n paired seeds is 1/2**n, {0.5 ** _n_seeds(s):g} here); use "
          f"tuner.n_seeds >= {wilcoxon_seeds(s.wilcoxon_p)} or a larger tuner.wilcoxon_p"),
-        (s.resume in RESUME_MODES, f"tuner.resume: {s.resume!r} must be {' or '.join(RESUME_MODES)}"),
-        (s.n_trials > 0, f"tuner.n_trials: must be > 0, got {s.n_trials}"),
-        (s.n_jobs > 0, f"tuner.n_jobs: must be > 0, got {s.n_jobs}"),
         (check_gpus_per_trial(s.gpus_per_trial) is None, str(check_gpus_per_trial(s.gpus_per_trial))),
         # RLIMIT_AS counts virtual memory, and CUDA reserves far more address space than any cap would allow
         (s.gpus_per_trial is None or s.trial_memory_mb is None,
@@ -118,26 +88,11 @@ def tuner_settings(node: Any) -> TunerSettings:
         (s.worker >= 0, f"tuner.worker: must be >= 0, got {s.worker}"),
         (s.worker_launcher in LAUNCHERS,
          f"tuner.worker_launcher: {s.worker_launcher!r} is not one of {', '.join(LAUNCHERS)}"),
-        (0 < s.n_seeds <= 1000, f"tuner.n_seeds: must be from 1 to 1000, got {s.n_seeds}"),
-        (s.report_every > 0, f"tuner.report_every: must be > 0, got {s.report_every}"),
         (s.max_total_trials is None or s.max_total_trials > 0, "tuner.max_total_trials: must be > 0"),
-        (s.trial_timeout is None or s.trial_timeout > 0, "tuner.trial_timeout: must be > 0"),
-        (s.trial_memory_mb is None or s.trial_memory_mb > 0, "tuner.trial_memory_mb: must be > 0"),
         (target_of("pruner", s.pruner) != THRESHOLD or not by_name or s.threshold_lower is not None,
          "tuner.threshold_lower: the threshold pruner needs a lower bound"),
-        (bool(s.study_name), "tuner.study_name: must not be empty"),
-        # the study dir is derived from the name: it must stay inside studies/
-        (not any(c in s.study_name for c in "/\\\0") and not s.study_name.startswith("."),
-         f"tuner.study_name: {s.study_name!r} must be a plain name (no '/', '\\' or leading '.')"),
         (s.max_cost_ratio >= 1, f"tuner.max_cost_ratio: must be >= 1, got {s.max_cost_ratio}"),
-        (0.0 <= s.percentile <= 100.0, f"tuner.percentile: must be in [0, 100], got {s.percentile}"),
-        (s.n_warmup_steps >= 0, f"tuner.n_warmup_steps: must be >= 0, got {s.n_warmup_steps}"),
-        (s.n_startup_trials >= 0, f"tuner.n_startup_trials: must be >= 0, got {s.n_startup_trials}"),
         (s.timeout is None or (math.isfinite(s.timeout) and s.timeout > 0), f"tuner.timeout: must be > 0 seconds, got {s.timeout}"),
-        (s.max_failures is None or s.max_failures >= 0, f"tuner.max_failures: must be >= 0, got {s.max_failures}"),
-        (s.sampler_seed is None or s.sampler_seed >= 0, f"tuner.sampler_seed: must be >= 0, got {s.sampler_seed}"),
-        (s.threshold_lower is None or math.isfinite(s.threshold_lower),
-         f"tuner.threshold_lower: must be a finite number, got {s.threshold_lower}"),
         (math.isfinite(s.max_cost_ratio), f"tuner.max_cost_ratio: must be finite, got {s.max_cost_ratio}"),
     ]
     for ok, message in checks:
@@ -145,18 +100,7 @@ def tuner_settings(node: Any) -> TunerSettings:
             raise ConfigError(message)
     check_reeval(s.reevaluate)
     check_seeds(s.seeds, s.n_seeds)
-    check_storage(s.storage)  # before the driver creates the study dir or connects anywhere
     return s
-
-
-def _aggregation_ok(how: str) -> bool:
-    """``mean``, ``median``, ``min`` or ``q<percent>`` with a percent from 0 to 50 (a *lower* quantile)."""
-    if how in ("mean", "median", "min"):
-        return True
-    try:
-        return how.startswith("q") and 0.0 <= float(how[1:]) <= 50.0 and math.isfinite(float(how[1:]))
-    except ValueError:
-        return False
 
 
 def wilcoxon_seeds(p: float) -> int:

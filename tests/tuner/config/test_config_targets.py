@@ -11,6 +11,7 @@ from tuner.common.errors import ConfigError
 from tuner.config.schema import validate
 from tuner.config.untrusted import UntrustedFileError, check_code_refs
 from tuner.study.driver import Driver
+from tuner.study import study_schema
 from tuner.study.optimisers import PRUNERS, SAMPLERS, pruner_node, sampler_node
 from tuner.study.settings import make_pruner, make_sampler, tuner_settings
 
@@ -25,6 +26,8 @@ PRUNER_CLASSES = {"median": "MedianPruner", "percentile": "PercentilePruner",
 @pytest.mark.parametrize("name", sorted(SAMPLER_CLASSES))
 def test_every_sampler_shorthand_is_its_target(name) -> None:
     assert set(SAMPLERS) == set(SAMPLER_CLASSES)
+    # the names the schema checks (tuner/study/study_schema.py, no optuna import) are the table's
+    assert tuple(SAMPLERS) == study_schema.SAMPLERS and tuple(PRUNERS) == study_schema.PRUNERS
     s = tuner_settings({"sampler": name, "sampler_seed": 3, "n_startup_trials": 7})
     node = sampler_node(s)
     assert node["_target_"] == f"optuna.samplers.{SAMPLER_CLASSES[name]}" and node["seed"] == 3
