@@ -23,7 +23,7 @@ from .bounds import CHOICES
 from .targets import TargetError, constructor_kwargs, import_target
 
 __all__ = ["Strategy", "Single", "PoolNetwork", "DDP", "TFDistribute", "Mirrored", "MultiWorker",
-           "ParameterServer", "STRATEGIES", "strategy_class", "strategy_of"]
+           "ParameterServer", "STRATEGIES", "TARGETS", "strategy_class", "strategy_of"]
 
 
 @dataclass

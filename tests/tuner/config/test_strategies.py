@@ -14,7 +14,7 @@ from note_rl.backends import backend_info, backend_names
 from tests.tuner.conftest import compose_cfg
 from tuner.common.errors import ConfigError
 from tuner.config.schema import validate
-from tuner.config.strategies import STRATEGIES, TARGETS, PoolNetwork, Strategy, strategy_class, strategy_of
+from tuner.config.strategies import STRATEGIES, TARGETS, PoolNetwork, strategy_class, strategy_of
 from tuner.config.untrusted import UntrustedFileError, check_code_refs
 from tuner.run.build import train_kwargs
 
