@@ -68,8 +68,8 @@ class Strategy:
     parallel_training_and_save: bool = False
 
     def train_options(self) -> dict[str, Any]:
-        """The ``agent.train`` / ``fit`` keyword arguments this strategy decides (the pool's
-        ``processes`` only where workers collect: ``None`` lets note_rl refuse no other mode)."""
+        """The ``agent.train`` / ``fit`` keyword arguments this strategy decides (``processes`` only for a
+        pool of workers; the other strategies pass ``None``, as they always did)."""
         return dict(pool_network=self.pool, processes=self.processes if self.pool else None,
                     num_store=self.num_store, parallel_store_and_training=self.parallel_store_and_training,
                     start_method=self.start_method, processes_pr=self.processes_pr,
@@ -119,6 +119,7 @@ class DDP(Strategy):
     comm: Optional[str] = None
 
     def replica_count(self, made: Any = None) -> int:
+        """``replicas``: rank 0 and the helpers it starts (each ran the whole budget)."""
         return int(self.replicas or 1)
 
 
@@ -134,6 +135,8 @@ class TFDistribute(Strategy):
     logical_cpus: Optional[int] = None
 
     def make(self, backend: Mapping[str, Any]) -> Any:
+        """The tf.distribute strategy called :attr:`kind`, made by ``backend`` (the ``backend`` config node:
+        its ``name``, and its ``device`` placing ``mirrored`` where ``devices`` is unset)."""
         from note_rl.backends import get_backend
 
         return get_backend(backend["name"]).make_strategy(
