@@ -18,6 +18,7 @@ from omegaconf import DictConfig
 
 from ..common.errors import ConfigError
 from .agent_confs import BUILTIN_ACTION_KINDS, BUILTIN_MULTI_AGENT, BUILTIN_ON_POLICY, BUILTIN_OWN_LOOP, builtin_target
+from .strategies import strategy_of
 from .targets import TargetError, import_target
 
 __all__ = ["AgentFacts", "agent_facts", "check_features"]
@@ -60,7 +61,7 @@ def check_features(cfg: DictConfig) -> None:
     agent = cfg.agent
     rollout = bool(agent.get("n_steps"))
     values = {**flags, "MARL": facts.multi_agent, "PPO": facts.on_policy, "num_steps": agent.get("num_steps")}
-    pool = cfg.strategy.name == "pool_network"
+    pool = strategy_of(cfg.strategy).pool  # workers collect: what HER, MARL and vectorised envs conflict with
     builtin = builtin_target(cfg.agent._target_)
     if pool and builtin and builtin[1] in BUILTIN_OWN_LOOP:
         raise ConfigError(f"strategy=pool_network: {builtin[1]} collects and replays in the training process; "

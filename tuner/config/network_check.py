@@ -14,6 +14,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from ..common.errors import ConfigError
+from .strategies import strategy_of
 from .targets import TargetError, import_target
 
 __all__ = ["check_network", "network_key"]
@@ -36,9 +37,9 @@ def check_network(cfg: DictConfig) -> None:
              if (node := OmegaConf.select(cfg, key, default=None)) is not None}
     key = network_key(cfg)
     spec = specs.get(key) if key else None
-    if spec is not None and type(spec).__name__ != "MLP" and cfg.strategy.name == "pool_network" \
+    if spec is not None and type(spec).__name__ != "MLP" and strategy_of(cfg.strategy).pool \
             and OmegaConf.select(cfg, "agent.n_steps", default=None):
-        raise ConfigError("strategy=pool_network: rollout workers act with numpy copies of an MLP; "
+        raise ConfigError(f"strategy={cfg.strategy.name}: rollout workers act with numpy copies of an MLP; "
                           f"{key}={spec!r} acts through the framework (use strategy=single)")
 
 

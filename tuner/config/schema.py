@@ -30,6 +30,7 @@ from .env_check import check_env as check_env_of  # user code (env.module, ...) 
 from .feature_check import check_features
 from .memory import check_replay_memory
 from .network_check import check_network
+from .strategies import strategy_of
 from .strategy_check import check_strategy
 from .adjuster import adjuster_label, build_adjuster
 from .loggers import check_loggers
@@ -69,6 +70,7 @@ class BufferConf:
 
 @dataclass
 class StrategyConf:
+    _target_: Optional[str] = None  # tuner.config.strategies' class; None: the one `name` names (older configs)
     name: str = "single"
     processes: int = 1
     num_store: int = 1
@@ -459,7 +461,7 @@ def _check_checkpoint(cfg: DictConfig) -> None:
     every = OmegaConf.select(cfg, "checkpoint.every")
     if every is not None and every <= 0:
         raise ConfigError(f"checkpoint.every: must be > 0 (env steps between checkpoints) or null, got {every}")
-    if every is not None and cfg.strategy.name != "single":
+    if every is not None and not strategy_of(cfg.strategy).checkpoints:
         raise ConfigError(f"checkpoint.every: run checkpoints are taken with strategy=single, not "
                           f"strategy={cfg.strategy.name} (its workers' envs and replicas are not in them)")
 
@@ -538,7 +540,7 @@ def _check_normalize(cfg: DictConfig) -> None:
     if made is None:
         return
     her = "Her" in str(OmegaConf.select(cfg, "buffer._target_") or "")
-    if her or OmegaConf.select(cfg, "strategy.name") == "pool_network":
+    if her or strategy_of(cfg.strategy).pool:
         raise ConfigError("agent.normalize: runs with in-process collection only (not with buffer=her or "
                           "strategy=pool_network)")
 

@@ -1,5 +1,6 @@
 """Config checks of the ``strategy`` group: torch DDP replicas and tf.distribute strategies need
-the right backend, evenly split batches, a communication backend and (for clusters) ``TF_CONFIG``."""
+the right backend, evenly split batches, a communication backend and (for clusters) ``TF_CONFIG``.
+What each strategy needs is a fact of its class (:mod:`tuner.config.strategies`), not of its name."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ import json
 import os
 from typing import Any
 
-from note_rl.backends import backend_info, backend_names
+from note_rl.backends import backend_info
 
 from ..common.errors import ConfigError
+from .strategies import strategy_of
 
 __all__ = ["check_strategy"]
 
@@ -17,20 +19,19 @@ __all__ = ["check_strategy"]
 def check_strategy(cfg: Any) -> None:
     """One-line errors for a strategy the backend lacks, a batch the replicas cannot split evenly, an
     unknown communication backend, or a cluster strategy without its TF_CONFIG jobs."""
-    s = cfg.strategy
-    owners = {name: (backend, what) for backend in backend_names()
-              for name, what in backend_info(backend).strategies}
-    if s.name not in owners:  # single, pool_network: every backend
+    s = strategy_of(cfg.strategy)
+    if s.backend is None:  # single, pool_network: every backend
         return
-    backend, what = owners[s.name]
-    if cfg.backend.name != backend:
+    if cfg.backend.name != s.backend:
+        # the backend's own words for the strategy, and the ones the chosen backend has instead
+        what = dict(backend_info(s.backend).strategies).get(s.kind, type(s).__name__)
         own = ", ".join(name for name, _ in backend_info(cfg.backend.name).strategies)
-        raise ConfigError(f"strategy={s.name}: {what} needs backend={backend}, not backend={cfg.backend.name} "
+        raise ConfigError(f"strategy={s.name}: {what} needs backend={s.backend}, not backend={cfg.backend.name} "
                           f"(backend={cfg.backend.name}'s: {own})")
-    if s.name == "ddp":
+    if s.replicated:
         _check_replicas(cfg)
-    elif s.name != "mirrored":
-        _check_cluster(cfg)
+    if s.cluster_jobs is not None:
+        _check_cluster(cfg, s.cluster_jobs)
 
 
 def _check_replicas(cfg: Any) -> None:
@@ -43,7 +44,7 @@ def _check_replicas(cfg: Any) -> None:
                           f"replicas; make it a multiple of {s.replicas}")
 
 
-def _check_cluster(cfg: Any) -> None:
+def _check_cluster(cfg: Any, needed: tuple[str, ...]) -> None:
     """multi_worker, parameter_server: single runs, one per machine, the cluster in TF_CONFIG."""
     name = cfg.strategy.name
     if cfg.tuner.name != "none":
@@ -53,7 +54,6 @@ def _check_cluster(cfg: Any) -> None:
         cluster = json.loads(os.environ.get("TF_CONFIG") or "{}").get("cluster") or {}
     except (ValueError, AttributeError):
         raise ConfigError(f"strategy={name}: TF_CONFIG is not valid JSON") from None
-    needed = ("worker",) if name == "multi_worker" else ("worker", "ps")
     missing = [job for job in needed if not cluster.get(job)]
     if missing:
         raise ConfigError(f"strategy={name}: TF_CONFIG names no {' and no '.join(missing)} job; set it on every "

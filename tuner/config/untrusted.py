@@ -165,6 +165,10 @@ def _builtin(key: str, ref: str) -> bool:
         return ref in ENV_MODULES
     if ref.startswith("note_rl.agents.nets."):
         return ref in NETWORK_TARGETS
+    if key == "strategy._target_":
+        from .strategies import TARGETS  # the project's strategy classes by path (not the module's functions)
+
+        return ref in TARGETS
     module, _, name = ref.rpartition(".")
     agent = re.fullmatch(r"note_rl\.agents\.(?:(\w+)\.)?(\w+)", module)
     if agent:

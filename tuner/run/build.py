@@ -16,6 +16,7 @@ from ..config.agent_confs import AGENT_SETTINGS
 from ..config.envs import make_env
 from ..config.schema import check_agent_backend
 from ..config.loggers import logger_node
+from ..config.strategies import strategy_of
 from ..config.targets import build, construct, import_target
 from ..logs.metrics import logger_kinds
 
@@ -125,15 +126,11 @@ def build_optimizer(cfg: dict[str, Any], agent: Any) -> Any:
 
 
 def train_kwargs(cfg: dict[str, Any]) -> dict[str, Any]:
-    """Keyword arguments of ``agent.train`` (besides optimizer, episodes and callbacks)."""
-    s, logger = cfg["strategy"], cfg["logger"]
-    pool = s["name"] == "pool_network"
-    return dict(pool_network=pool, processes=s["processes"] if pool else None, num_store=s["num_store"],
-                parallel_store_and_training=s["parallel_store_and_training"],
-                start_method=s["start_method"], jit_compile=cfg["backend"]["jit_compile"],
-                steps=cfg["budget"]["steps"], p=logger.get("p", 0) if logger_kinds(logger) else 0,
-                **{k: s[k] for k in ("processes_pr", "processes_her", "shuffle", "parallel_training_and_save")
-                   if k in s})
+    """Keyword arguments of ``agent.train`` (besides optimizer, episodes and callbacks): the strategy's
+    options (:meth:`tuner.config.strategies.Strategy.train_options`) and the run's."""
+    logger = cfg["logger"]
+    return dict(strategy_of(cfg["strategy"]).train_options(), jit_compile=cfg["backend"]["jit_compile"],
+                steps=cfg["budget"]["steps"], p=logger.get("p", 0) if logger_kinds(logger) else 0)
 
 
 def logger_callbacks(cfg: dict[str, Any], run_dir: str | None, meta: dict[str, Any] | None = None,

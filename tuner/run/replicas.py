@@ -8,7 +8,8 @@ stops them with it) that build the same agent from the same config and call
 ``distributed_training`` with no callbacks.  Every replica runs the whole step / episode budget on
 its own env seeds; pruning rank 0 stops every replica (the shared ``stop_training`` of
 :mod:`note_rl.backends.torch_ddp`).  The ``strategy=mirrored | multi_worker | parameter_server``
-strategies (backend=tf) are made by the backend (:meth:`~note_rl.backends.Backend.make_strategy`).
+strategies (backend=tf) are made by their class (:meth:`tuner.config.strategies.TFDistribute.make`,
+through the backend's :meth:`~note_rl.backends.Backend.make_strategy`).
 """
 
 from __future__ import annotations
@@ -19,20 +20,7 @@ from note_rl.backends import Backend, get_backend
 
 from .build import attach_adjuster, build_agent, build_optimizer, train_kwargs
 
-__all__ = ["TF_STRATEGIES", "fit_replicated", "tf_strategy"]
-
-#: the ``strategy`` options that are tf.distribute strategies (backend=tf)
-TF_STRATEGIES = ("mirrored", "multi_worker", "parameter_server")
-
-
-def tf_strategy(cfg: dict[str, Any]) -> Any:
-    """The tf.distribute strategy of ``strategy=mirrored | multi_worker | parameter_server``, made
-    before TensorFlow runs anything (``strategy.logical_cpus`` splits the CPU into that many devices,
-    which must happen first).  multi_worker and parameter_server read the cluster from ``TF_CONFIG``."""
-    s = cfg["strategy"]
-    return get_backend(cfg["backend"]["name"]).make_strategy(
-        s["name"], devices=s.get("devices") or None, logical_cpus=s.get("logical_cpus") or None,
-        device=cfg["backend"].get("device"))
+__all__ = ["fit_replicated"]
 
 
 def _helper(rank: int, cfg: dict[str, Any], threads: int) -> None:

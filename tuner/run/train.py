@@ -11,10 +11,11 @@ import numpy as np
 
 from ..common.interrupts import held, held_signal, signal_name
 from ..common.redact import scrub
+from ..config.strategies import strategy_of
 from ..logs.results import moving_best, weights_digest, write_json
 from .checkpoints import Resumed, RunCheckpoint, init_weights, restore_run, state_path
 from .build import attach_adjuster, build_agent, build_optimizer, logger_callbacks, set_threads, train_kwargs
-from .replicas import TF_STRATEGIES, fit_replicated, tf_strategy
+from .replicas import fit_replicated
 
 __all__ = ["run_training", "Reporter"]
 
@@ -87,7 +88,9 @@ def _train(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | None, 
     import contextlib
 
     set_threads(cfg)
-    strategy = tf_strategy(cfg) if cfg["strategy"]["name"] in TF_STRATEGIES else None
+    plan = strategy_of(cfg["strategy"])
+    # a tf.distribute strategy (None for the others), made before TensorFlow runs anything (logical CPUs)
+    strategy = plan.make(cfg["backend"])
     with strategy.scope() if strategy is not None else contextlib.nullcontext():  # the seeds' order
         agent = build_agent(cfg)
         attach_adjuster(agent, cfg)
@@ -123,7 +126,7 @@ def _train(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | None, 
         try:
             if interrupted is not None:
                 pass  # nothing trained: the empty run is saved and reported as interrupted
-            elif cfg["strategy"]["name"] == "ddp":  # this process is rank 0 of strategy.replicas
+            elif plan.replicated:  # this process is rank 0 of strategy.replicas
                 fit_replicated(agent, cfg, optimizer, episodes, kwargs)
             elif strategy is not None:
                 agent.distributed_training(optimizer, strategy, episodes, **kwargs)
@@ -166,7 +169,7 @@ def _train(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | None, 
         "device": str(getattr(agent, "device", "") or "") or None,  # where the weights lived (backend.device resolved)
         "compile_s": getattr(agent, "compile_time", None),  # jit_compile on torch: the first step's compile
         # strategy=ddp: replicas that trained together (each ran the budget; counts above are rank 0's)
-        "replicas": _replicas(cfg, strategy),
+        "replicas": plan.replica_count(strategy),
         "initial_weights_sha256": digest,
         **({"init_from": init_from} if init_from else {}),
         **({"resumed_at_step": int(run_state["resumed_at_step"])} if run_state and "resumed_at_step" in run_state else {}),
@@ -252,12 +255,6 @@ def _checkpoints(cfg: dict[str, Any], run_dir: str | None, run: dict[str, Any]) 
     if not run_dir or not spec.get("every"):
         return []
     return [RunCheckpoint(run_dir, int(spec["every"]), cfg, run, bool(spec.get("buffer", True)))]
-
-
-def _replicas(cfg: dict[str, Any], strategy: Any) -> int:
-    if cfg["strategy"]["name"] == "ddp":
-        return int(cfg["strategy"].get("replicas") or 1)
-    return int(strategy.num_replicas_in_sync) if strategy is not None else 1
 
 
 def _evaluator(cfg: dict[str, Any], on_evaluation: Callable[[dict[str, Any]], None],
