@@ -131,8 +131,12 @@ class LRRangeTest(EpisodeRecorder):
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
         super().on_train_begin(logs)
         run = current(self.model)
-        if run is not None:  # the range test sets the lr; a linear_decay schedule would overwrite it each round
-            run.claim("lr", "lr_finder")
+        if run is not None:
+            # the range test sets the lr, and the rest stays put: a linear_decay schedule would overwrite
+            # the lr before each round and shrink PPO's clip range to 0 over the test, which hides the
+            # collapse at large learning rates that the test looks for
+            for name in list(run.owner):
+                run.claim(name, "lr_finder")
         self._apply()
 
     def on_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
