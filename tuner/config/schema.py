@@ -30,7 +30,7 @@ from .env_check import check_env as check_env_of  # user code (env.module, ...) 
 from .feature_check import check_features
 from .memory import check_replay_memory
 from .network_check import check_network
-from .strategies import strategy_of
+from .strategies import StrategyOptions, strategy_of
 from .strategy_check import check_strategy
 from .adjuster import adjuster_label, build_adjuster
 from .loggers import check_loggers
@@ -69,19 +69,11 @@ class BufferConf:
 
 
 @dataclass
-class StrategyConf:
+class StrategyConf(StrategyOptions):
+    """Every strategy's keys in one node (Hydra merges conf/strategy/*.yaml into it): the options all
+    strategies share, declared once in :class:`~tuner.config.strategies.StrategyOptions`, and these."""
+
     _target_: Optional[str] = None  # tuner.config.strategies' class; None: the one `name` names (older configs)
-    name: str = "single"
-    processes: int = 1
-    num_store: int = 1
-    parallel_store_and_training: bool = True
-    start_method: str = "spawn"
-    # Note_rl train() options: sampler processes for PR / HER mini-batches, uniform mini-batches
-    # without replacement, checkpoints written by a separate process
-    processes_pr: Optional[int] = None
-    processes_her: Optional[int] = None
-    shuffle: bool = False
-    parallel_training_and_save: bool = False
     # strategy=ddp: data-parallel replicas (processes) over torch.distributed, and their
     # communication backend (gloo or nccl; null: nccl for agents on a GPU, else gloo)
     replicas: int = 1

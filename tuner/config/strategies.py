@@ -22,14 +22,14 @@ from ..common.errors import ConfigError
 from .bounds import CHOICES
 from .targets import TargetError, constructor_kwargs, import_target
 
-__all__ = ["Strategy", "Single", "PoolNetwork", "DDP", "TFDistribute", "Mirrored", "MultiWorker",
+__all__ = ["StrategyOptions", "Strategy", "Single", "PoolNetwork", "DDP", "TFDistribute", "Mirrored", "MultiWorker",
            "ParameterServer", "STRATEGIES", "TARGETS", "strategy_class", "strategy_of"]
 
 
 @dataclass
-class Strategy:
-    """A way to train a run: its settings (the note_rl train() options every strategy passes, defaults as
-    ``train()``'s) and, as class attributes, the facts about it that the checks and the run read.
+class StrategyOptions:
+    """The settings every strategy has (the note_rl train() options it passes, defaults as ``train()``'s),
+    declared once for the strategy classes and the config schema (``tuner.config.schema.StrategyConf``).
 
     :param name: the strategy's name as configs and messages spell it (``strategy=<name>``)
     :param processes: worker processes that collect experience (pool network only)
@@ -40,6 +40,23 @@ class Strategy:
     :param processes_her: sampler processes for HER mini-batches
     :param shuffle: uniform mini-batches without replacement
     :param parallel_training_and_save: checkpoints written by a separate process
+    """
+
+    name: str = "single"
+    processes: int = 1
+    num_store: int = 1
+    parallel_store_and_training: bool = True
+    start_method: str = "spawn"
+    processes_pr: Optional[int] = None
+    processes_her: Optional[int] = None
+    shuffle: bool = False
+    parallel_training_and_save: bool = False
+
+
+@dataclass
+class Strategy(StrategyOptions):
+    """A way to train a run: its settings (:class:`StrategyOptions`) and, as class attributes, the facts
+    about it that the checks and the run read.
     """
 
     #: the name this class has in :data:`STRATEGIES` (a subclass of the user's keeps its parent's)
@@ -56,16 +73,6 @@ class Strategy:
     #: whether a run checkpoint (``checkpoint.every``) holds all of its state: not with workers' envs
     #: or replicas outside this process
     checkpoints: ClassVar[bool] = False
-
-    name: str = "single"
-    processes: int = 1
-    num_store: int = 1
-    parallel_store_and_training: bool = True
-    start_method: str = "spawn"
-    processes_pr: Optional[int] = None
-    processes_her: Optional[int] = None
-    shuffle: bool = False
-    parallel_training_and_save: bool = False
 
     def train_options(self) -> dict[str, Any]:
         """The ``agent.train`` / ``fit`` keyword arguments this strategy decides (``processes`` only for a
