@@ -16,7 +16,7 @@ from omegaconf.errors import ValidationError
 
 from ..common.errors import ConfigError
 from .bounds import LOGGER_KINDS
-from .targets import TargetError, check_node, import_target
+from .targets import check_target
 
 __all__ = ["LOGGERS", "CONTEXT", "selected", "logger_node", "check_loggers"]
 
@@ -63,14 +63,7 @@ def check_loggers(logger: Mapping[str, Any]) -> None:
         if isinstance(value, Mapping):
             if not isinstance(value.get("_target_"), str):
                 raise ConfigError(f"{key}: a logger node needs a _target_ (the class it builds)")
-            try:
-                import_target(value["_target_"])
-            except TargetError as exc:
-                raise ConfigError(f"{key}._target_: {exc}") from None
-            try:
-                check_node(value, key, skip=CONTEXT)
-            except TargetError as exc:
-                raise ConfigError(str(exc)) from None
+            check_target(value, key, skip=CONTEXT)
         elif kind not in LOGGERS:
             raise ConfigError(f"{key}: {kind!r} is not one of {', '.join(LOGGERS)}")
         else:

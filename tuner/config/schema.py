@@ -34,7 +34,7 @@ from .strategies import StrategyOptions, strategy_of
 from .strategy_check import check_strategy
 from .adjuster import adjuster_label, build_adjuster
 from .loggers import check_loggers
-from .targets import TargetError, check_node, import_target, signature_schema
+from .targets import TargetError, check_target, import_target, signature_schema
 
 __all__ = ["Config", "validate", "register", "init_model_path"]
 
@@ -373,10 +373,7 @@ def _check_targets(cfg: DictConfig) -> None:
             continue
         if not OmegaConf.is_dict(node) or "_target_" not in node:
             raise ConfigError(f"{key}: expected a node with a _target_ (or null), got {node!r}")
-        try:
-            check_node(OmegaConf.to_container(node, resolve=True), key)
-        except TargetError as exc:
-            raise ConfigError(str(exc) if str(exc).startswith(key) else f"{key}._target_: {exc}") from None
+        check_target(OmegaConf.to_container(node, resolve=True), key)
 
 
 #: no setting is larger: a budget or a count of 2**53 is already beyond any run, and numbers past it

@@ -16,7 +16,9 @@ from typing import Any, Iterable, Mapping, Optional
 
 from hydra.utils import get_class, get_method, instantiate
 
-__all__ = ["TargetError", "import_target", "signature_schema", "constructor_kwargs", "build", "construct",
+from ..common.errors import ConfigError
+
+__all__ = ["check_target", "TargetError", "import_target", "signature_schema", "constructor_kwargs", "build", "construct",
            "check_node"]
 
 _SIMPLE = (int, float, bool, str)
@@ -161,3 +163,20 @@ def check_node(node: Mapping[str, Any], key: str, skip: Iterable[str] = ()) -> N
     for p in params:
         if p.default is p.empty and p.name not in node and p.name not in set(skip):
             raise TargetError(f"{key}.{p.name}: missing (a required argument of {node['_target_']})")
+
+
+def check_target(node: Mapping[str, Any], key: str, skip: Iterable[str] = (), base: type | None = None,
+                 what: str = "") -> None:
+    """The config check of a ``_target_`` node at ``key``: its class imports (and, given ``base``, is a
+    subclass of it: else "is not ``what``") and takes the node's keys (:func:`check_node`); one
+    :class:`ConfigError` line naming the key otherwise."""
+    try:
+        cls = import_target(node["_target_"])
+        if base is not None and not (isinstance(cls, type) and issubclass(cls, base)):
+            raise TargetError(f"{node['_target_']} is not {what}")
+    except TargetError as exc:
+        raise ConfigError(f"{key}._target_: {exc}") from None
+    try:
+        check_node(node, key, skip=skip)
+    except TargetError as exc:
+        raise ConfigError(str(exc)) from None

@@ -18,7 +18,7 @@ import optuna
 
 from ..common.errors import ConfigError
 from ..config.search import Param
-from ..config.targets import TargetError, check_node, construct, constructor_kwargs, import_target
+from ..config.targets import TargetError, check_target, construct, constructor_kwargs, import_target
 
 __all__ = ["Shorthand", "SAMPLERS", "PRUNERS", "GRID", "WILCOXON", "THRESHOLD", "sampler_node", "pruner_node",
            "build_sampler", "build_pruner", "check_optimisers", "target_of", "is_grid"]
@@ -134,17 +134,8 @@ def _context(node: Mapping[str, Any], space: list[Param]) -> dict[str, Any]:
 def _check(kind: str, node: Mapping[str, Any], skip: tuple[str, ...] = ()) -> None:
     """The node's class imports, is a sampler (pruner), and takes the node's keys."""
     _, base = _KINDS[kind]
-    key = f"tuner.{kind}"
-    try:
-        cls = import_target(node["_target_"])
-        if not (isinstance(cls, type) and issubclass(cls, base)):
-            raise TargetError(f"{node['_target_']} is not an Optuna {kind} (a subclass of optuna.{kind}s.{base.__name__})")
-    except TargetError as exc:
-        raise ConfigError(f"{key}._target_: {exc}") from None
-    try:
-        check_node(node, key, skip=skip)
-    except TargetError as exc:
-        raise ConfigError(str(exc)) from None
+    check_target(node, f"tuner.{kind}", skip=skip, base=base,
+                 what=f"an Optuna {kind} (a subclass of optuna.{kind}s.{base.__name__})")
 
 
 def check_optimisers(settings: Any) -> None:
