@@ -1,10 +1,14 @@
-"""Env steps/s of PPO, DQN, SAC and TD3 on one device: note_rl eager, note_rl with a compiled update
-(``jit_compile=True``: ``torch.compile`` of each loss; ``jit_compile="reduce-overhead"``: the same
-with CUDA graphs, as LeanRL), and Stable-Baselines3, each run in a fresh process, one after another.
+"""Env steps/s of PPO, DQN, SAC and TD3 on one device: note_rl eager, note_rl with a compiled update,
+and Stable-Baselines3, each run in a fresh process, one after another.  The compiled sides:
+``compiled`` (``jit_compile=True``: ``torch.compile`` of each loss), ``graphs``
+(``jit_compile="reduce-overhead"``: the loss's compiled graphs under CUDA graphs), ``stepgraph``
+(``jit_compile="cudagraph"``: the whole step, optimizer included, captured as one CUDA graph, as LeanRL's
+CudaGraphModule) and ``cstepgraph`` (``"compile+cudagraph"``: the compiled loss inside that graph, as
+LeanRL's fastest runs).
 
     pip install stable-baselines3      # not a dependency of this project; only for this comparison
-    python bench/bench_gpu.py --device cuda [--algos ppo,dqn,sac,td3] [--sides eager,compiled,graphs,sb3]
-                              [--json out.json]
+    python bench/bench_gpu.py --device cuda [--algos ppo,dqn,sac,td3]
+                              [--sides eager,compiled,graphs,stepgraph,cstepgraph,sb3] [--json out.json]
 
 Settings: rl-zoo3's CartPole-v1 PPO and DQN (as ``bench_ppo.py`` / ``bench_dqn.py``) and Pendulum-v1
 SAC and TD3 (as ``bench_continuous.py``), except that SAC and TD3 start learning after 100 steps
@@ -26,8 +30,9 @@ import sys
 import time
 
 STEPS = {"ppo": 20_480, "dqn": 12_000, "sac": 2_000, "td3": 2_000}
-SIDES = ("eager", "compiled", "graphs", "sb3")
-JIT = {"eager": False, "compiled": True, "graphs": "reduce-overhead"}
+SIDES = ("eager", "compiled", "graphs", "stepgraph", "cstepgraph", "sb3")
+JIT = {"eager": False, "compiled": True, "graphs": "reduce-overhead", "stepgraph": "cudagraph",
+       "cstepgraph": "compile+cudagraph"}
 
 
 def ours(algo: str, device: str, steps: int, jit: bool | str) -> dict:
@@ -121,11 +126,11 @@ def run_one(algo: str, side: str, device: str, steps: int, timeout: float) -> di
 
 def _line(r: dict, eager: dict | None) -> str:
     if "error" in r:
-        return f"{r['algo']:4s} {r['side']:9s} {r['device']:6s} error: {r['error']}"
+        return f"{r['algo']:4s} {r['side']:10s} {r['device']:6s} error: {r['error']}"
     ratio = ""
     if eager and eager.get("steps_per_s") and r.get("steps_per_s") and r["side"] != "eager":
         ratio = f"  {r['steps_per_s'] / eager['steps_per_s']:.2f}x eager"
-    return (f"{r['algo']:4s} {r['side']:9s} {r['device']:6s} {r['steps_per_s']:9.1f} env steps/s "
+    return (f"{r['algo']:4s} {r['side']:10s} {r['device']:6s} {r['steps_per_s']:9.1f} env steps/s "
             f"({r['env_steps']} steps, {r['wall_s']:.1f} s, compile {r['compile_s']:.1f} s, "
             f"weights on {r['param_device']}){ratio}")
 

@@ -17,10 +17,28 @@ from typing import Any, Callable, ContextManager, Mapping, NamedTuple, Sequence
 import numpy as np
 
 __all__ = ["Backend", "StepResult", "BoundGroup", "split_losses", "sum_losses", "distinct", "DeviceError",
-           "export_thread_env", "check_device_name", "DEVICE_CHOICES"]
+           "export_thread_env", "check_device_name", "DEVICE_CHOICES", "TORCH_COMPILE_MODES", "TORCH_GRAPH_MODES",
+           "check_jit_compile"]
 
 #: what ``backend.device`` accepts (``cuda:N`` too); ``auto`` picks a GPU when one is present
 DEVICE_CHOICES = ("auto", "cpu", "cuda", "mps")
+
+#: ``torch.compile`` modes ``jit_compile`` may name instead of ``True`` (PyTorch backend)
+TORCH_COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+#: ``jit_compile`` values that capture the whole gradient step as one CUDA graph (PyTorch backend;
+#: note_rl/backends/torch_graphs.py)
+TORCH_GRAPH_MODES = ("cudagraph", "compile+cudagraph")
+
+
+def check_jit_compile(value: Any, backend: str) -> None:
+    """Raise ``ValueError`` unless ``value`` is a ``jit_compile`` the backend takes: ``True`` or
+    ``False``, or on PyTorch one of :data:`TORCH_COMPILE_MODES` and :data:`TORCH_GRAPH_MODES`."""
+    if isinstance(value, bool):
+        return
+    modes = TORCH_COMPILE_MODES + TORCH_GRAPH_MODES if backend == "torch" else ()
+    if not (isinstance(value, str) and value in modes):
+        raise ValueError(f"jit_compile={value!r}: use true, false" + (f" or one of {', '.join(modes)}" if modes else
+                                                                     f" (the {backend} backend has no named modes)"))
 
 
 def export_thread_env(n: int) -> None:

@@ -14,6 +14,7 @@ import torch  # noqa: E402
 
 from ..optim import OptimizerSpec
 from ..utils import network_input
+from .torch_graphs import GRAPH_MODES
 from .torch_optim import can_fuse, fast_step, fuse_optimizer
 from .base import (Backend, BoundGroup, DeviceError, StepFn, StepResult, check_device_name, distinct,
                    split_losses, sum_losses)
@@ -144,8 +145,18 @@ def _loss_dict(out: Any) -> dict[str, float] | None:
     return None
 
 
+def _step_result(out: tuple[list[tuple[Any, torch.Tensor]], Any, Any]) -> StepResult:
+    """A step's tensors read back: the loss (each one by label when there are several), TD, ratio."""
+    parts, td, ratio = out
+    if len(parts) == 1:
+        return StepResult(float(parts[0][1]), _to_numpy(td), _to_numpy(ratio))
+    losses = {label: float(loss) for label, loss in parts}
+    return StepResult(sum(losses.values()), _to_numpy(td), _to_numpy(ratio), losses)
+
+
 class TorchBackend(Backend):
-    """Eager PyTorch; ``torch.compile`` of the loss when ``jit`` is requested."""
+    """Eager PyTorch; ``torch.compile`` of the loss when ``jit`` is requested, or the whole step as
+    a CUDA graph (``jit="cudagraph"``)."""
 
     name = "torch"
 
@@ -260,18 +271,29 @@ class TorchBackend(Backend):
         return act
 
     def make_update(self, loss_fn: Callable[..., Any], groups: Sequence[BoundGroup], recorder: Any,
-                    jit: bool, clip_norm: float | None = None, every_group: bool = True) -> StepFn:
-        def build(compute: Callable[..., Any]) -> StepFn:
-            return self._make_step(compute, groups, recorder, clip_norm, every_group)
+                    jit: bool | str, clip_norm: float | None = None, every_group: bool = True) -> StepFn:
+        def build_run(compute: Callable[..., Any]) -> Callable[[Sequence[torch.Tensor]], Any]:
+            return self._make_run(compute, groups, recorder, clip_norm, every_group)
 
+        def build(compute: Callable[..., Any]) -> StepFn:
+            run, to_device = build_run(compute), _batch_maker([v for g in groups for v in g.variables])
+            return lambda arrays: _step_result(run([to_device(a) for a in arrays]))
+
+        if isinstance(jit, str) and jit in GRAPH_MODES:
+            from .torch_graphs import graphed
+
+            return graphed(build_run, _step_result, loss_fn, [v for g in groups for v in g.variables],
+                           distinct(g.optimizer for g in groups), jit)
         if jit:
             from .torch_compile import CompiledStep
 
             return CompiledStep(build, loss_fn, mode=jit if isinstance(jit, str) else None)
         return build(loss_fn)
 
-    def _make_step(self, compute: Callable[..., Any], groups: Sequence[BoundGroup], recorder: Any,
-                   clip_norm: float | None, every_group: bool) -> StepFn:
+    def _make_run(self, compute: Callable[..., Any], groups: Sequence[BoundGroup], recorder: Any,
+                  clip_norm: float | None, every_group: bool) -> Callable[[Sequence[torch.Tensor]], Any]:
+        """The step on tensors already on the device: ``(losses by label, td, ratio)``, all tensors,
+        nothing read back to the host (so that it can be captured in a CUDA graph)."""
         names = [g.name for g in groups]
         variables = [v for g in groups for v in g.variables]
         optimizers = distinct(g.optimizer for g in groups)
@@ -279,12 +301,11 @@ class TorchBackend(Backend):
         steppers = [fast_step(opt) for opt in optimizers]
         clips = [c for c in [*(_norm_clipper(g.variables, g.max_grad_norm) for g in groups),
                              _norm_clipper(variables, clip_norm)] if c is not None]
-        to_device = _batch_maker(variables)
         replicas = _replica_group()  # distributed_training: gradients averaged over the replicas
 
-        def step(arrays: Sequence[np.ndarray]) -> StepResult:
+        def run(tensors: Sequence[torch.Tensor]) -> tuple[list[tuple[Any, torch.Tensor]], Any, Any]:
             zero_grad()
-            out = compute(*[to_device(a) for a in arrays])
+            out = compute(*tensors)
             parts = split_losses(out, names)
             if len(parts) == 1 and every_group:
                 parts[0][1].backward()  # (inputs= below costs ~15 us more per step of a small net)
@@ -303,12 +324,9 @@ class TorchBackend(Backend):
             for opt_step in steppers:
                 opt_step()
             td, ratio = recorder.pop()
-            if len(parts) == 1:
-                return StepResult(float(parts[0][1].detach()), _to_numpy(td), _to_numpy(ratio))
-            losses = {label: float(loss.detach()) for label, loss, _ in parts}
-            return StepResult(sum(losses.values()), _to_numpy(td), _to_numpy(ratio), losses)
+            return [(label, loss.detach()) for label, loss, _ in parts], td, ratio
 
-        return step
+        return run
 
     def update_targets(self, targets: Sequence[Any], sources: Sequence[Any], tau: float) -> None:
         targets, sources = list(targets), list(sources)
@@ -407,7 +425,8 @@ class TorchBackend(Backend):
                     state_meta[str(pid)][key] = {"tensor": True}
                 else:
                     state_meta[str(pid)][key] = {"value": value}
-        groups = [{k: (list(v) if isinstance(v, tuple) else v) for k, v in g.items()}
+        # (a CUDA-graphed step keeps its lr in a tensor: the checkpoint stores the number)
+        groups = [{k: (list(v) if isinstance(v, tuple) else _plain(v)) for k, v in g.items()}
                   for g in sd["param_groups"]]
         return {"class": type(optimizer).__name__, "state": state_meta, "param_groups": groups}, arrays
 

@@ -12,12 +12,12 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import torch
 
-from .base import StepFn, StepResult
+from .base import TORCH_COMPILE_MODES, StepFn, StepResult, check_jit_compile
 
 __all__ = ["CompiledStep", "is_compile_error", "MODES"]
 
 #: ``torch.compile`` modes ``jit_compile`` may name instead of ``True``
-MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+MODES = TORCH_COMPILE_MODES
 
 
 def is_compile_error(exc: BaseException) -> bool:
@@ -37,8 +37,8 @@ class CompiledStep:
 
     def __init__(self, build: Callable[[Callable[..., Any]], StepFn], loss_fn: Callable[..., Any],
                  mode: str | None = None) -> None:
-        if mode is not None and mode not in MODES:
-            raise ValueError(f"jit_compile={mode!r}: use True, False or one of {', '.join(MODES)}")
+        if mode is not None:
+            check_jit_compile(mode, "torch")
         self.compiled = build(torch.compile(loss_fn, mode=mode))
         self.eager = build(loss_fn)
         self.step: StepFn | None = None

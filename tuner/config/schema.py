@@ -43,7 +43,7 @@ __all__ = ["Config", "validate", "register", "init_model_path"]
 class BackendConf:
     name: str = "torch"
     threads: Optional[int] = None
-    jit_compile: bool = False
+    jit_compile: Any = False  # true/false, or a torch mode name (checked in _check_jit)
     device: str = "auto"  # auto (a GPU when present), cpu, cuda, cuda:N, mps
 
 
@@ -534,6 +534,17 @@ def _check_normalize(cfg: DictConfig) -> None:
                           "strategy=pool_network)")
 
 
+def _check_jit(cfg: DictConfig) -> None:
+    """``backend.jit_compile``: true / false, or on torch a mode name (``cudagraph``: the whole
+    gradient step as one CUDA graph; ``reduce-overhead``, ...)."""
+    from note_rl.backends.base import check_jit_compile
+
+    try:
+        check_jit_compile(cfg.backend.jit_compile, cfg.backend.name)
+    except ValueError as exc:
+        raise ConfigError(f"backend.jit_compile: {str(exc).split(': ', 1)[-1]}") from None
+
+
 def _check_device(cfg: DictConfig) -> None:
     """``backend.device`` names a device; one other than auto / cpu must exist here (asking the
     backend imports its framework, so only then)."""
@@ -578,6 +589,7 @@ def _validate(cfg: DictConfig, check_env: bool) -> DictConfig:
     check_network(typed)
     check_agent_backend(typed.agent._target_, typed.backend.name)
     _check_targets(typed)
+    _check_jit(typed)
     _check_device(typed)
     if check_env:
         check_env_of(typed)
