@@ -18,8 +18,9 @@ another sampler seed):
 Every Optuna study runs the protocol (``tuner.seeds.test``): its answer (the held-out winner of the
 top 2) and its starting config (trial 0: the rl-zoo3 preset, which conf/hyperparams holds for each task
 here) are retrained on the test seeds and scored by 20 deterministic episodes; the starting config's
-score is the preset's row.  PBT's answer is its schedule (``pbt_schedule.yaml``), replayed from scratch
-on each test seed (``replay_config.yaml``) and scored by the last segment's evaluation.  The table is
+score is the preset's row.  PBT's answer is its schedule (``pbt_schedule.yaml``): its driver's test stage
+(``tuner.seeds.test``, tuner/study/pbt_test.py) replays it from scratch on each test seed and scores the
+final policy by the same 20 deterministic episodes.  The table is
 printed and written to ``<out>/<task>/results.json``.
 """
 
@@ -105,35 +106,29 @@ def _seed_runs(study_dir: str) -> int | None:
 
 
 def run_pbt(task: str, repeat: int, a: argparse.Namespace, where: str) -> dict:
+    """``tuner=pbt`` with its test stage (``tuner.seeds.test``): the driver replays the winner's schedule
+    from scratch on each test seed and scores it as the Optuna studies' test stage does (pbt.json's ``test``)."""
     agent, env = TASKS[task][:2]
     population = a.trials * a.seeds
+    test = TEST_SEEDS[:a.test_seeds]
     args = ["tuner=pbt", *common(agent, env, a), f"tuner.study_name={task}-pbt-r{repeat}", f"tuner.study_dir={where}",
             f"tuner.population={population}", f"tuner.generations={a.generations}",
-            f"tuner.interval={a.steps // a.generations}", f"tuner.seed={repeat}"]
+            f"tuner.interval={a.steps // a.generations}", f"tuner.seed={repeat}",
+            f"tuner.seeds.test=[{','.join(map(str, test))}]"]
     started = time.monotonic()
     code = note_tune(args, where + ".log")
-    replay = os.path.join(where, "replay_config.yaml")
-    if not os.path.exists(replay):
-        return {"method": "pbt", "repeat": repeat, "error": f"exit {code}, no replay_config.yaml",
-                "wall_s": time.monotonic() - started}
-    scores = {}
-    for seed in TEST_SEEDS[:a.test_seeds]:
-        replay_dir = os.path.join(where, f"replay-{seed}")
-        note_tune(["--config-dir", where, "--config-name", "replay_config", f"seed={seed}",
-                   f"tuner.study_name={task}-pbt-r{repeat}-replay-{seed}", f"tuner.study_dir={replay_dir}"],
-                  where + ".log")
-        try:
-            with open(os.path.join(replay_dir, "pbt.json")) as f:
-                scores[str(seed)] = float(json.load(f)["scores_last_generation"][0])  # the replay's one member
-        except (OSError, KeyError, IndexError, TypeError, ValueError):
-            scores[str(seed)] = None
-    with open(os.path.join(where, "pbt.json")) as f:
-        pbt = json.load(f)
-    got = [v for v in scores.values() if v is not None]
-    return {"method": "pbt", "repeat": repeat, "wall_s": time.monotonic() - started, "exit": code,
-            "answer_tuning": pbt.get("winner_score"),
-            "answer_test_mean": statistics.fmean(got) if got else None, "answer_test_scores": scores,
-            "seed_runs": population}
+    wall = time.monotonic() - started
+    try:
+        with open(os.path.join(where, "pbt.json")) as f:
+            pbt = json.load(f)
+    except OSError:
+        return {"method": "pbt", "repeat": repeat, "error": f"exit {code}, no pbt.json", "wall_s": wall}
+    t = pbt.get("test") or {}
+    answer = t.get("answer") or {}
+    scores = {str(s): (answer.get("scores") or {}).get(str(s)) for s in test}  # None: that replay failed
+    return {"method": "pbt", "repeat": repeat, "wall_s": wall, "exit": code, "test_seeds": t.get("seeds"),
+            "answer_tuning": pbt.get("winner_score"), "answer_test_mean": answer.get("mean"),
+            "answer_test_scores": scores, "seed_runs": population}
 
 
 def table(task: str, rows: list[dict], a: argparse.Namespace) -> str:

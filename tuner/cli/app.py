@@ -355,7 +355,37 @@ def _run_pbt(cfg: DictConfig) -> dict[str, Any] | None:
     print(f"winner: member {summary['winner']} scored {summary['winner_score']} in generation "
           f"{summary['generations_complete'] - 1}; schedule: {_short(os.path.join(driver.study_dir, 'pbt_schedule.yaml'))}, "
           f"config: {_short(os.path.join(driver.study_dir, 'best_config.yaml'))}", flush=True)
-    return summary
+    test = _pbt_test_stage(driver, cfg)
+    return summary if test is None else {**summary, "test": test}
+
+
+def _pbt_test_stage(driver: Any, cfg: DictConfig) -> dict[str, Any] | None:
+    """``tuner.seeds.test`` of ``tuner=pbt``: the winner's schedule replayed on the test seeds
+    (:mod:`tuner.study.pbt_test`); its summary goes into ``pbt.json`` and the study report."""
+    from ..common.interrupts import held, keep, raise_held
+    from ..report.report import report_study
+    from ..study.pbt_test import run_pbt_test
+    from ..study.protocol import format_test
+
+    test = None
+    try:
+        test = run_pbt_test(driver)
+    except KeyboardInterrupt as exc:  # the replays that finished are scored: written below
+        test = getattr(exc, "test", None)
+        raise
+    finally:
+        if test is not None:
+            with held():  # a first signal waits until pbt.json and the report are written
+                driver.write_outputs(test)
+                report_study(driver.study, driver.study_dir, driver.storage_desc,
+                             OmegaConf.to_container(cfg, resolve=True))
+                if test["interrupted"]:
+                    keep(f"pbt.json and the report of the test seeds scored so far written to "
+                         f"{_short(driver.study_dir)} (the same command resumes the test stage)")
+    if test is not None:
+        print(format_test(test), flush=True)
+    raise_held()
+    return test
 
 
 def _run_finder(cfg: DictConfig) -> dict[str, Any]:

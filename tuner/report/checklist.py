@@ -14,7 +14,7 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
-from ..study.outputs import format_cell, study_answer
+from ..study.outputs import SOURCES, format_cell, study_answer
 
 __all__ = ["checklist"]
 
@@ -82,12 +82,13 @@ def checklist(study: optuna.Study) -> list[str]:
              f"- time: {format_cell(wall)} s wall for the trials, {format_cell(cpu)} s CPU in trial processes"
              + (f"; test stage {format_cell(test.get('wall_time_s'))} s wall" if test else "")]
     if answer is not None:
-        how = "held-out winner" if answer["source"] == "heldout" else "best tuning score"
+        how = SOURCES.get(answer["source"], answer["source"])
         gap = answer["tuning_value"] - answer["test_mean"] if answer.get("test_mean") is not None \
             and answer.get("tuning_value") is not None else None
         lines += [f"- answer: trial {answer['trial']} ({how}): tuning score {format_cell(answer['tuning_value'])}, "
                   f"held-out mean {format_cell(answer.get('heldout_mean'))}, test mean {format_cell(answer.get('test_mean'))}, "
                   f"gap (tuning - test) {format_cell(gap)}",
+                  f"- starting config: {answer.get('verdict')}" if answer["source"] == "pbt" else
                   f"- starting config (trial {format_cell(answer.get('start_trial'))}): test mean "
                   f"{format_cell(answer.get('start_test_mean'))}" + (f"; {answer['verdict']}" if answer.get("verdict") else "")]
     space = _space(study)

@@ -26,7 +26,13 @@ from optuna.trial import FrozenTrial, TrialState
 
 from ..common.redact import redact_text, scrub
 from ..logs.curves import pyplot, reward_curve, training_figure
-from ..study.outputs import describe_answer, rerun_command, study_answer, study_summary
+from ..study.outputs import (
+    SOURCES,
+    describe_answer,
+    rerun_command,
+    study_answer,
+    study_summary,
+)
 from .checklist import checklist
 
 __all__ = ["write_report", "log_study_run", "report_study", "trials_table", "PLOTS"]
@@ -81,7 +87,7 @@ def _best_curves(study: optuna.Study) -> Any:
     data = _results(trial)
     if data is None:
         raise ValueError(f"trial {trial.number} has no result.json with returns")
-    how = "held-out winner" if answer and answer["source"] == "heldout" else "best tuning score"
+    how = SOURCES[answer["source"]] if answer else SOURCES["tuning"]
     return training_figure(data, f"answer: trial {trial.number}, {how} (tuning score {trial.value:.4g})")
 
 
@@ -261,6 +267,8 @@ def write_report(study: optuna.Study, study_dir: str, storage_desc: str, out_dir
     summary = scrub(study_summary(study, study_dir, storage_desc))  # a fail reason may quote a URL
     best_config = os.path.join(study_dir, "best_config.yaml")
     rerun = rerun_command(study_dir) if summary["best_trial"] is not None and os.path.exists(best_config) else None
+    if rerun and (summary.get("answer") or {}).get("source") == "pbt":  # PBT's answer is its schedule
+        rerun = rerun_command(study_dir, "replay_config")
     images, skipped = _draw_all(study, folder)
     markdown = os.path.join(folder, "report.md")
     with open(markdown, "w") as f:

@@ -13,7 +13,13 @@ from ..common.redact import redact_text, scrub
 from ..logs.results import write_json
 from .best_config import trial_config_body
 
-__all__ = ["study_summary", "write_outputs", "summary_table", "rerun_command", "study_answer", "format_cell"]
+__all__ = ["study_summary", "write_outputs", "summary_table", "rerun_command", "study_answer", "format_cell",
+           "SOURCES", "PBT_ANSWER"]
+
+#: how the outputs name where the study's answer was chosen (its ``source``)
+SOURCES = {"heldout": "held-out winner", "tuning": "best tuning score", "pbt": "PBT winner's schedule"}
+#: study user attr of a PBT study whose test stage ran: the winner's last segment (:mod:`tuner.study.pbt_test`)
+PBT_ANSWER = "pbt_answer"
 
 
 def rerun_command(study_dir: str, config_name: str = "best_config") -> str:
@@ -36,13 +42,18 @@ def study_answer(study: optuna.Study) -> dict[str, Any] | None:
     """The study's one answer, as every output names it: the held-out winner (study user attr
     ``heldout_winner``) when the held-out stage chose one, else the best tuning trial; with its
     tuning score, held-out mean and test mean (``test`` stage) where they exist, and the best tuning
-    score beside it (which may be another trial's: selection among noisy one-seed scores)."""
+    score beside it (which may be another trial's: selection among noisy one-seed scores).  A PBT
+    study's answer, once its test stage ran, is the winner's last segment (user attr ``pbt_answer``)."""
     best = _best(study)
     if best is None:
         return None
-    winner = study.user_attrs.get("heldout_winner")
+    winner, pbt = study.user_attrs.get("heldout_winner"), study.user_attrs.get(PBT_ANSWER)
     trials = study.get_trials(deepcopy=False)
-    trial, source = (trials[winner], "heldout") if isinstance(winner, int) and winner < len(trials) else (best, "tuning")
+    trial, source = best, "tuning"
+    if isinstance(pbt, int) and pbt < len(trials):
+        trial, source = trials[pbt], "pbt"
+    elif isinstance(winner, int) and winner < len(trials):
+        trial, source = trials[winner], "heldout"
     held = study.user_attrs.get(f"heldout:{trial.number:04d}") or {}
     test = study.user_attrs.get("test") or {}
     tested = test.get("answer_trial") == trial.number
@@ -60,7 +71,7 @@ def describe_answer(answer: dict[str, Any]) -> str:
     def fmt(v: Any) -> str:
         return "-" if v is None else f"{v:.4g}"
 
-    how = "held-out winner" if answer["source"] == "heldout" else "best tuning score"
+    how = SOURCES.get(answer["source"], answer["source"])
     parts = [f"answer: trial {answer['trial']} ({how})", f"tuning score {fmt(answer['tuning_value'])}"]
     if answer.get("heldout_mean") is not None:
         parts.append(f"held-out mean {fmt(answer['heldout_mean'])}")

@@ -23,7 +23,8 @@ Design (the simplest that fits this project's study driver):
   RUNNING ones the dead driver left (the runner's zombie check) and runs them again.
 
 At the end ``pbt_schedule.yaml`` (the winner's hyperparameters per generation, following its lineage),
-``best_config.yaml`` (the winner's last segment's config) and ``pbt.json`` are written to the study dir.
+``best_config.yaml`` (the winner's last segment's config) and ``pbt.json`` are written to the study dir;
+with ``tuner.seeds.test`` the schedule is then replayed on test seeds and scored (:mod:`tuner.study.pbt_test`).
 """
 
 from __future__ import annotations
@@ -48,10 +49,11 @@ from .best_config import trial_config_body
 from .driver import Composer, Driver
 from .pb2 import pb2_explore, pb2_rng
 from .pbt_rules import Step, exploit_explore, initial_population
+from .protocol import SeedSettings, _listed, pick_test_seeds
 from .runner import DONE, HEARTBEAT_GRACE_S, NO_DRIVER_GRACE_S, OPEN, WAIT, RunLimits, TrialRunner
 from .settings import TunerSettings, tuner_settings
 
-__all__ = ["PbtSettings", "pbt_settings", "PbtDriver", "lineage"]
+__all__ = ["PbtSettings", "pbt_settings", "PbtDriver", "lineage", "check_test_seeds", "no_test_stage"]
 
 MEMBER, GENERATION, PARENT = "pbt_member", "pbt_generation", "pbt_parent"
 #: parameters explore leaves alone by default: they change a network's or a buffer's shape, which a
@@ -86,6 +88,8 @@ def pbt_settings(node: Any) -> PbtSettings:
         node = OmegaConf.to_container(node, resolve=True)
     node = dict(node)
     own = {k: node.pop(k) for k in _PBT_KEYS if k in node}
+    # no test stage unless tuner.seeds.test asks for one (conf/tuner/pbt.yaml says 0; tuner=optuna's default is 3)
+    node["seeds"] = {"test": 0, **dict(node.get("seeds") or {})}
     node["name"] = "optuna"
     base = tuner_settings(node)
     s = PbtSettings(**{f.name: getattr(base, f.name) for f in fields(base)})
@@ -110,6 +114,17 @@ def pbt_settings(node: Any) -> PbtSettings:
     return s
 
 
+def no_test_stage(seeds: SeedSettings) -> bool:
+    """``tuner.seeds.test`` is 0: no test stage (:mod:`tuner.study.pbt_test`)."""
+    return _listed(seeds.test) is None and int(seeds.test) == 0
+
+
+def check_test_seeds(settings: PbtSettings, seed: int) -> None:
+    """:class:`ConfigError` (one line) when a listed test seed is one a member trains on (``seed + m``)."""
+    if not no_test_stage(settings.seeds):
+        pick_test_seeds(settings.seeds.test, {seed + m for m in range(settings.population)})
+
+
 def _read_schedule(s: PbtSettings) -> None:
     """``tuner.replay``: one member, one generation per schedule entry, the schedule's interval."""
     try:
@@ -127,9 +142,13 @@ def _read_schedule(s: PbtSettings) -> None:
 class PbtDriver(Driver):
     """Runs a PBT study to its last generation (see the module docstring)."""
 
+    progress_label = ""  # what each generation's line starts with
+
     def __init__(self, cfg: DictConfig, settings: PbtSettings, compose: Composer, overrides: list[str]) -> None:
         self.pbt = settings
         self.seed = int(settings.seed if settings.seed is not None else cfg.seed)
+        if not settings.replay:  # a test seed a member trains on: one line before anything is made
+            check_test_seeds(settings, int(cfg.seed))
         super().__init__(cfg, settings, compose, overrides)
         self.members_dir = os.path.join(self.study_dir, "members")
         try:  # the study driver made trials/ for its trials; a PBT study's segments live in members/
@@ -152,6 +171,9 @@ class PbtDriver(Driver):
                                       f"command gives {value!r} (keep it, use another tuner.study_name, or "
                                       "tuner.resume=force)")
         self.study.set_user_attr("pbt", {**mine, "generations": s.generations})
+        # the report's AutoRL checklist names the optimiser: PBT's, not the Optuna sampler it never asks
+        self.study.set_user_attr("optimiser", {"sampler": s.explore, "pruner": "none (exploit replaces the bottom "
+                                               "quantile)", "n_jobs": s.n_jobs, "aggregation": "mean"})
         self.first = default_params(self.space, cfg) if settings.enqueue_defaults else {}
         # a config-group choice (optimizer, buffer) builds other objects, whose state a copied checkpoint
         # cannot fill: exploit copies it, explore leaves it alone
@@ -172,8 +194,8 @@ class PbtDriver(Driver):
         explore on the scores of the generation before, all of which must be COMPLETE)."""
         if generation not in self._plans:
             s = self.pbt
-            if s.replay:  # one member, the schedule's hyperparameters, each generation from its own checkpoint
-                steps = [Step(0, 0, dict(s.schedule[generation]))]
+            if s.replay:  # each member (one; a test stage: one per test seed) follows the schedule from its own checkpoint
+                steps = [Step(m, m, dict(s.schedule[generation])) for m in range(s.population)]
             elif generation == 0:
                 pop = initial_population(self.space, s.population, self.seed, self.first)
                 steps = [Step(m, m, p) for m, p in enumerate(pop)]
@@ -225,7 +247,7 @@ class PbtDriver(Driver):
     def _prepare(self, trial: optuna.Trial) -> TrialSpec:
         m, g = trial.user_attrs[MEMBER], trial.user_attrs[GENERATION]
         step = self.plan(g, self.segments())[m]
-        run_dir = os.path.join(self.members_dir, str(m), f"gen_{g}")
+        run_dir = self._run_dir(m, g)
         init_from = None
         if g > 0:
             parent = self.segments()[(step.parent, g - 1)]
@@ -242,19 +264,32 @@ class PbtDriver(Driver):
         cfg = validate(self._compose_trial(trial, overrides), check_env=False)
         cfg.tuner = {"name": "none"}
         cfg.logger.p = 0
-        cfg.seed = int(cfg.seed) + m  # each member its own seed; evaluations share eval.seed
+        cfg.seed = self._member_seed(int(cfg.seed), m)  # each member its own seed; evaluations share eval.seed
         cfg.budget.steps = self.pbt.interval
         os.makedirs(run_dir, exist_ok=True)
         OmegaConf.save(OmegaConf.create(scrub(OmegaConf.to_container(cfg), ())), os.path.join(run_dir, "config.yaml"))
         plain = OmegaConf.to_container(cfg, resolve=True)
         # read by tuner.run.train only (not the config's init_from: that warm start of weights applies too,
         # before this full checkpoint replaces them)
+        plain = self._segment_config(plain, m, g)
         plain.update(continue_from=init_from, save_checkpoint=True)
         trial.set_user_attr("tuning_seeds", [plain["seed"]])
         return TrialSpec(trial=trial.number, backend=plain["backend"]["name"], run_dir=run_dir, configs=[plain],
                          report_every=self.s.report_every, aggregation="mean", memory_mb=self.s.trial_memory_mb,
                          log_path=os.path.join(run_dir, "trial.log"),
                          wandb=trial_meta(self.s.study_name, trial.number, trial.params))
+
+    def _run_dir(self, member: int, generation: int) -> str:
+        """Where a segment trains (a test stage's driver names it by the seed)."""
+        return os.path.join(self.members_dir, str(member), f"gen_{generation}")
+
+    def _member_seed(self, seed: int, member: int) -> int:
+        """The seed member ``member`` trains on: the config's ``seed + member``."""
+        return seed + member
+
+    def _segment_config(self, plain: dict[str, Any], member: int, generation: int) -> dict[str, Any]:
+        """A hook on a segment's resolved config (a test stage's driver sets its last evaluation)."""
+        return plain
 
     def run(self, on_change: Any = None) -> None:
         s = self.pbt
@@ -276,14 +311,14 @@ class PbtDriver(Driver):
             segs = [done[(m, g)] for m in range(s.population)]
             copies = ", ".join(f"{m}<-{t.user_attrs.get(PARENT)}" for m, t in enumerate(segs)
                                if t.user_attrs.get(PARENT) != m)
-            print(f"generation {g}: scores {' '.join(f'{t.value:.4g}' for t in segs)}"
+            print(f"{self.progress_label}generation {g}: scores {' '.join(f'{t.value:.4g}' for t in segs)}"
                   f"{f' (copied: {copies})' if copies else ''}", flush=True)
             self._said = g
 
     # -- outputs -------------------------------------------------------------------------------
-    def write_outputs(self) -> dict[str, Any] | None:
-        """``pbt_schedule.yaml``, ``best_config.yaml`` and ``pbt.json`` from the study's segments;
-        ``None`` while no generation is complete."""
+    def answer(self) -> tuple[int, int, Any, list[dict[str, Any]]] | None:
+        """The winner (the best member of the last complete generation), that generation, the winner's
+        segment in it and its schedule (:func:`lineage`); ``None`` while no generation is complete."""
         done = self.segments()
         s = self.pbt
         last = max((g for g in range(s.generations) if all((m, g) in done for m in range(s.population))),
@@ -293,14 +328,24 @@ class PbtDriver(Driver):
         scores = [done[(m, last)].value for m in range(s.population)]
         maximize = s.direction == "maximize"
         winner = max(range(s.population), key=lambda m: (scores[m] if maximize else -scores[m], -m))
-        schedule = lineage(done, winner, last)
+        return winner, last, done[(winner, last)], lineage(done, winner, last)
+
+    def write_outputs(self, test: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        """``pbt_schedule.yaml``, ``best_config.yaml`` and ``pbt.json`` (with ``test``, the test stage's
+        summary: :mod:`tuner.study.pbt_test`) from the study's segments; ``None`` while no generation
+        is complete."""
+        found = self.answer()
+        if found is None:
+            return None
+        winner, last, final, schedule = found
+        done, s = self.segments(), self.pbt
+        scores = [done[(m, last)].value for m in range(s.population)]
         schedule_doc = {"winner": winner, "generation": last, "score": scores[winner], "interval": s.interval,
                         "schedule": schedule}
         with open(os.path.join(self.study_dir, "pbt_schedule.yaml"), "w") as f:
             f.write("# the winning member's hyperparameters per generation (each segment: tuner.interval env steps),\n"
                     "# following its lineage back through the members it copied (exploit)\n")
             yaml.safe_dump(schedule_doc, f, sort_keys=False)
-        final = done[(winner, last)]
         config = os.path.join(final.user_attrs["run_dir"], "config.yaml")
         cfg = None
         if os.path.exists(config):
@@ -317,7 +362,8 @@ class PbtDriver(Driver):
                    "scores_last_generation": scores, "schedule": schedule,
                    "segments": [{"member": m, "generation": g, "trial": t.number, "value": t.value,
                                  "parent": t.user_attrs.get(PARENT), "params": t.params}
-                                for (m, g), t in sorted(done.items(), key=lambda kv: (kv[0][1], kv[0][0]))]}
+                                for (m, g), t in sorted(done.items(), key=lambda kv: (kv[0][1], kv[0][0]))],
+                   **({"test": test} if test is not None else {})}
         write_json(os.path.join(self.study_dir, "pbt.json"), summary)
         if cfg is not None and not s.replay:
             self._write_replay(cfg, final, os.path.join(self.study_dir, "pbt_schedule.yaml"))
@@ -330,12 +376,15 @@ class PbtDriver(Driver):
         cfg = OmegaConf.create(OmegaConf.to_container(cfg))
         # the command's whole tuner node (every key tuner=pbt composes, so the file's defaults list composes
         # back to it), with the replay's own settings over it
-        cfg.tuner = {**OmegaConf.to_container(self.cfg.tuner, resolve=True), "name": "pbt", "replay": os.path.abspath(schedule), "study_name": f"{s.study_name}-replay",
+        node = OmegaConf.to_container(self.cfg.tuner, resolve=True)
+        cfg.tuner = {**node, "name": "pbt", "replay": os.path.abspath(schedule), "study_name": f"{s.study_name}-replay",
                      "study_dir": os.path.join(self.study_dir, "replay"),
                      # a journal of its own: the replay's study is no sibling of the studies beside the PBT dir
                      "storage": os.path.join(self.study_dir, "replay", "journal.log"), "population": 1,
                      "interval": s.interval, "n_jobs": 1, "enqueue_defaults": False,
-                     "max_cost_ratio": s.max_cost_ratio}
+                     "max_cost_ratio": s.max_cost_ratio,
+                     # the replay is the test stage's run, not a study with a test stage of its own
+                     "seeds": {**dict(node.get("seeds") or {}), "test": 0}}
         with open(os.path.join(self.study_dir, "replay_config.yaml"), "w") as f:
             f.write("# trains one member from scratch through the PBT winner's hyperparameter schedule "
                     "(pbt_schedule.yaml):\n# note-tune --config-dir <this dir> --config-name replay_config\n")

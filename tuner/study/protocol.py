@@ -26,6 +26,7 @@ from omegaconf import OmegaConf
 from optuna.trial import FrozenTrial
 
 from ..common.errors import ConfigError
+from .outputs import SOURCES
 from .reevaluate import (
     MAX_COUNT,
     ReevalSettings,
@@ -221,7 +222,7 @@ def format_test(summary: dict[str, Any]) -> str:
     a, s = summary["answer"], summary["start"]
     lines = [f"test stage: seeds {summary['seeds']}, {summary['episodes']} deterministic episodes per run, "
              f"{summary['wall_time_s']:.1f} s" + (" (interrupted: incomplete)" if summary.get("interrupted") else ""),
-             f"  answer: trial {a['trial']} ({'held-out winner' if a['source'] == 'heldout' else 'best tuning score'}): "
+             f"  answer: trial {a['trial']} ({SOURCES.get(a['source'], a['source'])}): "
              f"test mean {fmt(a['mean'])} +- {fmt(a['std'])}; tuning score {fmt(a['tuning_value'])}"
              + (f", held-out mean {fmt(a['heldout_mean'])}" if a.get("heldout_mean") is not None else "")
              + f"; gap (tuning - test) {fmt(a['gap'])}"]

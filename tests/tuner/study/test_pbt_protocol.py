@@ -1,0 +1,129 @@
+"""PBT's test stage (``tuner=pbt`` with ``tuner.seeds.test``; tuner/study/pbt_test.py): the winner's schedule
+replayed from scratch on test seeds no member trained on, scored by the test stage's evaluation, recorded as
+the Optuna protocol records its stage, shown in the report, and not run again by a re-run."""
+
+import json
+import os
+
+import optuna
+import pytest
+import yaml
+from optuna.trial import TrialState
+
+from tests.tuner.conftest import TINY, compose_cfg, journal_of, run_app
+from tuner.study.pbt import pbt_settings
+from tuner.study.reevaluate import HELDOUT_EVAL_SEED
+
+EPISODES = 3
+
+
+def _args(name, test="2"):
+    return ["tuner=pbt", f"tuner.study_name={name}", "search=none",
+            "+search.values.optimizer.lr='tag(log, interval(1e-4, 1e-2))'",
+            "tuner.population=2", "tuner.generations=2", "tuner.interval=300", "tuner.quantile=0.5",
+            "eval.episodes=3", f"tuner.seeds.test={test}", f"tuner.reevaluate.episodes={EPISODES}", *TINY]
+
+
+def _load(study_dir, name):
+    from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+    return optuna.load_study(study_name=name, storage=JournalStorage(JournalFileBackend(journal_of(study_dir))))
+
+
+def _test_study(study_dir):
+    """The test stage's replay study (its own journal in test/<trial>-<digest>/)."""
+    (folder,) = [f for f in (study_dir / "test").iterdir() if f.is_dir()]
+    from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+    storage = JournalStorage(JournalFileBackend(str(folder / "journal.log")))
+    (summary,) = optuna.get_all_study_summaries(storage)
+    return optuna.load_study(study_name=summary.study_name, storage=storage)
+
+
+def _read(trial, name):
+    with open(os.path.join(trial.user_attrs["run_dir"], name)) as f:
+        return json.load(f) if name.endswith(".json") else yaml.safe_load(f)
+
+
+def _config_seed(trial):
+    return _read(trial, "config.yaml")["seed"]
+
+
+def test_no_test_stage_unless_asked() -> None:
+    """tuner=pbt's default is no test stage (tuner=optuna's is 3 seeds); a count or a list is taken."""
+    assert pbt_settings(compose_cfg(["tuner=pbt"]).tuner).seeds.test == 0
+    assert pbt_settings({"name": "pbt"}).seeds.test == 0
+    assert list(pbt_settings(compose_cfg(["tuner=pbt", "tuner.seeds.test=[7,9]"]).tuner).seeds.test) == [7, 9]
+
+
+def test_the_winners_schedule_is_scored_on_test_seeds(tmp_path) -> None:
+    out = run_app(_args("proto"), cwd=str(tmp_path))
+    study_dir = tmp_path / "studies" / "proto"
+    study = _load(study_dir, "proto")
+    segments = study.get_trials(states=(TrialState.COMPLETE,))
+    assert len(segments) == 4
+    trained = {int(s) for t in segments for s in t.user_attrs["tuning_seeds"]} | {_config_seed(t) for t in segments}
+    assert trained == {0, 1}
+    schedule = yaml.safe_load((study_dir / "pbt_schedule.yaml").read_text())
+    final = schedule["schedule"][-1]["trial"]
+    test = study.user_attrs["test"]
+    seeds = test["seeds"]
+    assert seeds == [20000, 20001] and not set(seeds) & trained  # disjoint from every seed a member trained on
+    assert test["answer_trial"] == final and study.user_attrs["pbt_answer"] == final
+
+    # one replay per test seed, each segment once, trained on that seed through the winner's schedule
+    replay = _test_study(study_dir)
+    runs = replay.get_trials(states=(TrialState.COMPLETE,))
+    by_seed = {}
+    for t in runs:
+        seed = _config_seed(t)
+        assert t.user_attrs["tuning_seeds"] == [seed]
+        key = (seed, t.user_attrs["pbt_generation"])
+        assert key not in by_seed, f"segment {key} ran twice"
+        by_seed[key] = t
+    assert set(by_seed) == {(s, g) for s in seeds for g in (0, 1)}
+    for (seed, g), t in by_seed.items():
+        assert t.params == pytest.approx(schedule["schedule"][g]["params"])
+        assert t.user_attrs["init_from"] == (by_seed[(seed, 0)].user_attrs["checkpoint"] if g else None)
+
+    # the recorded scores are the replays' last evaluations: the test stage's episodes on held-out reset seeds
+    recorded = study.user_attrs[f"test:{final:04d}"]
+    assert recorded["episodes"] == EPISODES and recorded["model"] == "final"
+    for seed in seeds:
+        result = _read(by_seed[(seed, 1)], "result.json")
+        assert result["seed"] == seed and result["config"]["eval"]["seed"] == HELDOUT_EVAL_SEED + 1000 * seed
+        assert result["config"]["eval"]["episodes"] == EPISODES and len(result["evaluations"]) == 1
+        assert recorded["scores"][str(seed)] == pytest.approx(result["final_eval_mean_return"])
+    mean = sum(recorded["scores"].values()) / len(seeds)
+    assert test["answer_mean"] == pytest.approx(mean) == recorded["mean"]
+    pbt = json.loads((study_dir / "pbt.json").read_text())
+    assert pbt["test"]["answer"]["scores"] == recorded["scores"]
+    assert pbt["test"]["answer"]["gap"] == pytest.approx(study.trials[final].value - mean)
+    assert "test stage: seeds [20000, 20001]" in out.stdout and "PBT winner's schedule" in out.stdout
+
+    # the report's AutoRL checklist: the test seeds, the answer's tuning score, test mean and gap
+    report = (study_dir / "report" / "report.md").read_text()
+    assert "test (scoring only) 20000, 20001" in report
+    gap = study.trials[final].value - mean
+    assert f"answer: trial {final} (PBT winner's schedule): tuning score" in report
+    assert f"gap (tuning - test) {gap:.4g}" in report and "--config-name replay_config" in report
+
+    # a re-run trains no replay again: the stored scores are reused; and with them forgotten (a driver killed
+    # before it stored them), the replay study's complete segments are
+    n = len(replay.trials)
+    assert "test stage: the winner's schedule" not in run_app(_args("proto"), cwd=str(tmp_path)).stdout
+    study.set_user_attr(f"test:{final:04d}", None)
+    again = run_app(_args("proto"), cwd=str(tmp_path))
+    assert "test stage: seeds [20000, 20001]" in again.stdout
+    assert len(_test_study(study_dir).trials) == n
+    assert _load(study_dir, "proto").user_attrs[f"test:{final:04d}"]["scores"] == recorded["scores"]
+
+
+def test_a_test_seed_a_member_trains_on_is_refused(tmp_path) -> None:
+    """Member 1 trains seed 0 + 1: listing it as a test seed ends the command in one line, exit 2,
+    before anything trains."""
+    out = run_app(_args("clash", test="[20000,1]"), cwd=str(tmp_path), check=False)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert lines == ["error: tuner.seeds.test: seed 1 was used to tune or choose the answer; test seeds must differ"]
+    assert not (tmp_path / "studies" / "clash" / "members").exists()

@@ -1,0 +1,164 @@
+"""PBT's test stage (``tuner=pbt`` with ``tuner.seeds.test``): the winner's schedule scored on seeds no
+member trained on, as the AutoRL protocol scores a ``tuner=optuna`` study's answer (:mod:`.protocol`).
+
+PBT's answer is not a config but a schedule (``pbt_schedule.yaml``: the winner's hyperparameters per
+generation, following its lineage).  When the population has finished, the schedule is *replayed from
+scratch* on each test seed with the replay machinery of ``replay_config.yaml`` (a ``tuner=pbt`` study in
+replay mode), here with one member per test seed: member ``m`` trains seed ``test[m]``, every segment in
+a fresh process, ``tuner.reevaluate.n_jobs`` (else ``tuner.n_jobs``) at once.  Test seeds come from
+:func:`.protocol.pick_test_seeds` (a count: 20000, 20001, ... skipping every seed a member trained on; a
+list holding such a seed is refused in one line before the population starts).
+
+Score: the test stage's evaluation of ``tuner=optuna``, on the final policy: the last segment of each
+replay ends with one evaluation of ``tuner.reevaluate.episodes`` deterministic episodes on the held-out
+reset seeds of that seed (:func:`.reevaluate._heldout_cfg`, ``model=final`` whatever
+``tuner.reevaluate.model`` says: a replay has no best weights of its own to pick).  The earlier segments
+train and evaluate as the members' segments did.
+
+Recorded as :mod:`.protocol` records its stage (study user attrs ``test`` and ``test:<trial>``, the
+trial being the winner's last segment; ``pbt_answer`` names it, so :func:`.outputs.study_answer` and the
+report's AutoRL checklist show its tuning score, test mean and gap), and in ``pbt.json``.  No starting
+config is retrained: a schedule has no default to compare with.  Replays live in
+``<study_dir>/test/<trial>-<digest>/`` (a journal of their own, ``seed_<seed>/gen_<g>/``; the digest: the
+episodes and the seeds replayed).  As the protocol's stage, a re-run reuses every seed already scored with
+the same episodes; a replay study killed before its scores were stored resumes at its last complete
+segments.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import math
+import os
+import time
+from typing import Any
+
+from optuna.trial import TrialState
+
+from .outputs import PBT_ANSWER
+from .pbt import PbtDriver, PbtSettings, no_test_stage
+from .protocol import TEST_PREFIX, SeedSettings, _scored, _store, pick_test_seeds
+from .reevaluate import _SCORE, _Entry, _heldout_cfg, tuning_seeds
+
+__all__ = ["TestReplayDriver", "run_pbt_test"]
+
+MODEL = "final"  # a replay's score is its final policy's
+
+
+class TestReplayDriver(PbtDriver):
+    """A replay-mode PBT study whose member ``m`` trains ``seeds[m]`` and whose last segments end with
+    the test stage's evaluation (``episodes`` deterministic episodes on held-out reset seeds)."""
+
+    __test__ = False  # not a pytest class
+    progress_label = "  [test] "
+
+    def __init__(self, parent: PbtDriver, settings: PbtSettings, seeds: list[int], episodes: int) -> None:
+        self.test_seeds, self.episodes = list(seeds), episodes
+        super().__init__(parent.cfg, settings, parent.compose, parent.overrides)
+
+    def _run_dir(self, member: int, generation: int) -> str:
+        return os.path.join(self.study_dir, f"seed_{self.test_seeds[member]}", f"gen_{generation}")
+
+    def _member_seed(self, seed: int, member: int) -> int:
+        return self.test_seeds[member]
+
+    def _segment_config(self, plain: dict[str, Any], member: int, generation: int) -> dict[str, Any]:
+        if generation < self.pbt.generations - 1:
+            return plain
+        # the last segment: one evaluation of its final policy, the normal test stage's; evaluations fall on
+        # multiples of eval.every counted from step 0, and this segment starts at the checkpoint's step
+        out = _heldout_cfg(plain, self.test_seeds[member], self.episodes, MODEL)
+        out["eval"].update(every=self.pbt.generations * self.pbt.interval + 1, answer="final")
+        return dict(out, logger=plain["logger"])
+
+
+def run_pbt_test(driver: PbtDriver, log: Any = print) -> dict[str, Any] | None:
+    """Replay the winner's schedule on the test seeds not yet scored, then store and return the
+    summary (``None``: no test stage, or no complete population).  On Ctrl-C / SIGTERM the scores so
+    far are stored and handed over as ``exc.test`` before the interrupt goes on."""
+    s = driver.pbt
+    found = driver.answer()
+    if s.replay or no_test_stage(s.seeds) or found is None or found[1] < s.generations - 1:
+        return None
+    winner, _, final, schedule = found
+    driver.study.set_user_attr(PBT_ANSWER, final.number)  # the answer the outputs name
+    seeds = pick_test_seeds(s.seeds.test, tuning_seeds(driver.study))
+    entry = _Entry(final, {})
+    _reuse(driver, entry, seeds)
+    missing = [x for x in seeds if x not in entry.scores]
+    started = time.monotonic()
+    try:
+        if missing:
+            log(f"test stage: the winner's schedule (member {winner}, {len(schedule)} segments) replayed from "
+                f"scratch on {len(missing)} test seeds {missing}", flush=True)
+            _replay(driver, entry, missing, [dict(e["params"]) for e in schedule])
+    except KeyboardInterrupt as exc:
+        exc.test = _record(driver, entry, seeds, time.monotonic() - started, interrupted=True)
+        raise
+    return _record(driver, entry, seeds, time.monotonic() - started)
+
+
+def _reuse(driver: PbtDriver, entry: _Entry, seeds: list[int]) -> None:
+    """Scores a run before stored for this answer with the same episodes (the protocol's rule)."""
+    cached = driver.study.user_attrs.get(f"{TEST_PREFIX}{entry.trial.number:04d}") or {}
+    if cached.get("episodes") == driver.pbt.reevaluate.episodes and cached.get("model") == MODEL:
+        entry.scores.update({int(k): float(v) for k, v in (cached.get("scores") or {}).items() if int(k) in seeds})
+
+
+def _replay(driver: PbtDriver, entry: _Entry, seeds: list[int], schedule: list[dict[str, Any]]) -> None:
+    """One replay-mode study over ``seeds`` (named by them, so a re-run with the same ones resumes it);
+    each member's last segment score goes on ``entry``, a member that did not finish gets an error."""
+    s = driver.pbt
+    t = copy.deepcopy(s)
+    # a study of its own for each answer, episodes and seeds: a re-run with the same ones resumes it, and a
+    # changed answer or evaluation never reuses segments trained or scored for another
+    digest = hashlib.sha1(repr((s.reevaluate.episodes, seeds)).encode()).hexdigest()[:8]
+    name = f"{entry.trial.number:04d}-{digest}"
+    test_dir = os.path.join(driver.study_dir, "test", name)
+    t.replay = os.path.join(driver.study_dir, "pbt_schedule.yaml")
+    t.schedule, t.population, t.generations = schedule, len(seeds), len(schedule)
+    t.study_name, t.study_dir = f"{s.study_name}-test-{name}", test_dir
+    t.storage = os.path.join(test_dir, "journal.log")  # its own journal, as the replay_config.yaml study's
+    t.enqueue_defaults, t.seeds = False, SeedSettings(tuning=None, test=0)
+    t.n_jobs = s.reevaluate.n_jobs or s.n_jobs
+    t.timeout = s.reevaluate.timeout
+    test = TestReplayDriver(driver, t, seeds, s.reevaluate.episodes)
+    try:
+        test.run()
+    finally:  # interrupted too: the replays that finished count
+        last = test.segments((TrialState.COMPLETE,))
+        for m, seed in enumerate(seeds):
+            score = _final_eval(last.get((m, t.generations - 1)))
+            if score is not None:
+                entry.scores[seed] = score
+            else:
+                entry.errors[seed] = f"replay incomplete (see {os.path.join(test_dir, f'seed_{seed}')}/gen_*/trial.log)"
+
+
+def _final_eval(segment: Any) -> float | None:
+    """A replay's score: its last segment's final evaluation (``result.json``, as the protocol reads a run's)."""
+    if segment is None:
+        return None
+    try:
+        with open(os.path.join(segment.user_attrs["run_dir"], "result.json")) as f:
+            score = json.load(f).get(_SCORE[MODEL])
+    except (OSError, ValueError, KeyError):
+        return None
+    return float(score) if isinstance(score, (int, float)) and math.isfinite(score) else None
+
+
+def _record(driver: PbtDriver, entry: _Entry, seeds: list[int], wall: float,
+            interrupted: bool = False) -> dict[str, Any]:
+    """The summary in :mod:`.protocol`'s shape, stored in the study as its test stage is."""
+    answer = _scored(entry, seeds)
+    answer.update(source="pbt", heldout_mean=None,
+                  gap=answer["tuning_value"] - answer["mean"] if answer["mean"] is not None else None)
+    verdict = ("the answer has no test score" if answer["mean"] is None else
+               "PBT's answer is a schedule: no starting config was retrained to compare with")
+    summary = {"seeds": seeds, "episodes": driver.pbt.reevaluate.episodes, "model": MODEL, "wall_time_s": wall,
+               "interrupted": interrupted, "answer": answer, "start": None, "start_is_answer": False,
+               "verdict": verdict, "replayed": os.path.join(driver.study_dir, "pbt_schedule.yaml")}
+    return _store(driver.study, summary)
+
