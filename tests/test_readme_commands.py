@@ -1,12 +1,11 @@
 """Every ``note-tune`` command in README.md and in the documentation pages (``docs/**/*.md``) is checked
-as written, in-process and without training: a
-training / study / sweep command composes with the app's own pre-check (``tuner.cli.app._precheck``:
-unknown keys, group options, unparsable overrides), then passes the schema (``validate``), the study
-settings and the search space's checks; a subcommand (``eval``, ``report``, ...) is given only keys it
-takes.  Commands that need what an earlier command made (a study dir, a run dir), a server
-(``postgresql://``) or a value the reader fills in (``<study_name>``, ``DIR``) are checked for their
-keys only.  README commands that failed as written (issue 36) fail here.  Everything runs in this
-process: no command starts a subprocess."""
+as written, in-process and without training: a training / study / sweep command composes with the
+app's own pre-check (``tuner.cli.precheck._precheck``: unknown keys, group options, unparsable
+overrides), then passes the schema (``validate``), the study settings and the search space's checks;
+a subcommand (``eval``, ``report``, ...) is given only keys it takes.  Commands that need what an
+earlier command made (a study dir, a run dir), a server (``postgresql://``) or a value the reader fills
+in (``<study_name>``, ``DIR``) are checked for their keys only.  README commands that failed as written
+(issue 36) fail here.  Everything runs in this process: no command starts a subprocess."""
 
 from __future__ import annotations
 
@@ -128,7 +127,7 @@ def test_readme_command_is_valid_as_written(command: Command, capsys) -> None:
         return  # --help, --hydra-help, --info: Hydra's own
     if PLACEHOLDER.search(text) or "postgresql://" in text or _needs_earlier_output(command):
         return  # a value the reader fills in, a server, or a folder an earlier command made: keys only
-    from tuner.cli.app import _precheck
+    from tuner.cli.precheck import _precheck
 
     composed: list = []
     cwd = os.getcwd()

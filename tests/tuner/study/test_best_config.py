@@ -12,7 +12,7 @@ import yaml
 from omegaconf import OmegaConf
 
 from tests.tuner.conftest import NO_REEVAL, TINY, run_app
-from tuner.cli.app import _precheck
+from tuner.cli.precheck import _precheck
 from tuner.config.schema import validate
 
 
