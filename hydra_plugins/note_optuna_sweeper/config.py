@@ -30,7 +30,9 @@ class NoteOptunaSweeperConf(StudySearch, TrialLimits, StudyPlace):
     # a name (hydra.sweeper.sampler=random: tpe, random, cmaes, gp, grid, qmc) or, as in the published
     # plugin, a node: hydra.sweeper.sampler._target_=optuna.samplers.RandomSampler hydra.sweeper.sampler.seed=0
     # (the chosen name is checked as tuner.sampler is: NoteOptunaSweeper._check_settings)
-    sampler: Any = setting(doc="a sampler name or the published plugin's {_target_: optuna.samplers.X, seed: ...}",
+    sampler: Any = setting(doc="a sampler name, or a {_target_: ..., seed: ...} node: the published plugin's six "
+                               "classes map to the names, any other Optuna sampler (or a subclass of your own) is built "
+                               "as tuner.sampler builds it",
                            factory=lambda: {"_target_": "optuna.samplers.TPESampler", "seed": None})
     # null: <agent>_<env id>, as tuner=optuna names its studies
     study_name: Optional[str] = redefault(StudyPlace, "study_name", None)

@@ -201,11 +201,17 @@ class NoteOptunaSweeper(Sweeper):
         ``sampler`` (a name or a node) chooses."""
         from tuner.study.study_schema import StudySearch, check_fields, check_value
 
-        check_fields(self.conf, "hydra.sweeper")
-        for key, value in zip(("sampler", "sampler_seed", "n_startup_trials"), sampler_choice(self.conf)):
-            check_value(StudySearch, key, value, "hydra.sweeper")
+        from tuner.study.settings import TunerSettings
 
-    def _enqueue(self, study: "optuna.Study", space: list["Param"], sampler: str) -> None:
+        check_fields(self.conf, "hydra.sweeper")
+        choice = sampler_choice(self.conf)
+        for key, value in zip(("sampler", "sampler_seed", "n_startup_trials"), choice):
+            check_value(StudySearch, key, value, "hydra.sweeper")
+        check_sampler(TunerSettings(sampler=choice[0], sampler_seed=choice[1], n_startup_trials=choice[2],
+                                    pruner=self.conf.pruner, n_warmup_steps=self.conf.n_warmup_steps,
+                                    percentile=self.conf.percentile, threshold_lower=self.conf.threshold_lower))
+
+    def _enqueue(self, study: "optuna.Study", space: list["Param"], sampler: Any) -> None:
         """``hydra.sweeper.enqueue`` and the sweep's own values first (:func:`tuner.study.driver.enqueue_known_good`),
         read off the job config of the fixed overrides (:meth:`_job_config`, loaded once in :meth:`_space`)."""
         from tuner.study.driver import enqueue_known_good
@@ -284,9 +290,12 @@ _OPTUNA_SAMPLERS = {"TPESampler": "tpe", "RandomSampler": "random", "CmaEsSample
                     "GPSampler": "gp", "GridSampler": "grid", "QMCSampler": "qmc"}
 
 
-def sampler_choice(conf: NoteOptunaSweeperConf) -> tuple[str, int | None, int]:
-    """``(sampler name, seed, n_startup_trials)`` from ``hydra.sweeper``: a name, or the published
-    plugin's ``sampler: {_target_: optuna.samplers.X, seed: ..., n_startup_trials: ...}``."""
+def sampler_choice(conf: NoteOptunaSweeperConf) -> tuple[Any, int | None, int]:
+    """``(sampler, seed, n_startup_trials)`` from ``hydra.sweeper``: a name; the published plugin's
+    ``sampler: {_target_: optuna.samplers.X, seed: ..., n_startup_trials: ...}`` for one of its six
+    classes, which maps to this project's name (so such a sweep's study is the one it always was); or any
+    other sampler node (``{_target_: optuna.samplers.NSGAIISampler, population_size: 20}``, a class of
+    the user's own), passed on as ``tuner.sampler`` takes it and checked as it is."""
     from tuner.common.errors import ConfigError
 
     sampler = conf.sampler
@@ -295,18 +304,29 @@ def sampler_choice(conf: NoteOptunaSweeperConf) -> tuple[str, int | None, int]:
     if not isinstance(sampler, dict) or "_target_" not in sampler:
         raise ConfigError(f"hydra.sweeper.sampler: {sampler!r} is neither a sampler name nor a {{_target_: ...}} node")
     target = str(sampler["_target_"])
-    name = _OPTUNA_SAMPLERS.get(target.rsplit(".", 1)[-1]) if target.startswith("optuna.samplers.") else None
-    if name is None:
-        raise ConfigError(f"hydra.sweeper.sampler._target_: {target} is not one of "
-                          + ", ".join(f"optuna.samplers.{k}" for k in _OPTUNA_SAMPLERS))
-    extra = sorted(k for k, v in sampler.items() if k not in ("_target_", "seed", "n_startup_trials") and v is not None)
-    if extra:
-        raise ConfigError(f"hydra.sweeper.sampler.{extra[0]}: not supported (seed and n_startup_trials are)")
     seed = sampler.get("seed")
     if seed is not None and conf.sampler_seed is not None and seed != conf.sampler_seed:
         raise ConfigError(f"hydra.sweeper.sampler.seed={seed} and hydra.sweeper.sampler_seed={conf.sampler_seed}: give one")
+    name = _OPTUNA_SAMPLERS.get(target.rsplit(".", 1)[-1]) if target.startswith("optuna.samplers.") else None
+    extra = [k for k, v in sampler.items() if k not in ("_target_", "seed", "n_startup_trials") and v is not None]
+    if name is None or extra:  # a node of its own: the seed and start-up trials fill in where it takes them
+        node = {k: v for k, v in sampler.items() if v is not None}
+        return node, seed if seed is not None else conf.sampler_seed, conf.n_startup_trials
     startup = sampler.get("n_startup_trials")
     return name, seed if seed is not None else conf.sampler_seed, startup if startup is not None else conf.n_startup_trials
+
+
+def check_sampler(settings: Any) -> None:
+    """The sampler the sweeper chose builds (imports, is an Optuna sampler, takes the node's keys), in
+    one line naming ``hydra.sweeper.sampler``."""
+    from tuner.common.errors import ConfigError
+    from tuner.study.optimisers import check_optimisers
+
+    try:
+        check_optimisers(settings)
+    except ConfigError as exc:
+        text = str(exc)
+        raise ConfigError("hydra.sweeper." + text[len("tuner."):] if text.startswith("tuner.") else text) from None
 
 
 def _refuse(exc: Exception | str) -> None:

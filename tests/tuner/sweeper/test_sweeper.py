@@ -151,8 +151,33 @@ def test_published_plugin_sampler_form_progress_lines_default_name_and_rerun(tmp
     bad = run_app(["-m", "hydra/sweeper=optuna", "hydra.sweeper.sampler._target_=optuna.samplers.NoSuchSampler",
                    f"hydra.sweep.dir={tmp_path / 'bad'}", "agent.gamma=choice(0.9, 0.99)", *TINY],
                   cwd=str(tmp_path), check=False)
-    assert bad.returncode != 0
-    assert "hydra.sweeper.sampler._target_: optuna.samplers.NoSuchSampler is not one of" in bad.stdout + bad.stderr
+    assert bad.returncode == 2
+    assert "hydra.sweeper.sampler._target_: cannot import 'optuna.samplers.NoSuchSampler'" in bad.stderr
+
+
+def test_any_optuna_sampler_node_sweeps(tmp_path) -> None:
+    """A sampler beyond the published plugin's six (here NSGA-II with its own population size) is built
+    as ``tuner.sampler`` builds a node, seeded from the node; a key its class does not take is one line."""
+    sweep = tmp_path / "sweep"
+    run_app(["-m", "hydra/sweeper=optuna", "+hydra.sweeper.sampler={_target_: optuna.samplers.NSGAIISampler, "
+             "population_size: 2, seed: 0}", "hydra.sweeper.n_trials=2", "hydra.sweeper.pruner=none",
+             f"hydra.sweep.dir={sweep}", "agent.gamma=choice(0.9, 0.99)", *TINY], cwd=str(tmp_path))
+    from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+    storage = JournalStorage(JournalFileBackend(journal_of(sweep)))
+    study = optuna.load_study(study_name="dqn_CartPole-v1", storage=storage)
+    assert len(study.trials) == 2
+    # trial 0 is the sweep's own values (enqueued); NSGA-II marks the trial it sampled with its
+    # generation, which TPE or random search would not
+    assert [t.user_attrs.get("enqueued") for t in study.trials] == ["defaults", None]
+    assert study.trials[1].system_attrs.get("NSGAIISampler:generation") == 0
+    bad = run_app(["-m", "hydra/sweeper=optuna", "+hydra.sweeper.sampler={_target_: optuna.samplers.NSGAIISampler, "
+                   "bogus: 1}", f"hydra.sweep.dir={tmp_path / 'bad'}", "agent.gamma=choice(0.9, 0.99)", *TINY],
+                  cwd=str(tmp_path), check=False)
+    assert bad.returncode == 2
+    assert bad.stderr.strip().splitlines()[-1].startswith(
+        "error: hydra.sweeper.sampler.bogus: not an argument of optuna.samplers.NSGAIISampler")
+    assert not (tmp_path / "bad").exists()
 
 
 def test_sweeper_enqueues_known_good_trials_then_the_defaults(tmp_path) -> None:
