@@ -11,7 +11,7 @@ another sampler seed):
   ``--seeds`` seeds each (the objective is their mean), so a study's budget is trials x seeds full runs;
 - ``wilcoxon``: TPE with ``pruner=wilcoxon`` (a trial's seeds are its instances; one losing to the best
   trial on the seeds run so far stops early), the same trials and seeds, so it uses at most that budget
-  (it needs 4 seeds per trial to prune at all: ``--seeds 4``);
+  (it needs 5 seeds per trial to prune at all at p 0.1: ``--seeds 5``);
 - ``pbt``: ``tuner=pbt`` with ``population = trials x seeds`` members (the same env steps in all),
   ``--generations`` segments each.
 

@@ -75,10 +75,12 @@ def tuner_settings(node: Any) -> TunerSettings:
          f"tuner.pruner: wilcoxon compares a trial with the best one seed by seed; it needs tuner.n_seeds >= 2 "
          f"(or tuner.seeds.tuning with two seeds or more), got {_n_seeds(s)}"),
         (0.0 < s.wilcoxon_p < 1.0, f"tuner.wilcoxon_p: must be in (0, 1), got {s.wilcoxon_p}"),
-        (not wilcoxon or not by_name or not 0.0 < s.wilcoxon_p < 1.0 or _n_seeds(s) >= wilcoxon_seeds(s.wilcoxon_p),
+        # a trial stops only between its seeds, so it is judged on n - 1 of them at the most
+        (not wilcoxon or not by_name or not 0.0 < s.wilcoxon_p < 1.0 or _n_seeds(s) > wilcoxon_seeds(s.wilcoxon_p),
          f"tuner.pruner: wilcoxon can never prune with {_n_seeds(s)} seeds at tuner.wilcoxon_p={s.wilcoxon_p:g} "
-         f"(the smallest one-sided p-value of n paired seeds is 1/2**n, {0.5 ** _n_seeds(s):g} here); use "
-         f"tuner.n_seeds >= {wilcoxon_seeds(s.wilcoxon_p)} or a larger tuner.wilcoxon_p"),
+         f"(a trial stops only before a seed it has not run, so it is judged on {_n_seeds(s) - 1} at the most, "
+         f"whose smallest one-sided p-value is 1/2**{_n_seeds(s) - 1} = {0.5 ** (_n_seeds(s) - 1):g}); use "
+         f"tuner.n_seeds >= {wilcoxon_seeds(s.wilcoxon_p) + 1} or a larger tuner.wilcoxon_p"),
         (check_gpus_per_trial(s.gpus_per_trial) is None, str(check_gpus_per_trial(s.gpus_per_trial))),
         # RLIMIT_AS counts virtual memory, and CUDA reserves far more address space than any cap would allow
         (s.gpus_per_trial is None or s.trial_memory_mb is None,
@@ -106,8 +108,9 @@ def tuner_settings(node: Any) -> TunerSettings:
 def wilcoxon_seeds(p: float) -> int:
     """The fewest paired seeds at which the Wilcoxon pruner can stop a trial at p-value ``p``: a trial
     worse than the best one on all n seeds has the smallest exact one-sided p-value, 1 / 2**n, and Optuna
-    prunes when the p-value is below ``p`` (0.1: 4 seeds; seen in a benchmark study of 2 seeds per trial
-    that pruned nothing).  A ``p`` outside (0, 1) (refused on its own) gives 1 rather than looping."""
+    prunes when the p-value is below ``p`` (0.1: 4 seeds).  A trial stops only before a seed it has not
+    run, so a study needs one seed per trial more than this (benchmark studies of 2 and of 4 seeds per
+    trial pruned nothing).  A ``p`` outside (0, 1) (refused on its own) gives 1 rather than looping."""
     if not 0.0 < p < 1.0:
         return 1
     n = 1

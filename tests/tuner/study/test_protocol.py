@@ -98,8 +98,9 @@ def test_lower_quantile_objective_and_seed_robust_settings() -> None:
     # numpy's linear percentile: q25 of five values sits at index 0.25 x 4 = 1
     assert aggregate([40, 0, 20, 10, 30], "q25") == 10.0 and aggregate([0, 10], "q25") == 2.5
     assert aggregate([3, 1, 2], "min") == 1.0 and aggregate([3, 1, 2], "median") == 2.0
-    assert tuner_settings({"aggregation": "q10", "pruner": "wilcoxon", "n_seeds": 4}).aggregation == "q10"
-    assert tuner_settings({"pruner": "wilcoxon", "n_seeds": 2, "wilcoxon_p": 0.3}).n_seeds == 2  # 1/4 < 0.3
+    assert tuner_settings({"aggregation": "q10", "pruner": "wilcoxon", "n_seeds": 5}).aggregation == "q10"
+    # judged on 2 of 3 seeds at the most: 1/4 < 0.3
+    assert tuner_settings({"pruner": "wilcoxon", "n_seeds": 3, "wilcoxon_p": 0.3}).n_seeds == 3
     from tuner.study.settings import wilcoxon_seeds
 
     assert [wilcoxon_seeds(p) for p in (0.3, 0.25, 0.1, 0.05, 0.01)] == [2, 3, 4, 5, 7]
@@ -109,10 +110,14 @@ def test_lower_quantile_objective_and_seed_robust_settings() -> None:
                          ({"pruner": "wilcoxon"}, "tuner.pruner: wilcoxon compares a trial with the best one seed by "
                                                   "seed; it needs tuner.n_seeds >= 2"),
                          ({"pruner": "wilcoxon", "n_seeds": 2, "wilcoxon_p": 1.5}, "tuner.wilcoxon_p: must be in (0, 1)"),
-                         # 2 seeds all worse: p = 1/4 >= 0.1, so the pruner could never stop a trial
-                         ({"pruner": "wilcoxon", "n_seeds": 2}, "tuner.pruner: wilcoxon can never prune with 2 seeds at "
-                                                                "tuner.wilcoxon_p=0.1 (the smallest one-sided p-value of n "
-                                                                "paired seeds is 1/2**n, 0.25 here); use tuner.n_seeds >= 4")):
+                         # a trial of 4 seeds stops, if at all, after 3: all worse give p = 1/8 >= 0.1
+                         ({"pruner": "wilcoxon", "n_seeds": 4}, "tuner.pruner: wilcoxon can never prune with 4 seeds at "
+                                                                "tuner.wilcoxon_p=0.1 (a trial stops only before a seed it "
+                                                                "has not run, so it is judged on 3 at the most, whose "
+                                                                "smallest one-sided p-value is 1/2**3 = 0.125); use "
+                                                                "tuner.n_seeds >= 5"),
+                         ({"pruner": "wilcoxon", "n_seeds": 2, "wilcoxon_p": 0.3}, "tuner.pruner: wilcoxon can never "
+                                                                                   "prune with 2 seeds")):
         with pytest.raises(ConfigError, match="^" + re.escape(message)):
             tuner_settings(bad)
 
