@@ -58,13 +58,27 @@ def _times(study: optuna.Study) -> tuple[float | None, float | None]:
     return wall, cpu_total
 
 
+def trained_steps(trials: list[Any]) -> int:
+    """Env steps the trials trained.  A PBT segment starts from its parent segment's checkpoint and
+    records the step counter it ended at, so only the steps past its parent's count."""
+    by_number = {t.number: t for t in trials}
+    total = 0
+    for t in trials:
+        steps = t.user_attrs.get("env_steps") or 0
+        parent = by_number.get(t.user_attrs.get("pbt_parent_trial"))
+        if parent is not None:
+            steps -= parent.user_attrs.get("env_steps") or 0
+        total += max(int(steps), 0)
+    return total
+
+
 def checklist(study: optuna.Study) -> list[str]:
     """Markdown lines of the checklist section."""
     trials = study.get_trials(deepcopy=False)
     finished = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
     tuning = [int(s) for t in trials for s in t.user_attrs.get("tuning_seeds") or []]
     per_trial = max((len(t.user_attrs.get("tuning_seeds") or [0]) for t in finished), default=1)
-    steps = sum(t.user_attrs.get("env_steps") or 0 for t in trials)
+    steps = trained_steps(trials)
     heldout = study.user_attrs.get("heldout_seeds") or []
     test = study.user_attrs.get("test") or {}
     opt = study.user_attrs.get("optimiser") or {}
