@@ -125,6 +125,8 @@ class GraphedStep:
         graph = self.graphs.get(key)
         if graph is not None:
             return self.finish(graph(arrays))
+        if len(self.graphs) >= MAX_GRAPHS:  # a shape beyond the cap: a plain step, not a first one
+            return self._warm_up(arrays)
         started = time.perf_counter()
         out = self._first_steps(key, arrays)
         self.compile_s = (self.compile_s or 0.0) + time.perf_counter() - started
@@ -133,7 +135,7 @@ class GraphedStep:
     def _first_steps(self, key: tuple, arrays: Sequence[np.ndarray]) -> StepResult:
         """A warm-up step on a side stream, or, after :data:`WARMUP` of them, the capture."""
         count = self.seen.get(key, 0)
-        if count < WARMUP or len(self.graphs) >= MAX_GRAPHS:
+        if count < WARMUP:
             self.seen[key] = count + 1
             return self._warm_up(arrays)
         generator = torch.cuda.default_generators[self.device.index or 0]

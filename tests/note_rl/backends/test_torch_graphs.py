@@ -149,3 +149,47 @@ def test_a_step_that_cannot_be_captured_falls_back_and_loses_nothing() -> None:
     # the failed capture left the device's random generator usable (SAC draws its noise on it)
     _, _, sac, _ = _train("sac", "cuda", False, steps=100)
     assert all(np.isfinite(w).all() for w in sac)
+
+
+
+class _NoRecord:
+    def pop(self):
+        return None, None
+
+
+@cuda
+def test_shapes_beyond_the_cap_run_eagerly_and_the_graphs_keep_replaying(monkeypatch) -> None:
+    """Every new batch shape costs a capture; past MAX_GRAPHS of them (an adjuster that keeps changing
+    the batch size) a step runs eagerly, adds nothing to the first steps' time, and the graph already
+    made keeps replaying; the updates are the eager twin's."""
+    from note_rl.backends.base import BoundGroup
+
+    monkeypatch.setattr(torch_graphs, "MAX_GRAPHS", 1)
+    replays = []
+    real_call = torch_graphs._Graph.__call__
+    monkeypatch.setattr(torch_graphs._Graph, "__call__", lambda g, a: replays.append(1) or real_call(g, a))
+    torch.manual_seed(0)
+    nets = [torch.nn.Linear(4, 1).cuda() for _ in range(2)]
+    nets[1].load_state_dict(nets[0].state_dict())
+    steps = []
+    for net, jit in zip(nets, ("cudagraph", False)):
+        opt = torch.optim.Adam(net.parameters(), lr=1e-2)
+
+        def loss(x, y, net=net):
+            return ((net(x).squeeze(1) - y) ** 2).mean()
+
+        BACKEND.prepare_optimizer(opt, list(net.parameters()))
+        steps.append(BACKEND.make_update(loss, [BoundGroup("net", list(net.parameters()), opt, None)],
+                                         _NoRecord(), jit))
+    rng = np.random.default_rng(0)
+    batches = [(rng.normal(size=(n, 4)).astype(np.float32), rng.normal(size=n).astype(np.float32))
+               for n in [8] * (WARMUP + 1) + [4] * 5 + [8] * 3]
+    for i, batch in enumerate(batches):
+        graphed, eager = (step(list(batch)) for step in steps)
+        assert graphed.loss == pytest.approx(eager.loss, rel=1e-5)
+        if i == WARMUP:
+            first = steps[0].compile_s
+    assert len(steps[0].graphs) == 1 and steps[0].compile_s == first  # the batches of 4: no capture, no time
+    assert len(replays) == 3  # the last three batches of 8
+    for a, b in zip(nets[0].parameters(), nets[1].parameters()):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
