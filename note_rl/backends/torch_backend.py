@@ -272,18 +272,19 @@ class TorchBackend(Backend):
 
     def make_update(self, loss_fn: Callable[..., Any], groups: Sequence[BoundGroup], recorder: Any,
                     jit: bool | str, clip_norm: float | None = None, every_group: bool = True) -> StepFn:
+        variables = [v for g in groups for v in g.variables]
+
         def build_run(compute: Callable[..., Any]) -> Callable[[Sequence[torch.Tensor]], Any]:
             return self._make_run(compute, groups, recorder, clip_norm, every_group)
 
         def build(compute: Callable[..., Any]) -> StepFn:
-            run, to_device = build_run(compute), _batch_maker([v for g in groups for v in g.variables])
+            run, to_device = build_run(compute), _batch_maker(variables)
             return lambda arrays: _step_result(run([to_device(a) for a in arrays]))
 
         if isinstance(jit, str) and jit in GRAPH_MODES:
             from .torch_graphs import graphed
 
-            return graphed(build_run, _step_result, loss_fn, [v for g in groups for v in g.variables],
-                           distinct(g.optimizer for g in groups), jit)
+            return graphed(build_run, _step_result, loss_fn, variables, distinct(g.optimizer for g in groups), jit)
         if jit:
             from .torch_compile import CompiledStep
 

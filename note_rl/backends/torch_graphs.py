@@ -87,7 +87,7 @@ class GraphedStep:
 
     def __init__(self, build_run: Callable[[Callable[..., Any]], Run], finish: Finish, loss_fn: Callable[..., Any],
                  variables: Sequence[torch.Tensor], optimizers: Sequence[Any], compile: bool = False) -> None:
-        self.build_run, self.finish, self.loss_fn = build_run, finish, loss_fn
+        self.finish = finish
         self.variables, self.optimizers = list(variables), list(optimizers)
         self.name = getattr(loss_fn, "__qualname__", type(loss_fn).__name__)
         self.mode = "compile+cudagraph" if compile else "cudagraph"

@@ -20,9 +20,8 @@ def _run_study(cfg: DictConfig) -> dict[str, Any]:
     from ..common.interrupts import held, keep, raise_held
     from ..report.report import report_study
     from ..study.driver import Driver
-    from ..study.outputs import summary_table, write_outputs
+    from ..study.outputs import SOURCES, describe_answer, summary_table, write_outputs
     from ..study.progress import StudyProgress
-    from ..study.outputs import describe_answer
     from ..study.protocol import format_test, run_test
     from ..study.reevaluate import Trust, format_reevaluation, reevaluate
     from ..study.settings import tuner_settings
@@ -82,7 +81,7 @@ def _run_study(cfg: DictConfig) -> dict[str, Any]:
             print(describe_answer(summary["answer"]))
         if summary["rerun_command"]:
             print(f"re-run the answer (trial {summary['best_config_trial']}, "
-                  f"{'held-out winner' if summary['best_config_source'] == 'heldout' else 'best tuning score'}): "
+                  f"{SOURCES.get(summary['best_config_source'], summary['best_config_source'])}): "
                   f"{summary['rerun_command']}")
     raise_held()  # a signal held while the outputs were written ends the command now (130 / 143)
     return summary

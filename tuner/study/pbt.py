@@ -49,11 +49,11 @@ from .best_config import trial_config_body
 from .driver import Composer, Driver
 from .pb2 import pb2_explore, pb2_rng
 from .pbt_rules import Step, exploit_explore, initial_population
-from .protocol import SeedSettings, _listed, pick_test_seeds
+from .protocol import no_test_stage, pick_test_seeds
 from .runner import DONE, HEARTBEAT_GRACE_S, NO_DRIVER_GRACE_S, OPEN, WAIT, RunLimits, TrialRunner
 from .settings import TunerSettings, tuner_settings
 
-__all__ = ["PbtSettings", "pbt_settings", "PbtDriver", "lineage", "check_test_seeds", "no_test_stage"]
+__all__ = ["PbtSettings", "pbt_settings", "PbtDriver", "lineage", "check_test_seeds"]
 
 MEMBER, GENERATION, PARENT = "pbt_member", "pbt_generation", "pbt_parent"
 #: parameters explore leaves alone by default: they change a network's or a buffer's shape, which a
@@ -112,11 +112,6 @@ def pbt_settings(node: Any) -> PbtSettings:
             raise ConfigError(message)
     s.pruner = "none"  # a member is never stopped early: the bottom quantile is replaced instead
     return s
-
-
-def no_test_stage(seeds: SeedSettings) -> bool:
-    """``tuner.seeds.test`` is 0: no test stage (:mod:`tuner.study.pbt_test`)."""
-    return _listed(seeds.test) is None and int(seeds.test) == 0
 
 
 def check_test_seeds(settings: PbtSettings, seed: int) -> None:
@@ -316,10 +311,11 @@ class PbtDriver(Driver):
             self._said = g
 
     # -- outputs -------------------------------------------------------------------------------
-    def answer(self) -> tuple[int, int, Any, list[dict[str, Any]]] | None:
+    def answer(self, done: dict[tuple[int, int], Any] | None = None) -> tuple[int, int, Any, list[dict[str, Any]]] | None:
         """The winner (the best member of the last complete generation), that generation, the winner's
-        segment in it and its schedule (:func:`lineage`); ``None`` while no generation is complete."""
-        done = self.segments()
+        segment in it and its schedule (:func:`lineage`); ``None`` while no generation is complete.
+        ``done``: the study's complete segments when the caller has read them already."""
+        done = self.segments() if done is None else done
         s = self.pbt
         last = max((g for g in range(s.generations) if all((m, g) in done for m in range(s.population))),
                    default=None)
@@ -334,11 +330,11 @@ class PbtDriver(Driver):
         """``pbt_schedule.yaml``, ``best_config.yaml`` and ``pbt.json`` (with ``test``, the test stage's
         summary: :mod:`tuner.study.pbt_test`) from the study's segments; ``None`` while no generation
         is complete."""
-        found = self.answer()
+        done, s = self.segments(), self.pbt
+        found = self.answer(done)  # one read of the study's segments for the answer and the summary
         if found is None:
             return None
         winner, last, final, schedule = found
-        done, s = self.segments(), self.pbt
         scores = [done[(m, last)].value for m in range(s.population)]
         schedule_doc = {"winner": winner, "generation": last, "score": scores[winner], "interval": s.interval,
                         "schedule": schedule}

@@ -38,8 +38,8 @@ from typing import Any
 from optuna.trial import TrialState
 
 from .outputs import PBT_ANSWER
-from .pbt import PbtDriver, PbtSettings, no_test_stage
-from .protocol import TEST_PREFIX, SeedSettings, _scored, _store, pick_test_seeds
+from .pbt import PbtDriver, PbtSettings
+from .protocol import TEST_PREFIX, SeedSettings, _scored, _store, no_test_stage, pick_test_seeds
 from .reevaluate import _SCORE, _Entry, _heldout_cfg, tuning_seeds
 
 __all__ = ["TestReplayDriver", "run_pbt_test"]

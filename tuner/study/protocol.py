@@ -39,7 +39,7 @@ from .reevaluate import (
     tuning_seeds,
 )
 
-__all__ = ["SeedSettings", "check_seeds", "pick_test_seeds", "run_test", "incumbent", "format_test",
+__all__ = ["SeedSettings", "check_seeds", "pick_test_seeds", "no_test_stage", "run_test", "incumbent", "format_test",
            "TEST_SEED_BASE", "TEST_PREFIX"]
 
 #: first candidate test seed (held-out seeds start at 10000, tuning seeds at the config's seed)
@@ -109,12 +109,17 @@ def incumbent(study: optuna.Study, heldout: dict[str, Any] | None) -> tuple[Froz
         return None
 
 
+def no_test_stage(seeds: SeedSettings) -> bool:
+    """``tuner.seeds.test`` is 0: no test stage (here and in :mod:`tuner.study.pbt_test`)."""
+    return _listed(seeds.test) is None and int(seeds.test) == 0
+
+
 def run_test(study: optuna.Study, study_dir: str, seeds: SeedSettings, reeval: ReevalSettings,
              heldout: dict[str, Any] | None, n_jobs: int = 1, job_timeout: float | None = None,
              memory_mb: int | None = None, log: Any = print, trust: Trust = Trust()) -> dict[str, Any] | None:
     """Retrain the incumbent and the starting config on the test seeds (``reeval``'s episodes and
     model); store and return the summary (``None``: no test stage, or nothing to test)."""
-    if _listed(seeds.test) is None and int(seeds.test) == 0:
+    if no_test_stage(seeds):
         return None
     chosen = incumbent(study, heldout)
     if chosen is None:
