@@ -14,10 +14,16 @@ import torch
 
 from .base import TORCH_COMPILE_MODES, StepFn, StepResult, check_jit_compile
 
-__all__ = ["CompiledStep", "is_compile_error", "MODES"]
+__all__ = ["CompiledStep", "is_compile_error", "first_line", "MODES"]
 
 #: ``torch.compile`` modes ``jit_compile`` may name instead of ``True``
 MODES = TORCH_COMPILE_MODES
+
+
+def first_line(exc: BaseException, limit: int = 200) -> str:
+    """The first line of ``exc``'s message (its class name when it has none), at most ``limit``
+    characters: compiler errors span pages, a fallback warning is one line."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:limit]
 
 
 def is_compile_error(exc: BaseException) -> bool:
@@ -55,9 +61,8 @@ class CompiledStep:
         except Exception as exc:  # noqa: BLE001 - only the compiler's own errors fall back
             if not is_compile_error(exc):
                 raise
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             warnings.warn(f"jit_compile=True: torch.compile of {self.name} failed ({type(exc).__name__}: "
-                          f"{first[:200]}); it runs eagerly", RuntimeWarning, stacklevel=2)
+                          f"{first_line(exc)}); it runs eagerly", RuntimeWarning, stacklevel=2)
             self.step, self.compile_s = self.eager, 0.0
             return self.eager(arrays)  # the failed attempt stepped no optimizer: the same batch again
         self.compile_s = time.perf_counter() - started

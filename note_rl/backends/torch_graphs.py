@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from .base import TORCH_GRAPH_MODES, StepFn, StepResult
+from .torch_compile import first_line, is_compile_error
 
 __all__ = ["GraphedStep", "GRAPH_MODES", "MAX_GRAPHS", "WARMUP"]
 
@@ -147,8 +148,7 @@ class GraphedStep:
             graph = _Graph(self.run, self._tensors(arrays))
         except Exception as exc:  # noqa: BLE001 - a capture that fails leaves the step to eager
             generator.graphsafe_set_state(rng)  # else every later random draw on the device raises
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-            self._turn_off(f"capturing the step failed ({type(exc).__name__}: {first[:200]})")
+            self._turn_off(f"capturing the step failed ({type(exc).__name__}: {first_line(exc)})")
             torch.cuda.synchronize(self.device)
             return self._eager(arrays)  # nothing ran inside the failed capture: the batch again
         self.graphs[key] = graph
@@ -162,22 +162,15 @@ class GraphedStep:
             try:
                 out = self.finish(self.run(self._tensors(arrays)))
             except Exception as exc:
-                if self.run is self.eager_run or not _compile_error(exc):
+                if self.run is self.eager_run or not is_compile_error(exc):
                     raise
-                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
                 warnings.warn(f'jit_compile="{self.mode}": torch.compile of {self.name} failed '
-                              f"({type(exc).__name__}: {first[:200]}); its graph holds the eager loss",
+                              f"({type(exc).__name__}: {first_line(exc)}); its graph holds the eager loss",
                               RuntimeWarning, stacklevel=3)
                 self.run = self.eager_run
                 out = self.finish(self.run(self._tensors(arrays)))
         torch.cuda.current_stream(self.device).wait_stream(stream)
         return out
-
-
-def _compile_error(exc: BaseException) -> bool:
-    from .torch_compile import is_compile_error
-
-    return is_compile_error(exc)
 
 
 def graphed(build_run: Callable[[Callable[..., Any]], Run], finish: Finish, loss_fn: Callable[..., Any],

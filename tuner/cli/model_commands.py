@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ..common.errors import first_line
 from ..common.files import name_too_long
 
 __all__ = ["eval_model", "play_model", "export_model", "load_run_config"]
@@ -95,8 +96,6 @@ def _load_agent(model: str, trust_code: bool = False) -> tuple[Any, dict[str, An
         raise _Bad(str(exc)) from None
 
 
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [""])[0][:300]
 
 
 def eval_model(args: dict[str, str]) -> dict[str, Any]:
@@ -171,9 +170,9 @@ def play_model(args: dict[str, str]) -> str:
         agent.animate_agent(limit, save_path=partial, fps=fps, seed=seed)
         os.replace(partial, out)
     except ValueError as exc:  # e.g. an env that cannot render rgb_array frames
-        raise _Bad(f"model: cannot record {cfg['env']['id']} ({_first_line(exc)})") from None
+        raise _Bad(f"model: cannot record {cfg['env']['id']} ({first_line(exc)})") from None
     except (OSError, subprocess.CalledProcessError) as exc:  # full disk, a file system that refuses the name
-        raise _Bad(f"out: cannot write {out} ({getattr(exc, 'strerror', None) or _first_line(exc)})") from None
+        raise _Bad(f"out: cannot write {out} ({getattr(exc, 'strerror', None) or first_line(exc)})") from None
     finally:
         if os.path.exists(partial):
             os.remove(partial)
@@ -216,7 +215,7 @@ def export_model(args: dict[str, str]) -> str:
     except ExportError as exc:
         raise _Bad(str(exc)) from None
     except OSError as exc:
-        raise _Bad(f"out: cannot write {out} ({exc.strerror or _first_line(exc)})") from None
+        raise _Bad(f"out: cannot write {out} ({exc.strerror or first_line(exc)})") from None
     print(f"exported the greedy policy of {cfg['agent']['name']} on {cfg['env']['id']} as {fmt} -> {path}")
     return path
 

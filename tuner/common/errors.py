@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["ConfigError", "error_line"]
+__all__ = ["ConfigError", "error_line", "first_line"]
 
 
 class ConfigError(ValueError):
@@ -25,3 +25,8 @@ def error_line(exc: BaseException) -> str:
         hint = next((line for line in lines[1:] if line.startswith("To append")), "")
         return f"{found.group(1)}: no such config key" + (f" ({hint[0].lower()}{hint[1:]})" if hint else "")
     return first
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s message, at most 300 characters (for a one-line error)."""
+    return (str(exc).strip().splitlines() or [""])[0][:300]

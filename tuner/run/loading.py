@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ..common.errors import first_line
+
 __all__ = ["ModelLoadError", "load_agent", "model_file"]
 
 
@@ -95,5 +97,3 @@ def _import_hint(exc: BaseException) -> str:
     return " (run it where the run's code imports, e.g. with the run's PYTHONPATH)" if "import" in str(exc) else ""
 
 
-def first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [""])[0][:300]

@@ -38,7 +38,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from optuna.trial import TrialState
 
-from ..common.errors import ConfigError
+from ..common.errors import ConfigError, first_line
 from ..common.messages import TrialSpec
 from ..common.redact import scrub
 from ..config.schema import validate
@@ -129,7 +129,7 @@ def _read_schedule(s: PbtSettings) -> None:
         if not isinstance(schedule, list) or not schedule or not all(isinstance(e.get("params"), dict) for e in schedule):
             raise ValueError("no schedule entries with params")
     except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ConfigError(f"tuner.replay: {s.replay} is not a readable pbt_schedule.yaml ({exc})") from None
+        raise ConfigError(f"tuner.replay: {s.replay} is not a readable pbt_schedule.yaml ({first_line(exc)})") from None
     s.schedule = [dict(e["params"]) for e in schedule]
     s.population, s.generations, s.interval = 1, len(schedule), interval
 

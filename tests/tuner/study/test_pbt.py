@@ -309,3 +309,23 @@ def test_conditional_parameters_follow_their_condition() -> None:
     # frozen (as the driver freezes every config group): the buffer stays, alpha is perturbed
     step = exploit_explore([1, 0], [prioritized] * 2, space, seed=0, generation=1, quantile=0.5, frozen=["buffer"])[1]
     assert step.params["buffer"] == "prioritized" and step.params["buffer.alpha"] in (pytest.approx(0.4), pytest.approx(0.6))
+
+
+@pytest.mark.parametrize("text,reason", [
+    # a hostile file: PyYAML's tag for calling a function; read as data, it is refused, nothing runs
+    ('interval: 100\nschedule: !!python/object/apply:os.system ["touch PWNED"]\n', "could not determine a constructor"),
+    ("interval: 100\nschedule: []\n", "no schedule entries with params"),
+    ("schedule: [{params: {agent.gamma: 0.9}}]\n", "'interval'"),
+])
+def test_a_bad_replay_schedule_is_one_line_and_runs_nothing(tmp_path, text, reason) -> None:
+    from tuner.common.errors import ConfigError
+    from tuner.study.pbt import pbt_settings
+
+    schedule = tmp_path / "pbt_schedule.yaml"
+    schedule.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        pbt_settings({"replay": str(schedule)})
+    message = str(err.value)
+    assert message.startswith(f"tuner.replay: {schedule} is not a readable pbt_schedule.yaml (")
+    assert reason in message and "\n" not in message
+    assert not (tmp_path / "PWNED").exists() and not os.path.exists("PWNED")
