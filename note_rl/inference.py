@@ -203,6 +203,8 @@ def policy_spec(agent: Any) -> PolicySpec:
         spec.half = spec.squash = head == "sac"
         ones = np.ones(agent.action_dim, np.float32)
         spec.clip = (-ones, ones)
+        if head == "sac" and getattr(agent, "use_sde", False):
+            _sde_head(spec, agent.action_dim)
     rescale = _rescaler(agent)
     if rescale is not None and not spec.discrete:
         inner = rescale.env.action_space
@@ -210,6 +212,19 @@ def policy_spec(agent: Any) -> PolicySpec:
         spec.rescale = ((outer.low.astype(np.float32).ravel(), outer.high.astype(np.float32).ravel()),
                         (inner.low.astype(np.float32).ravel(), inner.high.astype(np.float32).ravel()))
     return spec
+
+
+def _sde_head(spec: PolicySpec, action_dim: int) -> None:
+    """SAC with gSDE acts from ``[mean, features]`` (an identity block widens its output layer) and
+    plays ``tanh(clip(mean, -c, c))``: the spec keeps the mean's columns, and since tanh is monotonic
+    that action is ``clip(tanh(mean), -tanh c, tanh c)``, which every exporter already builds."""
+    from .agents.sac import SDE_CLIP_MEAN
+
+    spec.weights[-2] = spec.weights[-2][:, :action_dim].copy()
+    spec.weights[-1] = spec.weights[-1][:action_dim].copy()
+    spec.half = False
+    bound = np.full(action_dim, np.tanh(SDE_CLIP_MEAN), np.float32)
+    spec.clip = (-bound, bound)
 
 
 def spec_forward(spec: PolicySpec, obs: np.ndarray) -> np.ndarray:

@@ -192,6 +192,9 @@ class SACConf(_OffPolicyAC):
     target_entropy: Any = "auto"
     n_critics: int = 2
     target_update_interval: int = 1
+    use_sde: bool = False
+    log_std_init: float = -3.0
+    sde_sample_freq: int = -1
 
 
 BUILTIN_AGENTS: dict[str, type] = {"DQN": DQNConf, "PPO": PPOConf, "A2C": A2CConf, "TRPO": TRPOConf, "ACER": ACERConf,

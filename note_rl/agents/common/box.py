@@ -61,14 +61,15 @@ class BoxActions:
         if self.step_counter < self.training_starts():
             action = self._action_generator().uniform(-1.0, 1.0, self.action_dim).astype(np.float32)
         else:
-            action = self.sample_action(np.asarray(output, dtype=np.float32))
+            action = self.sample_action(np.asarray(output, dtype=np.float32), copy=(p if i is None else i) or 0)
         noise = self._noise_for(p if i is None else i)
         if noise is not None:
             action = action + noise.sample()
         return np.clip(action, -1.0, 1.0).astype(np.float32)
 
-    def sample_action(self, output: np.ndarray) -> np.ndarray:
-        """The action the policy takes from the network output (deterministic policies: itself)."""
+    def sample_action(self, output: np.ndarray, copy: int = 0) -> np.ndarray:
+        """The action the policy takes from the network output (deterministic policies: itself);
+        ``copy`` is the env copy acting (vectorised or pool collection), for noise kept per copy."""
         return output
 
     def _action_generator(self) -> np.random.Generator:

@@ -26,6 +26,15 @@ def mlp(weights: Sequence[np.ndarray], activation: str = "relu", output: str = "
     return model
 
 
+def forward_hidden(model: keras.Sequential, x: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """``(output, last hidden layer)`` of an :func:`mlp` in one pass (SAC's gSDE reads the features
+    its output layer sees)."""
+    *body, last = model.layers
+    for layer in body:
+        x = layer(x)
+    return last(x), x
+
+
 def numpy_weights(model: keras.Model) -> list[np.ndarray]:
     """The model's weights as numpy arrays, in ``[W0, b0, W1, b1, ...]`` order."""
     return [np.asarray(v.numpy()) for v in model.weights]

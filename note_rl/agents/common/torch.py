@@ -49,6 +49,15 @@ class MLP(torch.nn.Module):
                 x = self.act(x)
         return torch.tanh(x) if self.squash else x
 
+    def forward_hidden(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(output, last hidden layer)`` in one pass (SAC's gSDE reads the features its output
+        layer sees)."""
+        layers = self._params
+        for i in range(len(layers) // 2 - 1):
+            x = self.act(torch.addmm(layers[2 * i + 1], x, layers[2 * i]))
+        out = torch.addmm(layers[-1], x, layers[-2])
+        return (torch.tanh(out) if self.squash else out), x
+
     def numpy_weights(self) -> list[np.ndarray]:
         # on the CPU zero-copy views (the optimizer updates the parameters in place); copies from a GPU
         return [p.detach().cpu().numpy() for p in self.layers]

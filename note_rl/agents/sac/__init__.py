@@ -11,6 +11,21 @@ Per update, on a batch ``(s, a, r, s', d)`` from the replay buffer (actions in `
     actor step on   mean(alpha * log pi(a~|s) - min_i Q_i(s, a~))
     alpha step on   -mean(log_alpha * (log pi(a~|s) + target_entropy))   # ent_coef="auto"
     every target_update_interval updates:  Q'_i <- (1 - tau) Q'_i + tau Q_i
+
+With ``use_sde=True`` the policy explores with generalized state-dependent exploration (gSDE, Raffin
+et al. 2022, https://jmlr.org/papers/v23/21-0360.html) instead of a fresh Gaussian draw per step::
+
+    z = phi(s)                         # the actor's last hidden layer, held constant for the noise
+    mu = clip(W z + b, -2, 2)          # the mean, kept where tanh does not saturate (SB3's clip_mean)
+    E ~ N(0, exp(log_std)**2)          # a (len(z), action_dim) matrix, log_std a learned parameter
+    u = mu + z E,   a = tanh(u)        # sigma(s)**2 = z**2 exp(log_std)**2 per action dimension
+    log pi(a|s) = log N(u; mu, sigma(s)**2 + 1e-6) - sum log(1 - a**2 + 1e-6)
+
+While acting, ``E`` is held for ``sde_sample_freq`` env steps (-1: one training round, ``train_freq``
+steps, as SB3 draws it once per rollout), so the action is a smooth function of the state over that
+stretch (the exploration that solves MountainCarContinuous in rl-zoo3's preset).  Each loss that samples
+the policy draws its own ``E`` for the whole batch (SB3 draws one per gradient step) and
+differentiates through it (the reparameterisation reaches ``log_std``).
 """
 
 from __future__ import annotations
@@ -23,9 +38,12 @@ from ...update import LossTerm, ParamGroup, TargetUpdate, UpdateSpec
 from ..common import LiveActor, SeededInit, check_args, hidden_sizes, init_mlp
 from ..common.box import BoxActions
 
-__all__ = ["SACMixin", "LOG_STD_MIN", "LOG_STD_MAX", "squashed_log_prob"]
+__all__ = ["SACMixin", "LOG_STD_MIN", "LOG_STD_MAX", "SDE_CLIP_MEAN", "SDE_EPS", "squashed_log_prob",
+           "sde_log_prob"]
 
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0  # SB3's clip of the actor's log standard deviation
+SDE_CLIP_MEAN = 2.0  # gSDE: the mean is clipped to [-2, 2] before tanh (SB3's clip_mean)
+SDE_EPS = 1e-6  # gSDE: added to the state-dependent variance (SB3's epsilon)
 
 
 class SACMixin(BoxActions, SeededInit):
@@ -43,6 +61,11 @@ class SACMixin(BoxActions, SeededInit):
     :param target_entropy: ``"auto"`` (``-action_dim``) or a number
     :param n_critics: critics (the target is their minimum)
     :param target_update_interval: gradient updates between two target updates
+    :param use_sde: explore with gSDE (see the module docstring) instead of independent Gaussian draws
+    :param log_std_init: gSDE: the starting value of every entry of ``log_std`` (rl-zoo3's
+        MountainCarContinuous preset: -3.67, a small noise that a smooth policy amplifies)
+    :param sde_sample_freq: gSDE: env steps between two exploration matrices while acting (-1: one
+        per training round of ``train_freq`` steps)
     :param env, seed, activation, device, lr: as :class:`note_rl.agents.td3.TD3Mixin`
 
     Networks: an actor ``[state, *hidden, 2 * action]`` giving the mean and log standard deviation
@@ -51,16 +74,21 @@ class SACMixin(BoxActions, SeededInit):
     * (1 - d) * (min_i Q'_i(s', a') - alpha * log pi(a'|s'))`` with ``a' ~ pi(s')``; ``actor_loss =
     mean(alpha * log pi(a|s) - min_i Q_i(s, a))`` with ``a ~ pi(s)`` (reparameterised); ``alpha_loss =
     -mean(log_alpha * (log pi(a|s) + target_entropy))``, on the same sample ``a`` (``policy_losses``)
-    and with the temperature of before this update, as in SB3.
+    and with the temperature of before this update, as in SB3.  With ``use_sde`` the actor is
+    ``[state, *hidden, action]`` (the mean) plus the ``(hidden[-1], action)`` parameter
+    ``sde_log_std`` in the actor's group; its output while acting is ``[mean, z]`` (the mean before
+    its clip, then the last hidden layer), from which the numpy side draws the action.
     """
 
     def __init__(self, state_dim: int | None = None, hidden_size: int | Sequence[int] = (256, 256),
                  action_dim: int | None = None, gamma: float = 0.99, tau: float = 0.005,
                  ent_coef: float | str = "auto", target_entropy: float | str = "auto", n_critics: int = 2,
                  target_update_interval: int = 1, env: Any = None, seed: int | None = None,
-                 activation: str = "relu", device: str | None = "auto", lr: float | None = None) -> None:
+                 activation: str = "relu", device: str | None = "auto", lr: float | None = None,
+                 use_sde: bool = False, log_std_init: float = -3.0, sde_sample_freq: int = -1) -> None:
         super().__init__()  # the backend's base class (RL_pytorch / RL)
         self.device = self.backend.resolve_device(device)
+        self._setup_sde(use_sde, log_std_init, sde_sample_freq)
         actor, *critics = self._setup_sac(state_dim, hidden_size, action_dim, gamma, tau, ent_coef,
                                           target_entropy, n_critics, target_update_interval, env, seed, activation)
         self.lr = lr
@@ -97,10 +125,25 @@ class SACMixin(BoxActions, SeededInit):
             raise ValueError(f"{name}: n_critics and target_update_interval must be >= 1")
         return self.initial_weights(seed)
 
+    def _setup_sde(self, use_sde: bool, log_std_init: float, sde_sample_freq: int) -> None:
+        name = type(self).__name__
+        if not isinstance(use_sde, (bool, np.bool_)):
+            raise ValueError(f"{name}(use_sde={use_sde!r}): must be true or false")
+        check_args(name, numbers={"log_std_init": log_std_init})
+        if isinstance(sde_sample_freq, bool) or not isinstance(sde_sample_freq, (int, np.integer)) \
+                or sde_sample_freq == 0 or sde_sample_freq < -1:
+            raise ValueError(f"{name}(sde_sample_freq={sde_sample_freq!r}): -1 (once per training round) or "
+                             "a positive number of env steps")
+        self.use_sde, self.log_std_init = bool(use_sde), float(log_std_init)
+        self.sde_sample_freq = int(sde_sample_freq)
+        self._sde_matrices: dict[int, tuple[int, np.ndarray]] = {}  # env copy -> (period, matrix)
+
     def initial_weights(self, seed: int | None) -> tuple[list[np.ndarray], ...]:
-        """``(actor, critic_1, ..., critic_n)`` drawn from ``seed``; targets start as copies."""
+        """``(actor, critic_1, ..., critic_n)`` drawn from ``seed``; targets start as copies (the
+        actor outputs the mean and log std, or with ``use_sde`` the mean only)."""
         rng = np.random.default_rng(seed)
-        actor = init_mlp([self.state_dim, *self.hidden, 2 * self.action_dim], rng)
+        heads = self.action_dim if self.use_sde else 2 * self.action_dim
+        actor = init_mlp([self.state_dim, *self.hidden, heads], rng)
         critics = [init_mlp([self.state_dim + self.action_dim, *self.hidden, 1], rng) for _ in range(self.n_critics)]
         return (actor, *critics)
 
@@ -141,21 +184,72 @@ class SACMixin(BoxActions, SeededInit):
     def actor_weights(self) -> list[np.ndarray]:  # pragma: no cover - per backend
         raise NotImplementedError
 
-    def numpy_actor(self) -> LiveActor:
-        return LiveActor(self, self.actor_weights, "linear", self.activation)
+    def read_sde_log_std(self) -> np.ndarray:  # pragma: no cover - per backend
+        """gSDE: the current ``log_std`` parameter as a numpy array."""
+        raise NotImplementedError
 
-    def sample_action(self, output: np.ndarray) -> np.ndarray:
+    def numpy_actor(self) -> LiveActor:
+        return LiveActor(self, self.acting_weights, "linear", self.activation)
+
+    def acting_weights(self) -> list[np.ndarray]:
+        """The numpy actor's weights.  With gSDE its output must also carry the last hidden layer
+        ``z``, which the noise ``z E`` needs: the output layer is widened by an identity block, so one
+        MLP pass gives ``[mean, z]`` (``z @ I + 0`` is ``z`` exactly)."""
+        weights = self.actor_weights()
+        if not self.use_sde:
+            return weights
+        *body, w, b = weights
+        width = w.shape[0]
+        return [*body, np.concatenate([w, np.eye(width, dtype=np.float32)], axis=1),
+                np.concatenate([b, np.zeros(width, np.float32)])]
+
+    def sample_action(self, output: np.ndarray, copy: int = 0) -> np.ndarray:
+        if self.use_sde:
+            mean, z = self.sde_split(output)
+            return np.tanh(mean + z @ self.exploration_matrix(copy)).astype(np.float32)
         mean, log_std = np.split(output, 2, axis=-1)
         std = np.exp(np.clip(log_std, LOG_STD_MIN, LOG_STD_MAX))
         return np.tanh(mean + std * self._action_generator().standard_normal(mean.shape)).astype(np.float32)
 
     def greedy_action(self, output: np.ndarray) -> np.ndarray:
+        if self.use_sde:
+            return np.tanh(self.sde_split(output)[0])
         return np.tanh(np.split(np.asarray(output), 2, axis=-1)[0])
 
+    def sde_split(self, output: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """gSDE: ``(clip(mean, -2, 2), z)`` from an acting output ``[mean, z]``."""
+        output = np.asarray(output, dtype=np.float32)
+        a = self.action_dim
+        return np.clip(output[..., :a], -SDE_CLIP_MEAN, SDE_CLIP_MEAN), output[..., a:]
+
+    def exploration_matrix(self, copy: int = 0) -> np.ndarray:
+        """gSDE: the matrix ``E`` env copy ``copy`` acts with, drawn from ``N(0, exp(log_std)**2)``
+        with the agent's action generator; a new one once every ``sde_sample_freq`` env steps (-1:
+        every training round of ``train_freq`` steps)."""
+        period = self.sde_sample_freq if self.sde_sample_freq > 0 else max(int(self.train_freq or 1), 1)
+        tick = int(self.step_counter) // period
+        held = self._sde_matrices.get(copy)
+        if held is None or held[0] != tick:
+            std = np.exp(self.read_sde_log_std().astype(np.float64))
+            held = (tick, (std * self._action_generator().standard_normal(std.shape)).astype(np.float32))
+            self._sde_matrices[copy] = held
+        return held[1]
+
+    def apply_seed(self, seed: int) -> None:
+        super().apply_seed(seed)
+        self._sde_matrices = {}  # redrawn from the new seed
 
 def squashed_log_prob(u: np.ndarray, mean: np.ndarray, log_std: np.ndarray) -> np.ndarray:
     """``log pi(tanh(u))`` of the squashed Gaussian (numpy reference for the tests): the Gaussian's
     log density of ``u`` minus ``sum log(1 - tanh(u)**2 + 1e-6)``."""
     std = np.exp(log_std)
     gauss = -0.5 * ((u - mean) / std) ** 2 - log_std - 0.5 * np.log(2 * np.pi)
+    return (gauss - np.log(1 - np.tanh(u) ** 2 + 1e-6)).sum(axis=-1)
+
+
+def sde_log_prob(u: np.ndarray, mean: np.ndarray, z: np.ndarray, log_std: np.ndarray) -> np.ndarray:
+    """gSDE's ``log pi(tanh(u))`` (numpy reference for the tests): ``u ~ N(mean, z**2 @ exp(log_std)**2
+    + 1e-6)`` per action dimension, then the ``tanh`` correction."""
+    var = (z ** 2) @ np.exp(2 * log_std) + SDE_EPS
+    gauss = -0.5 * (u - mean) ** 2 / var - 0.5 * np.log(var) - 0.5 * np.log(2 * np.pi)
     return (gauss - np.log(1 - np.tanh(u) ** 2 + 1e-6)).sum(axis=-1)

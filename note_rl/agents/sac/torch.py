@@ -13,7 +13,7 @@ import torch
 from ...torch import RL_pytorch
 from ..common import public_module
 from ..common.torch import MLP, Critics, q_values
-from . import LOG_STD_MAX, LOG_STD_MIN, SACMixin
+from . import LOG_STD_MAX, LOG_STD_MIN, SDE_CLIP_MEAN, SDE_EPS, SACMixin
 
 __all__ = ["SAC"]
 
@@ -27,20 +27,32 @@ class SAC(SACMixin, Critics, RL_pytorch):
         self.actor = MLP(actor, activation).to(self.device)
         self._build_critics(critics, activation)
         self.log_alpha = torch.nn.Parameter(torch.tensor([math.log(self.alpha_init)], device=self.device))
-        self.param = [list(self.actor.parameters()), list(self.critics.parameters())]
+        actor_params = list(self.actor.parameters())
+        if self.use_sde:  # gSDE's log std: a (features, action) matrix trained with the actor
+            self.sde_log_std = torch.nn.Parameter(
+                torch.full((self.hidden[-1], self.action_dim), self.log_std_init, device=self.device))
+            actor_params.append(self.sde_log_std)
+        self.param = [actor_params, list(self.critics.parameters())]
         if self.auto_alpha:
             self.param.append([self.log_alpha])
 
     def actor_weights(self) -> list[np.ndarray]:
         return self.actor.numpy_weights()
 
+    def read_sde_log_std(self) -> np.ndarray:
+        return self.sde_log_std.detach().cpu().numpy().copy()
+
     def load_initial_weights(self, actor: list[np.ndarray], *critics: list[np.ndarray]) -> None:
         self.backend.set_weights(list(self.actor.parameters()), actor)
         self._load_critics(critics)
         with torch.no_grad():
             self.log_alpha.fill_(math.log(self.alpha_init))
+            if self.use_sde:
+                self.sde_log_std.fill_(self.log_std_init)
 
     def action(self, s: torch.Tensor) -> torch.Tensor:
+        if self.use_sde:  # [mean, features]: the numpy side draws gSDE's noise from the features
+            return torch.cat(self.actor.forward_hidden(s), dim=1)
         return self.actor(s)
 
     def _normal(self, like: torch.Tensor) -> torch.Tensor:
@@ -48,6 +60,8 @@ class SAC(SACMixin, Critics, RL_pytorch):
 
     def _sample(self, s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """A reparameterised squashed-Gaussian action for each state and its log-probability."""
+        if self.use_sde:
+            return self._sde_sample(s)
         mean, log_std = self.actor(s).chunk(2, dim=1)
         log_std = log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
         std = log_std.exp()
@@ -57,6 +71,18 @@ class SAC(SACMixin, Critics, RL_pytorch):
         gauss = -0.5 * eps.pow(2) - log_std - 0.5 * math.log(2 * math.pi)
         log_prob = (gauss - torch.log(1.0 - action.pow(2) + 1e-6)).sum(dim=1)
         return action, log_prob
+
+    def _sde_sample(self, s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """gSDE's sample (see :mod:`note_rl.agents.sac`): one exploration matrix for the batch."""
+        mean, z = self.actor.forward_hidden(s)
+        mean = mean.clamp(-SDE_CLIP_MEAN, SDE_CLIP_MEAN)
+        z = z.detach()  # as SB3 (learn_features=False): the noise's gradient does not train the features
+        std = self.sde_log_std.exp()
+        noise = z @ (std * self._normal(std))
+        sigma = torch.sqrt(z.pow(2) @ std.pow(2) + SDE_EPS)
+        action = torch.tanh(mean + noise)
+        gauss = -0.5 * (noise / sigma).pow(2) - sigma.log() - 0.5 * math.log(2 * math.pi)
+        return action, (gauss - torch.log(1.0 - action.pow(2) + 1e-6)).sum(dim=1)
 
     def alpha(self) -> torch.Tensor:
         return self.log_alpha.detach().exp()
