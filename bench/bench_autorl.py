@@ -3,6 +3,7 @@ on test seeds nothing was tuned on, beside the rl-zoo3 preset and ARLBench's pub
 
     python bench/bench_autorl.py acrobot_dqn [--methods random,tpe,wilcoxon,pbt] [--repeats 1]
         [--trials 6] [--seeds 2] [--steps 30000] [--test-seeds 3] [--jobs 2] [--out bench_autorl]
+        [--override 'search.values.agent.hidden_size="choice([64, 64])"' ...]
 
 Methods (each a fresh study in ``<out>/<task>/<method>-r<repeat>``; ``--repeats`` runs each again with
 another sampler seed):
@@ -66,7 +67,10 @@ def note_tune(args: list[str], log: str) -> int:
 
 
 def common(agent: str, env: str, a: argparse.Namespace) -> list[str]:
-    return [f"agent={agent}", f"env={env}", f"budget.steps={a.steps}", "logger=none", f"tuner.n_jobs={a.jobs}"]
+    """The overrides every method's study gets (``--override``: a reduced search space, say, stated with
+    the results)."""
+    return [f"agent={agent}", f"env={env}", f"budget.steps={a.steps}", "logger=none", f"tuner.n_jobs={a.jobs}",
+            *a.override]
 
 
 def run_optuna(method: str, task: str, repeat: int, a: argparse.Namespace, where: str) -> dict:
@@ -138,7 +142,7 @@ def table(task: str, rows: list[dict], a: argparse.Namespace) -> str:
     arl = TASKS[task][4]
     starts = [r["start_test_mean"] for r in rows if r.get("start_test_mean") is not None]
     lines = [f"{task}: {a.steps} env steps per run (full budget {TASKS[task][2]}), {a.trials} trials x {a.seeds} seeds, "
-             f"test seeds {TEST_SEEDS[:a.test_seeds]}",
+             f"test seeds {TEST_SEEDS[:a.test_seeds]}" + (f", overrides {' '.join(a.override)}" if a.override else ""),
              "| method | repeat | answer's tuning score | answer's test mean | test scores | rl-zoo3 preset's test mean "
              "(same study) | tuning runs | wall |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
@@ -171,6 +175,8 @@ def main() -> None:
                              "trials, TPE samples what random search samples)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out", default=os.path.join(REPO, "bench_autorl"))
+    parser.add_argument("--override", action="append", default=[],
+                        help="a Hydra override for every study (repeatable)")
     a = parser.parse_args()
     a.steps = a.steps or TASKS[a.task][2]
     a.startup = a.startup if a.startup is not None else min(5, max(1, a.trials // 3))
