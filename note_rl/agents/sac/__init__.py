@@ -239,6 +239,7 @@ class SACMixin(BoxActions, SeededInit):
         super().apply_seed(seed)
         self._sde_matrices = {}  # redrawn from the new seed
 
+
 def squashed_log_prob(u: np.ndarray, mean: np.ndarray, log_std: np.ndarray) -> np.ndarray:
     """``log pi(tanh(u))`` of the squashed Gaussian (numpy reference for the tests): the Gaussian's
     log density of ``u`` minus ``sum log(1 - tanh(u)**2 + 1e-6)``."""
