@@ -57,8 +57,10 @@ __all__ = ["PbtSettings", "pbt_settings", "PbtDriver", "lineage", "check_test_se
 
 MEMBER, GENERATION, PARENT = "pbt_member", "pbt_generation", "pbt_parent"
 #: parameters explore leaves alone by default: they change a network's or a buffer's shape, which a
-#: copied checkpoint cannot take (exploit still copies them from the parent)
-FROZEN = ("agent.hidden_size", "agent.activation", "agent.n_steps", "agent.n_envs", "buffer.pool_size")
+#: copied checkpoint cannot take (exploit still copies them from the parent); SAC's use_sde changes
+#: the actor's output layer and adds its gSDE log std
+FROZEN = ("agent.hidden_size", "agent.activation", "agent.n_steps", "agent.n_envs", "buffer.pool_size",
+          "agent.use_sde", "agent.n_critics")
 
 
 @dataclass

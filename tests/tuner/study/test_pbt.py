@@ -62,6 +62,27 @@ def test_exploit_and_explore_by_hand() -> None:
     assert [(s.parent, s.params) for s in again] == [(s.parent, s.params) for s in steps]
 
 
+def test_the_default_frozen_list_keeps_every_member_s_network_shape_in_sac_s_space() -> None:
+    """SAC's space searches gSDE (``agent.use_sde``), which changes the actor: a member that copied a
+    gSDE parent's weights and then resampled use_sde could not load them (found by bench_autorl on
+    Pendulum: 'module/actor/4' is a (64, 1) array, the agent's weight is (64, 2)).  With the default
+    frozen list, explore never changes it; log_std_init follows its condition."""
+    from tuner.study.pbt import FROZEN
+
+    space = parse_space(OmegaConf.to_container(compose_cfg(["agent=sac", "env=pendulum"]).search))
+    params = [{"optimizer.lr": 1e-3, "agent.gamma": 0.99, "agent.tau": 0.005, "agent.batch": 256,
+               "agent.ent_coef": "auto", "agent.hidden_size": "[64, 64]", "agent.use_sde": use_sde,
+               "buffer.pool_size": 50000, **({"agent.log_std_init": -3.0} if use_sde else {})}
+              for use_sde in (True, False, True, False)]
+    for seed in range(20):
+        steps = exploit_explore([10, 40, 30, 20], params, space, seed=seed, generation=1, quantile=0.5,
+                                resample_p=1.0, frozen=list(FROZEN))
+        for step in steps:
+            assert step.params["agent.use_sde"] == params[step.parent]["agent.use_sde"]
+            assert step.params["agent.hidden_size"] == params[step.parent]["agent.hidden_size"]
+            assert ("agent.log_std_init" in step.params) == step.params["agent.use_sde"]
+
+
 def test_explore_edges_frozen_and_minimize() -> None:
     # quantile 0.25 of 4: one member each side; minimize: the lowest score is the best
     steps = exploit_explore([10, 40, 30, 20], PARAMS, SPACE, seed=7, generation=1, quantile=0.25,
