@@ -58,9 +58,9 @@ __all__ = ["PbtSettings", "pbt_settings", "PbtDriver", "lineage", "check_test_se
 MEMBER, GENERATION, PARENT = "pbt_member", "pbt_generation", "pbt_parent"
 #: parameters explore leaves alone by default: they change a network's or a buffer's shape, which a
 #: copied checkpoint cannot take (exploit still copies them from the parent); SAC's use_sde changes
-#: the actor's output layer and adds its gSDE log std
+#: the actor's output layer and adds its gSDE log std, and its ent_coef "auto" adds the temperature
 FROZEN = ("agent.hidden_size", "agent.activation", "agent.n_steps", "agent.n_envs", "buffer.pool_size",
-          "agent.use_sde", "agent.n_critics")
+          "agent.use_sde", "agent.n_critics", "agent.ent_coef")
 
 
 @dataclass

@@ -65,8 +65,9 @@ def test_exploit_and_explore_by_hand() -> None:
 def test_the_default_frozen_list_keeps_every_member_s_network_shape_in_sac_s_space() -> None:
     """SAC's space searches gSDE (``agent.use_sde``), which changes the actor: a member that copied a
     gSDE parent's weights and then resampled use_sde could not load them (found by bench_autorl on
-    Pendulum: 'module/actor/4' is a (64, 1) array, the agent's weight is (64, 2)).  With the default
-    frozen list, explore never changes it; log_std_init follows its condition."""
+    Pendulum: 'module/actor/4' is a (64, 1) array, the agent's weight is (64, 2)); ent_coef 'auto' adds
+    the temperature's parameter (then: 'holds 19 parameters, agent has 20').  With the default frozen
+    list, explore changes neither; log_std_init follows its condition."""
     from tuner.study.pbt import FROZEN
 
     space = parse_space(OmegaConf.to_container(compose_cfg(["agent=sac", "env=pendulum"]).search))
@@ -79,6 +80,7 @@ def test_the_default_frozen_list_keeps_every_member_s_network_shape_in_sac_s_spa
                                 resample_p=1.0, frozen=list(FROZEN))
         for step in steps:
             assert step.params["agent.use_sde"] == params[step.parent]["agent.use_sde"]
+            assert step.params["agent.ent_coef"] == params[step.parent]["agent.ent_coef"]
             assert step.params["agent.hidden_size"] == params[step.parent]["agent.hidden_size"]
             assert ("agent.log_std_init" in step.params) == step.params["agent.use_sde"]
 
