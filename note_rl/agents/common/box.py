@@ -58,11 +58,12 @@ class BoxActions:
         whole action space, not from the narrow band of one untrained actor (rl-zoo3's TD3 preset
         on Pendulum-v1 takes 10,000 such steps).  ``learning_starts=0`` acts with the actor from
         the first step."""
+        copy = p if i is None else i
         if self.step_counter < self.training_starts():
             action = self._action_generator().uniform(-1.0, 1.0, self.action_dim).astype(np.float32)
         else:
-            action = self.sample_action(np.asarray(output, dtype=np.float32), copy=(p if i is None else i) or 0)
-        noise = self._noise_for(p if i is None else i)
+            action = self.sample_action(np.asarray(output, dtype=np.float32), copy=copy or 0)
+        noise = self._noise_for(copy)
         if noise is not None:
             action = action + noise.sample()
         return np.clip(action, -1.0, 1.0).astype(np.float32)

@@ -10,6 +10,7 @@ import pytest
 from note_rl.agents.common import MLPActor
 from note_rl.agents.sac import SDE_CLIP_MEAN, sde_log_prob
 from note_rl.core.updater import Updater
+from tests.note_rl.agents.test_continuous import _fixed_normal  # constant draws: E = value * exp(log_std)
 from tests.conftest import agents_module
 
 pytest.importorskip("torch")
@@ -27,19 +28,6 @@ def _sac(backend, **kwargs):
 
 def _is_torch(agent) -> bool:
     return agent.backend_name == "torch"
-
-
-def _fixed_normal(agent, value):
-    """Every standard-normal draw of the losses becomes ``value`` (the exploration matrix is then
-    ``value * exp(log_std)``), so the sample can be written down by hand."""
-    if _is_torch(agent):
-        import torch
-
-        agent._normal = lambda like: torch.full_like(like, value)
-    else:
-        import tensorflow as tf
-
-        agent._normal = lambda like: tf.fill(tf.shape(like), value)
 
 
 def _tensor(agent, x):
