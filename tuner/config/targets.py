@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import re
 import typing
 from typing import Any, Iterable, Mapping, Optional
 
 from hydra.utils import get_class, get_method, instantiate
 
-from ..common.errors import ConfigError
+from ..common.errors import ConfigError, first_line
 
-__all__ = ["check_target", "TargetError", "import_target", "signature_schema", "constructor_kwargs", "build", "construct",
+__all__ = ["check_target", "TargetError", "import_target", "signature_schema", "constructor_kwargs", "build", "refused_value", "construct",
            "check_node"]
 
 _SIMPLE = (int, float, bool, str)
@@ -129,14 +130,37 @@ def constructor_kwargs(target: Any, values: Mapping[str, Any], context: Mapping[
     return out
 
 
-def build(node: Mapping[str, Any], drop: Iterable[str] = (), partial: bool = False, **context: Any) -> Any:
+def build(node: Mapping[str, Any], drop: Iterable[str] = (), partial: bool = False, key: str | None = None,
+          **context: Any) -> Any:
     """Instantiate a ``_target_`` node through Hydra, leaving out the keys in ``drop`` (settings
-    that are not constructor arguments) and passing the ``context`` objects the constructor takes."""
+    that are not constructor arguments) and passing the ``context`` objects the constructor takes.
+
+    Given the node's config ``key`` (``agent``), a value the constructor itself refuses with a
+    ``ValueError`` (one no schema can check, such as ``SAC(sde_sample_freq=0)``) is a one-line
+    :class:`ConfigError` naming ``key.<argument>`` instead of Hydra's three-line instantiation error."""
+    from hydra.errors import InstantiationException
+
     target = import_target(node["_target_"])
     values = {k: v for k, v in node.items() if k not in set(drop)}
     kwargs = constructor_kwargs(target, values, context)
-    return instantiate({"_target_": node["_target_"], **({"_partial_": True} if partial else {})},
-                       **kwargs)
+    try:
+        return instantiate({"_target_": node["_target_"], **({"_partial_": True} if partial else {})},
+                           **kwargs)
+    except InstantiationException as exc:
+        refused = exc.__cause__
+        if key is None or not isinstance(refused, ValueError):
+            raise
+        raise ConfigError(refused_value(key, node, refused)) from refused
+
+
+def refused_value(key: str, node: Mapping[str, Any], exc: BaseException) -> str:
+    """One line for a constructor's refusal of the node at ``key``: ``key.<argument>: <message>`` where the
+    message follows note_rl's ``Class(argument=value): why`` and the argument is one of the node's keys,
+    else ``key: <message>``."""
+    message = first_line(exc)
+    named = re.match(r"\w+\((\w+)=", message)
+    arg = named.group(1) if named and named.group(1) in node else None
+    return f"{key}.{arg}: {message}" if arg else f"{key}: {message}"
 
 
 def construct(node: Mapping[str, Any], **context: Any) -> Any:

@@ -73,7 +73,7 @@ def build_agent(cfg: dict[str, Any]) -> Any:
         a = {**a, "network": network_spec(network)}
     # n_envs is a constructor argument of the rollout agents and a set() setting of the others
     by_set = "n_envs" in a and not _takes(cls, "n_envs")
-    agent = build(a, drop=(*AGENT_SETTINGS, "name", "lr", *(["n_envs"] if by_set else [])), **context)
+    agent = build(a, drop=(*AGENT_SETTINGS, "name", "lr", *(["n_envs"] if by_set else [])), key="agent", **context)
     settings = {k: a.get(k) for k in AGENT_SETTINGS if k in a and k not in ("policy", "noise")}
     if by_set:
         settings["n_envs"] = a["n_envs"]

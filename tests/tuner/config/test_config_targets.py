@@ -186,3 +186,44 @@ def test_saved_configs_may_name_note_rls_adjusters_only() -> None:
     with pytest.raises(UntrustedFileError, match="logger.kinds.mine._target_"):
         check_code_refs({"logger": {"kinds": {"mine": {"_target_": "tests.tuner.my_adjuster.RecordingLogger"}}}},
                         "config.yaml")
+
+
+# -- values only a constructor refuses ----------------------------------------------------------
+def test_a_constructor_refusal_names_the_argument_key() -> None:
+    from tuner.config.targets import refused_value
+
+    node = {"_target_": "x.SAC", "sde_sample_freq": 0, "gamma": 0.99}
+    # note_rl's form Class(argument=value): why, with the argument among the node's keys
+    assert refused_value("agent", node, ValueError("SAC(sde_sample_freq=0): -1 or a positive number\nmore")) == \
+        "agent.sde_sample_freq: SAC(sde_sample_freq=0): -1 or a positive number"
+    # an argument the node does not have (the builder passed it), or no argument named: the node's key
+    assert refused_value("agent", node, ValueError("SAC(action_dim=3): the env has 1")) == \
+        "agent: SAC(action_dim=3): the env has 1"
+    assert refused_value("agent", node, ValueError("SAC needs finite action bounds")) == \
+        "agent: SAC needs finite action bounds"
+
+
+def test_build_turns_a_constructor_value_error_into_a_config_error() -> None:
+    from hydra.errors import InstantiationException
+
+    from tuner.config.targets import build
+
+    node = {"_target_": "fractions.Fraction", "numerator": "bogus"}  # its constructor raises ValueError
+    with pytest.raises(ConfigError) as err:
+        build(node, key="agent.policy")
+    assert str(err.value) == "agent.policy: Invalid literal for Fraction: 'bogus'"
+    with pytest.raises(InstantiationException):  # no key given: Hydra's own error, as before
+        build(node)
+
+
+def test_a_value_only_the_agent_refuses_is_one_line_exit_2(tmp_path) -> None:
+    """``SAC(sde_sample_freq=0)`` passes the schema (an int) and is refused by SAC's constructor: one line
+    naming the key, exit 2, and no run dir left behind (it was Hydra's three-line error, exit 1)."""
+    run_dir = tmp_path / "run"
+    out = run_app(["agent=sac", "env=pendulum", "agent.sde_sample_freq=0", "budget.steps=200", "logger=none",
+                   f"hydra.run.dir={run_dir}"], cwd=str(tmp_path), check=False)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip().splitlines() == [
+        "error: agent.sde_sample_freq: SAC(sde_sample_freq=0): -1 (once per training round) or a positive number "
+        "of env steps"]
+    assert not run_dir.exists()
