@@ -5,8 +5,10 @@ the best score is partly luck.  At the end of a study (and with ``note-tune reev
 ``top_k`` distinct configs are retrained from scratch, each in a fresh process, on ``seeds``
 held-out seeds (disjoint from every tuning seed), and each run's final policy plays ``episodes``
 deterministic evaluation episodes on reset seeds of its own (:data:`HELDOUT_EVAL_SEED` onwards, far
-from the tuning evaluations').  The config with the best held-out mean is the study's answer:
-``best_config.yaml`` is written from it.
+from the tuning evaluations').  The config with the best held-out score is the study's answer:
+``best_config.yaml`` is written from it.  A config's held-out score combines its seeds the way the
+study's trial scores do (``tuner.aggregation``: the mean by default; a risk-averse study that scores
+trials by their worst seed, ``min``, or a lower quantile also chooses its answer that way).
 
 Results live in the study itself, as study user attributes (``heldout:<trial>``, shown by
 optuna-dashboard with a note on the study page): a finished Optuna trial cannot be changed.  A
@@ -29,6 +31,7 @@ from omegaconf import OmegaConf
 from optuna.trial import FrozenTrial, TrialState
 
 from ..common.errors import ConfigError
+from ..run.trial_worker import aggregate
 from .jobs import Job, run_jobs
 
 __all__ = ["ReevalSettings", "check_reeval", "reevaluate", "heldout_seeds", "top_configs", "start_trial",
@@ -369,12 +372,19 @@ def estimate(study: optuna.Study, runs: int, n_jobs: int) -> str:
     return f"; about {seconds:.0f} s at n_jobs={n_jobs}" if seconds >= 1 else f"; under a second at n_jobs={n_jobs}"
 
 
+def aggregation_of(study: optuna.Study) -> str:
+    """How the study combines a config's seeds (``tuner.aggregation``, recorded by the driver with the
+    optimiser); ``mean`` for a study that recorded none (a PBT study, an older one)."""
+    how = (study.user_attrs.get("optimiser") or {}).get("aggregation")
+    return how if isinstance(how, str) and (how in ("mean", "median", "min") or how.startswith("q")) else "mean"
+
+
 def _leaders(study: optuna.Study, entries: list[_Entry], seeds: list[int], raced: list[int]) -> list[_Entry]:
     """The configs still tied for the best: scored on every base seed and every raced seed so far,
-    with the best mean over those (exactly equal means: a saturated score such as CartPole's 500)."""
+    with the best score over those (exactly equal scores: a saturated return such as CartPole's 500)."""
     sign = -1.0 if study.direction == optuna.study.StudyDirection.MAXIMIZE else 1.0
-    all_seeds = [*seeds, *raced]
-    means = {id(e): float(np.mean([e.scores[s] for s in all_seeds]))
+    all_seeds, how = [*seeds, *raced], aggregation_of(study)
+    means = {id(e): aggregate([e.scores[s] for s in all_seeds], how)
              for e in entries if all(s in e.scores for s in all_seeds)}
     if not means:
         return []
@@ -384,7 +394,7 @@ def _leaders(study: optuna.Study, entries: list[_Entry], seeds: list[int], raced
 
 def _summary(study: optuna.Study, entries: list[_Entry], seeds: list[int], s: ReevalSettings,
              wall: float, raced: list[int] | None = None) -> dict[str, Any]:
-    configs = []
+    configs, how = [], aggregation_of(study)
     for e in entries:
         values = [e.scores[seed] for seed in seeds if seed in e.scores]
         mean = float(np.mean(values)) if values else None
@@ -395,23 +405,27 @@ def _summary(study: optuna.Study, entries: list[_Entry], seeds: list[int], s: Re
             "scores": {str(seed): e.scores[seed] for seed in [*seeds, *(raced or [])] if seed in e.scores},
             "errors": {str(seed): msg for seed, msg in e.errors.items()},
             "mean": mean, "std": float(np.std(values)) if values else None,
+            "score": aggregate(values, how) if values else None,  # what the answer is chosen by
             "gap": e.trial.value - mean if mean is not None else None,
             "complete": len(values) == len(seeds),
             "start": e.trial.user_attrs.get("enqueued") == "defaults",  # the study's starting config
-            # the mean over the base seeds and the seeds it raced on (ties between equal means)
+            # the mean over the base seeds and the seeds it raced on (ties between equal scores), and
+            # the score there
             "race_mean": float(np.mean(values + extra)) if extra and not failed else None,
+            "race_score": aggregate(values + extra, how) if extra and not failed else None,
             "race_failed": failed,
         })
     sign = -1.0 if study.direction == optuna.study.StudyDirection.MAXIMIZE else 1.0
-    # equal base means are ordered by the race (a config that raced further and stayed ahead wins;
-    # one that never raced keeps its base mean)
+    # equal base scores are ordered by the race (a config that raced further and stayed ahead wins;
+    # one that never raced keeps its base score)
     def race(c: dict[str, Any]) -> float:
         if c["race_failed"]:
             return math.inf
-        return sign * (c["race_mean"] if c["race_mean"] is not None else c["mean"])
+        return sign * (c["race_score"] if c["race_score"] is not None else c["score"])
 
-    ranked = sorted((c for c in configs if c["complete"]), key=lambda c: (sign * c["mean"], race(c), c["trial"]))
+    ranked = sorted((c for c in configs if c["complete"]), key=lambda c: (sign * c["score"], race(c), c["trial"]))
     return {"seeds": seeds, "tie_seeds": list(raced or []), "episodes": s.episodes, "model": s.model,
+            "aggregation": how,
             "top_k": s.top_k, "timeout": s.timeout, "wall_time_s": wall,
             "complete": all(c["complete"] for c in configs),
             "winner": ranked[0]["trial"] if ranked else None, "configs": configs}
@@ -433,19 +447,26 @@ def _store(study: optuna.Study, summary: dict[str, Any]) -> None:
 
 
 def format_reevaluation(summary: dict[str, Any]) -> str:
-    """A plain-text table of a re-evaluation summary (best held-out mean first)."""
+    """A plain-text table of a re-evaluation summary (best held-out score first; the score is the mean
+    unless the study aggregates its seeds otherwise, then a column of its own)."""
+    how = summary.get("aggregation", "mean")
     rows = [["trial", "tuning", "held-out mean", "std", "gap", "per seed"]]
-    key = lambda c: (c["mean"] is None, -(c["mean"] or 0.0))  # noqa: E731
+    if how != "mean":
+        rows[0].insert(2, f"held-out {how}")
+    key = lambda c: (c.get("score", c["mean"]) is None, -(c.get("score", c["mean"]) or 0.0))  # noqa: E731
     for c in sorted(summary["configs"], key=key):
         per_seed = ", ".join(f"{s}: {v:.4g}" for s, v in c["scores"].items())
         if c["errors"]:
             per_seed += ("; " if per_seed else "") + "; ".join(f"{s}: {m}" for s, m in c["errors"].items())
         rows.append([str(c["trial"]) + (" (start)" if c.get("start") else ""), _fmt(c["tuning_value"]), _fmt(c["mean"]), _fmt(c["std"]), _fmt(c["gap"]),
                      per_seed])
+        if how != "mean":
+            rows[-1].insert(2, _fmt(c.get("score")))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     lines = ["  ".join([c.ljust(w) for c, w in zip(r, widths)] + [r[-1]]) for r in rows]
     head = (f"held-out re-evaluation: seeds {summary['seeds']}, {summary['episodes']} deterministic episodes "
             f"per run ({summary.get('model', 'final')} weights), {summary['wall_time_s']:.1f} s"
+            + (f"; the answer is the best held-out {how} over seeds (tuner.aggregation)" if how != "mean" else "")
             + (f"; configs tied for the best raced on seeds {summary['tie_seeds']}" if summary.get("tie_seeds") else "")
             + ("" if summary["complete"] else f" (interrupted by {summary['interrupted']}: incomplete)"
                if summary.get("interrupted") else " (time limit: incomplete)"))

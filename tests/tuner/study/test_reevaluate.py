@@ -129,3 +129,34 @@ def test_time_limit_bounds_the_stage_and_keeps_the_tuning_best(tmp_path) -> None
     assert all(set(c["errors"].values()) == {"not started: time limit"} for c in re["configs"])
     assert summary["best_config_source"] == "tuning" and summary["best_config_trial"] == summary["best_trial"]
     assert "(time limit: incomplete)" in out.stdout and "no config finished every held-out seed" in out.stdout
+
+
+@pytest.mark.parametrize("how,winner", [("mean", "bold"), ("min", "steady"), ("q25", "steady"), ("median", "bold")])
+def test_the_answer_is_chosen_by_the_studys_aggregation(how, winner) -> None:
+    """Held-out scores by hand: bold 100, 100, 0 (mean 66.7, median 100, q25 50, min 0) against steady
+    60, 60, 60: a study that scores its trials risk-aversely (tuner.aggregation min / q25) chooses its
+    answer the same way; mean and median keep the bold config.  A study that recorded no aggregation
+    (PBT's, an older one) ranks by the mean."""
+    from optuna.distributions import FloatDistribution
+
+    from tuner.study.reevaluate import _Entry, _summary, aggregation_of, format_reevaluation
+
+    study = optuna.create_study(direction="maximize")
+    dist = {"x": FloatDistribution(0.0, 1.0)}
+    for x in (0.1, 0.2):
+        study.add_trial(optuna.trial.create_trial(value=90.0, params={"x": x}, distributions=dist))
+    assert aggregation_of(study) == "mean"
+    study.set_user_attr("optimiser", {"aggregation": how})
+    bold, steady = study.trials
+    seeds = [10000, 10001, 10002]
+    entries = [_Entry(bold, {}, dict(zip(seeds, (100.0, 100.0, 0.0)))), _Entry(steady, {}, dict.fromkeys(seeds, 60.0))]
+    summary = _summary(study, entries, seeds, ReevalSettings(), wall=1.0)
+    assert summary["aggregation"] == how
+    assert summary["winner"] == {"bold": bold.number, "steady": steady.number}[winner]
+    by_trial = {c["trial"]: c for c in summary["configs"]}
+    assert by_trial[bold.number]["mean"] == pytest.approx(200.0 / 3)
+    assert by_trial[bold.number]["score"] == pytest.approx({"mean": 200.0 / 3, "min": 0.0, "q25": 50.0,
+                                                            "median": 100.0}[how])
+    table = format_reevaluation(summary)
+    assert ("the answer is the best held-out" in table) == (how != "mean")
+    assert table.splitlines()[1].count("held-out") == (1 if how == "mean" else 2)  # a column of its own
