@@ -165,6 +165,9 @@ def main() -> None:
     parser.add_argument("task", choices=sorted(TASKS))
     parser.add_argument("--methods", default="random,tpe,wilcoxon,pbt")
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--first-repeat", type=int, default=0,
+                        help="number of the first repeat (a later session adds repeats 1, 2, ... beside repeat 0's "
+                             "studies; each repeat seeds the sampler / PBT with its number)")
     parser.add_argument("--trials", type=int, default=6)
     parser.add_argument("--seeds", type=int, default=2, help="seeds per trial (wilcoxon needs 2 or more)")
     parser.add_argument("--steps", type=int, default=None, help="env steps per run (default: the full budget)")
@@ -183,7 +186,7 @@ def main() -> None:
     folder = os.path.join(os.path.abspath(a.out), a.task)
     os.makedirs(folder, exist_ok=True)
     rows = []
-    for repeat in range(a.repeats):
+    for repeat in range(a.first_repeat, a.first_repeat + a.repeats):
         for method in a.methods.split(","):
             where = os.path.join(folder, f"{method}-r{repeat}")
             row = run_pbt(a.task, repeat, a, where) if method == "pbt" else run_optuna(method, a.task, repeat, a, where)
