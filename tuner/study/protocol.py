@@ -179,7 +179,8 @@ def _summary(study: optuna.Study, entries: list[_Entry], seeds: list[int], reeva
     answer["source"] = source
     held = next((c for c in (heldout or {}).get("configs", []) if c["trial"] == answer["trial"]), None)
     answer["heldout_mean"] = held["mean"] if held else None
-    answer["gap"] = answer["tuning_value"] - answer["mean"] if answer["mean"] is not None else None
+    answer["gap"] = (answer["tuning_value"] - answer["mean"]
+                     if answer["mean"] is not None and answer["tuning_value"] is not None else None)
     start = _scored(entries[1], seeds) if len(entries) > 1 else None
     is_start = entries[0].trial.user_attrs.get("enqueued") == "defaults"
     return {"seeds": seeds, "episodes": reeval.episodes, "model": reeval.model, "wall_time_s": wall,

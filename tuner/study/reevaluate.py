@@ -195,10 +195,13 @@ def top_configs(study: optuna.Study, k: int, trust: Trust = Trust()) -> list[tup
 
 
 def start_trial(study: optuna.Study) -> FrozenTrial | None:
-    """The study's starting point: the COMPLETE trial that played the config's own values (the
-    agent's defaults, or the env's preset), enqueued as trial 0 (``tuner.enqueue_defaults``)."""
-    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-        if t.user_attrs.get("enqueued") == "defaults" and t.value is not None:
+    """The study's starting point: the trial that played the config's own values (the agent's
+    defaults, or the env's preset), enqueued as trial 0 (``tuner.enqueue_defaults``), COMPLETE or
+    PRUNED: a pruner reading one noisy curve can stop the known-good config (bench_autorl pruned
+    rl-zoo3's MountainCarContinuous preset on its second seed at 92.8), and it still takes part in the
+    held-out and test stages, so the answer is never compared with nothing."""
+    for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)):
+        if t.user_attrs.get("enqueued") == "defaults":
             return t
     return None
 
@@ -406,7 +409,7 @@ def _summary(study: optuna.Study, entries: list[_Entry], seeds: list[int], s: Re
             "errors": {str(seed): msg for seed, msg in e.errors.items()},
             "mean": mean, "std": float(np.std(values)) if values else None,
             "score": aggregate(values, how) if values else None,  # what the answer is chosen by
-            "gap": e.trial.value - mean if mean is not None else None,
+            "gap": e.trial.value - mean if mean is not None and e.trial.value is not None else None,
             "complete": len(values) == len(seeds),
             "start": e.trial.user_attrs.get("enqueued") == "defaults",  # the study's starting config
             # the mean over the base seeds and the seeds it raced on (ties between equal scores), and

@@ -141,3 +141,23 @@ def test_wilcoxon_pruner_stops_a_trial_worse_on_every_seed_after_four_seeds(tmp_
     assert steady.intermediate_values == {i: 50.0 for i in range(6)}  # every instance, the last one too
     assert broke.params["env.id"] == "Broke-v0" and broke.state.name == "PRUNED"
     assert broke.intermediate_values == {i: 0.0 for i in range(4)} and len(broke.user_attrs["seeds"]) == 4
+
+
+def test_a_pruned_start_that_wins_has_a_test_score_and_no_gap() -> None:
+    """The held-out winner can be the starting config after a pruner stopped it (a pruned trial that
+    reported nothing has no tuning value): the test stage scores it and leaves the gap empty."""
+    import optuna
+    from optuna.distributions import FloatDistribution
+    from optuna.trial import TrialState, create_trial
+
+    from tuner.study.protocol import _summary, format_test
+    from tuner.study.reevaluate import ReevalSettings, _Entry
+
+    study = optuna.create_study(direction="maximize")
+    study.add_trial(create_trial(state=TrialState.PRUNED, params={"x": 0.5}, user_attrs={"enqueued": "defaults"},
+                                 distributions={"x": FloatDistribution(0.0, 1.0)}))
+    entry = _Entry(study.trials[0], {}, {20000: 93.0, 20001: 95.0})
+    summary = _summary(study, [entry], [20000, 20001], ReevalSettings(), "heldout", None, 1.0)
+    assert summary["answer"]["mean"] == 94.0 and summary["answer"]["gap"] is None
+    assert summary["verdict"] == "the answer is the starting config"
+    assert "tuning score -; gap (tuning - test) -" in format_test(summary)

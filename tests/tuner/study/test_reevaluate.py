@@ -160,3 +160,38 @@ def test_the_answer_is_chosen_by_the_studys_aggregation(how, winner) -> None:
     table = format_reevaluation(summary)
     assert ("the answer is the best held-out" in table) == (how != "mean")
     assert table.splitlines()[1].count("held-out") == (1 if how == "mean" else 2)  # a column of its own
+
+
+def test_a_pruned_starting_config_still_takes_part() -> None:
+    """The preset enqueued as trial 0 can be pruned (the median pruner pruned rl-zoo3's
+    MountainCarContinuous preset on its second seed at 92.8 in bench_autorl): it is still the study's
+    starting point for the held-out and test stages; a failed one is not (it has nothing to retrain from
+    but a crash), nor a trial that was not enqueued as the defaults."""
+    from optuna.distributions import FloatDistribution
+    from optuna.trial import TrialState, create_trial
+
+    from tuner.study.reevaluate import _Entry, _summary, start_trial
+
+    dist = {"x": FloatDistribution(0.0, 1.0)}
+
+    def study_with(state, enqueued="defaults", value=92.8):
+        study = optuna.create_study(direction="maximize")
+        study.add_trial(create_trial(state=state, value=value if state == TrialState.COMPLETE else None,
+                                     params={"x": 0.5}, distributions=dist, intermediate_values={0: value},
+                                     user_attrs={"enqueued": enqueued} if enqueued else {}))
+        study.add_trial(create_trial(value=93.7, params={"x": 0.1}, distributions=dist))
+        return study
+
+    assert start_trial(study_with(TrialState.COMPLETE)).number == 0
+    pruned = study_with(TrialState.PRUNED)
+    assert start_trial(pruned).number == 0 and start_trial(pruned).state == TrialState.PRUNED
+    assert start_trial(study_with(TrialState.FAIL)) is None
+    assert start_trial(study_with(TrialState.COMPLETE, enqueued=None)) is None
+    # a start without a tuning value (a pruned trial that reported nothing) has no gap, not a crash
+    bare = optuna.create_study(direction="maximize")
+    bare.add_trial(create_trial(state=TrialState.PRUNED, params={"x": 0.5}, distributions=dist,
+                                user_attrs={"enqueued": "defaults"}))
+    start = start_trial(bare)
+    summary = _summary(bare, [_Entry(start, {}, {10000: 90.0, 10001: 94.0})], [10000, 10001], ReevalSettings(), 1.0)
+    assert summary["configs"][0]["gap"] is None and summary["configs"][0]["mean"] == 92.0
+    assert summary["winner"] == 0
