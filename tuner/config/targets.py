@@ -19,8 +19,8 @@ from hydra.utils import get_class, get_method, instantiate
 
 from ..common.errors import ConfigError, first_line
 
-__all__ = ["check_target", "TargetError", "import_target", "signature_schema", "constructor_kwargs", "build", "refused_value", "construct",
-           "check_node"]
+__all__ = ["check_target", "TargetError", "import_target", "signature_schema", "constructor_kwargs", "build",
+           "refused_value", "construct", "check_node"]
 
 _SIMPLE = (int, float, bool, str)
 

@@ -387,12 +387,12 @@ def _leaders(study: optuna.Study, entries: list[_Entry], seeds: list[int], raced
     with the best score over those (exactly equal scores: a saturated return such as CartPole's 500)."""
     sign = -1.0 if study.direction == optuna.study.StudyDirection.MAXIMIZE else 1.0
     all_seeds, how = [*seeds, *raced], aggregation_of(study)
-    means = {id(e): aggregate([e.scores[s] for s in all_seeds], how)
-             for e in entries if all(s in e.scores for s in all_seeds)}
-    if not means:
+    scores = {id(e): aggregate([e.scores[s] for s in all_seeds], how)
+              for e in entries if all(s in e.scores for s in all_seeds)}
+    if not scores:
         return []
-    best = min(sign * m for m in means.values())
-    return [e for e in entries if id(e) in means and sign * means[id(e)] == best]
+    best = min(sign * m for m in scores.values())
+    return [e for e in entries if id(e) in scores and sign * scores[id(e)] == best]
 
 
 def _summary(study: optuna.Study, entries: list[_Entry], seeds: list[int], s: ReevalSettings,
