@@ -183,7 +183,8 @@ class Driver:
         limits = RunLimits(n_jobs=s.n_jobs, trial_timeout=s.trial_timeout,
                            max_failures=s.max_failures if s.max_failures is not None else s.n_trials,
                            timeout=s.timeout, preload=s.preload,
-                           heartbeat_grace_s=HEARTBEAT_GRACE_S, no_driver_grace_s=NO_DRIVER_GRACE_S)
+                           heartbeat_grace_s=HEARTBEAT_GRACE_S, no_driver_grace_s=NO_DRIVER_GRACE_S,
+                           stop_if_start_refused=True)
         self.runner = TrialRunner(self.study, self.lock, limits)
         self.runner.run(self._ask, self._prepare, on_change)
 

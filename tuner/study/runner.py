@@ -62,6 +62,10 @@ class RunLimits:
     :param blocking: start ``n_jobs`` trials, then wait for all of them before the next batch
     :param heartbeat_grace_s: a RUNNING trial whose heartbeat is older is failed (its driver is gone)
     :param no_driver_grace_s: the same for a trial whose driver never recorded itself on it
+    :param stop_if_start_refused: when the starting trial (the command's own config, enqueued as the
+        defaults) fails with a ``ConfigError`` (a value only the agent's constructor refuses), start no
+        more trials, stop the running ones and raise that error from :meth:`TrialRunner.run`: every
+        trial keeping that value would fail the same way
     """
 
     n_jobs: int = 1
@@ -72,6 +76,7 @@ class RunLimits:
     blocking: bool = False
     heartbeat_grace_s: float = HEARTBEAT_GRACE_S
     no_driver_grace_s: float = NO_DRIVER_GRACE_S
+    stop_if_start_refused: bool = False
 
 
 def ask_within(study: optuna.Study, n_trials: int, distributions: dict[str, Any],
@@ -122,6 +127,8 @@ class TrialRunner:
         sup, limits = self.supervisor, self.limits
 
         def may_start() -> bool:
+            if self._start_refused() is not None:
+                return False
             if limits.max_failures is not None and sup.failures >= limits.max_failures:
                 return False
             return not (limits.timeout and time.monotonic() - started > limits.timeout)
@@ -134,6 +141,18 @@ class TrialRunner:
             sup.kill_all(reason)
             self._fail_unlaunched(reason)
             raise
+        refused = self._start_refused()
+        if refused is not None:
+            raise ConfigError(refused)
+
+    def _start_refused(self) -> str | None:
+        """The one-line error that stops the study (``stop_if_start_refused``): the starting trial's
+        ``ConfigError``, e.g. ``agent.sde_sample_freq: SAC(sde_sample_freq=0): ...``."""
+        found = self.supervisor.start_refused if self.limits.stop_if_start_refused else None
+        if found is None:
+            return None
+        number, reason = found
+        return f"{reason} (the study's starting config, trial {number}, was refused: study stopped)"
 
     def _fail_unlaunched(self, reason: str) -> None:
         """Fail the trials this runner asked for but had not launched yet when it was interrupted
@@ -165,6 +184,8 @@ class TrialRunner:
                 time.sleep(RECHECK_S)  # only other runners' trials are running
             else:
                 sup.wait()
+            if self._start_refused() is not None and len(sup):  # the others would fail the same way
+                sup.kill_all("study stopped: its starting config was refused")
             if on_change:
                 on_change()
 

@@ -27,6 +27,10 @@ HEARTBEAT_EVERY_S = 10.0
 ResultHook = Callable[[optuna.Trial, Result], None]
 
 
+#: how a trial process reports a ConfigError (tuner.run.trial_worker: ``<type>: <first line>``)
+CONFIG_ERROR = "ConfigError: "
+
+
 class Supervisor:
     """Running trials of one study.
 
@@ -45,6 +49,8 @@ class Supervisor:
         self.running: dict[int, tuple[optuna.Trial, TrialProcess]] = {}
         self.failures = 0
         self.grid_exhausted = False
+        # (trial, reason): the starting trial (the command's own config) failed with a ConfigError
+        self.start_refused: tuple[int, str] | None = None
         self._last_beat = 0.0
 
     def __len__(self) -> int:
@@ -133,6 +139,8 @@ class Supervisor:
             self.grid_exhausted = True
 
     def tell_fail(self, trial: optuna.Trial, reason: str) -> None:
+        if reason.startswith(CONFIG_ERROR) and trial.user_attrs.get("enqueued") == "defaults":
+            self.start_refused = (trial.number, reason[len(CONFIG_ERROR):])
         trial.set_user_attr("fail_reason", reason)
         self.tell(trial, state=TrialState.FAIL)
         self.failures += 1

@@ -110,3 +110,38 @@ def test_trial_compose_error_fails_only_that_trial(tmp_path) -> None:
     assert failed.state == TrialState.FAIL
     assert failed.user_attrs["fail_reason"].startswith("config error: adjuster.every: no such config key")
     assert "Traceback" not in out.stdout + out.stderr
+
+
+SAC_TINY = ["agent=sac", "env=pendulum", "agent.hidden_size=[16]", "agent.batch=16", "agent.learning_starts=50",
+            "budget.steps=200", "eval.episodes=1", "logger=none", *NO_REEVAL]
+
+
+def test_a_refused_starting_config_stops_the_study_in_one_line(tmp_path) -> None:
+    """``agent.sde_sample_freq=0`` passes the schema and only SAC's constructor refuses it, in the trial
+    process.  The starting trial (the command's own config) fails with that ConfigError: the study starts
+    no other trial (every one keeping the value would fail alike) and the command ends with one error
+    line naming the key, exit 2; the study, its failed trial and study.json are kept."""
+    out = run_app(["tuner=optuna", "tuner.study_name=refused", "tuner.n_trials=4", "tuner.n_jobs=1",
+                   "agent.sde_sample_freq=0", *SAC_TINY], cwd=str(tmp_path), check=False)
+    assert out.returncode == 2, out.stderr[-2000:]
+    errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
+    assert errors == ["error: agent.sde_sample_freq: SAC(sde_sample_freq=0): -1 (once per training round) or a "
+                      "positive number of env steps (the study's starting config, trial 0, was refused: study "
+                      "stopped)"]
+    assert "Traceback" not in out.stdout + out.stderr
+    study = _load(tmp_path / "studies" / "refused", "refused")
+    assert [t.state for t in study.trials] == [TrialState.FAIL]
+    assert study.trials[0].user_attrs["fail_reason"].startswith("ConfigError: agent.sde_sample_freq: ")
+    assert (tmp_path / "studies" / "refused" / "study.json").exists()
+
+
+def test_a_refused_sampled_value_fails_only_its_trial(tmp_path) -> None:
+    """The same refusal for a value the search sampled (not the starting config's) fails that trial only."""
+    out = run_app(["tuner=optuna", "tuner.study_name=sampled", "search=none", "tuner.sampler=grid",
+                   "+search.values.agent.sde_sample_freq='choice(-1, 0)'", "tuner.n_trials=2", "tuner.pruner=none",
+                   *SAC_TINY], cwd=str(tmp_path))
+    study = _load(tmp_path / "studies" / "sampled", "sampled")
+    by_value = {t.params["agent.sde_sample_freq"]: t for t in study.trials}
+    assert by_value[-1].state == TrialState.COMPLETE and by_value[0].state == TrialState.FAIL
+    assert by_value[0].user_attrs["fail_reason"].startswith("ConfigError: agent.sde_sample_freq: SAC(sde_sample_freq=0)")
+    assert out.returncode == 0
