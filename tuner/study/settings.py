@@ -11,6 +11,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from ..common.errors import ConfigError
+from ..config import schema as _resolvers  # noqa: F401 - registers ${name_part:...} (study_name's default)
 from ..config.search import Param
 from .gpus import check_gpus_per_trial
 from .optimisers import THRESHOLD, WILCOXON, build_pruner, build_sampler, check_optimisers, target_of
