@@ -45,6 +45,7 @@ from .runner import (
 from .best_config import group_choices
 from .gpus import GpuPlacer, Placement, visible_gpus
 from .optimisers import WILCOXON, is_grid, target_of
+from .supervisor import START_MARK
 from .settings import TunerSettings, make_pruner, make_sampler
 from .storage import (StudyLock, check_journal, describe, journal_path, make_storage, root_cause, shares_journal,
                       storage_key)
@@ -284,4 +285,4 @@ def enqueue_known_good(study: optuna.Study, space: list, cfg: DictConfig, enqueu
     if fresh and enqueue_defaults and not is_grid(sampler):
         params = default_params(space, cfg)
         if params:
-            study.enqueue_trial(params, user_attrs={"enqueued": "defaults"}, skip_if_exists=True)
+            study.enqueue_trial(params, user_attrs=dict(START_MARK), skip_if_exists=True)

@@ -38,6 +38,7 @@ from .reevaluate import (
     start_trial,
     tuning_seeds,
 )
+from .supervisor import is_start
 
 __all__ = ["SeedSettings", "check_seeds", "pick_test_seeds", "no_test_stage", "run_test", "incumbent", "format_test",
            "TEST_SEED_BASE", "TEST_PREFIX"]
@@ -182,10 +183,10 @@ def _summary(study: optuna.Study, entries: list[_Entry], seeds: list[int], reeva
     answer["gap"] = (answer["tuning_value"] - answer["mean"]
                      if answer["mean"] is not None and answer["tuning_value"] is not None else None)
     start = _scored(entries[1], seeds) if len(entries) > 1 else None
-    is_start = entries[0].trial.user_attrs.get("enqueued") == "defaults"
+    answer_is_start = is_start(entries[0].trial)
     return {"seeds": seeds, "episodes": reeval.episodes, "model": reeval.model, "wall_time_s": wall,
-            "interrupted": interrupted, "answer": answer, "start": start, "start_is_answer": is_start,
-            "verdict": _verdict(study, answer, start, is_start)}
+            "interrupted": interrupted, "answer": answer, "start": start, "start_is_answer": answer_is_start,
+            "verdict": _verdict(study, answer, start, answer_is_start)}
 
 
 def _verdict(study: optuna.Study, answer: dict[str, Any], start: dict[str, Any] | None, is_start: bool) -> str:

@@ -33,6 +33,7 @@ from optuna.trial import FrozenTrial, TrialState
 from ..common.errors import ConfigError
 from ..run.trial_worker import aggregate
 from .jobs import Job, run_jobs
+from .supervisor import is_start
 
 __all__ = ["ReevalSettings", "check_reeval", "reevaluate", "heldout_seeds", "top_configs", "start_trial",
            "format_reevaluation", "HELDOUT_EVAL_SEED", "ATTR_PREFIX"]
@@ -201,7 +202,7 @@ def start_trial(study: optuna.Study) -> FrozenTrial | None:
     rl-zoo3's MountainCarContinuous preset on its second seed at 92.8), and it still takes part in the
     held-out and test stages, so the answer is never compared with nothing."""
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)):
-        if t.user_attrs.get("enqueued") == "defaults":
+        if is_start(t):
             return t
     return None
 
@@ -411,7 +412,7 @@ def _summary(study: optuna.Study, entries: list[_Entry], seeds: list[int], s: Re
             "score": aggregate(values, how) if values else None,  # what the answer is chosen by
             "gap": e.trial.value - mean if mean is not None and e.trial.value is not None else None,
             "complete": len(values) == len(seeds),
-            "start": e.trial.user_attrs.get("enqueued") == "defaults",  # the study's starting config
+            "start": is_start(e.trial),  # the study's starting config
             # the mean over the base seeds and the seeds it raced on (ties between equal scores), and
             # the score there
             "race_mean": float(np.mean(values + extra)) if extra and not failed else None,

@@ -29,6 +29,14 @@ ResultHook = Callable[[optuna.Trial, Result], None]
 
 #: how a trial process reports a ConfigError (tuner.run.trial_worker: ``<type>: <first line>``)
 CONFIG_ERROR = "ConfigError: "
+#: the user attribute that marks a study's starting trial: the config's own values (the agent's defaults
+#: or the env's preset), enqueued as trial 0 by tuner.study.driver (``tuner.enqueue_defaults``)
+START_MARK = {"enqueued": "defaults"}
+
+
+def is_start(trial: optuna.Trial | optuna.trial.FrozenTrial) -> bool:
+    """Whether ``trial`` is the study's starting trial (:data:`START_MARK`)."""
+    return all(trial.user_attrs.get(k) == v for k, v in START_MARK.items())
 
 
 class Supervisor:
@@ -139,7 +147,7 @@ class Supervisor:
             self.grid_exhausted = True
 
     def tell_fail(self, trial: optuna.Trial, reason: str) -> None:
-        if reason.startswith(CONFIG_ERROR) and trial.user_attrs.get("enqueued") == "defaults":
+        if reason.startswith(CONFIG_ERROR) and is_start(trial):
             self.start_refused = (trial.number, reason[len(CONFIG_ERROR):])
         trial.set_user_attr("fail_reason", reason)
         self.tell(trial, state=TrialState.FAIL)
