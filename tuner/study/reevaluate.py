@@ -33,6 +33,7 @@ from optuna.trial import FrozenTrial, TrialState
 from ..common.errors import ConfigError
 from ..run.trial_worker import aggregate
 from .jobs import Job, run_jobs
+from .study_schema import aggregation_ok
 from .supervisor import is_start
 
 __all__ = ["ReevalSettings", "check_reeval", "reevaluate", "heldout_seeds", "top_configs", "start_trial",
@@ -378,9 +379,10 @@ def estimate(study: optuna.Study, runs: int, n_jobs: int) -> str:
 
 def aggregation_of(study: optuna.Study) -> str:
     """How the study combines a config's seeds (``tuner.aggregation``, recorded by the driver with the
-    optimiser); ``mean`` for a study that recorded none (a PBT study, an older one)."""
+    optimiser); ``mean`` for a study that recorded none (a PBT study, an older one) or a value the setting's
+    own check refuses (the storage is data: ``qxyz`` there must not crash the stage)."""
     how = (study.user_attrs.get("optimiser") or {}).get("aggregation")
-    return how if isinstance(how, str) and (how in ("mean", "median", "min") or how.startswith("q")) else "mean"
+    return how if isinstance(how, str) and aggregation_ok(how) else "mean"
 
 
 def _leaders(study: optuna.Study, entries: list[_Entry], seeds: list[int], raced: list[int]) -> list[_Entry]:

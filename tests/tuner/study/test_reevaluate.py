@@ -146,6 +146,9 @@ def test_the_answer_is_chosen_by_the_studys_aggregation(how, winner) -> None:
     for x in (0.1, 0.2):
         study.add_trial(optuna.trial.create_trial(value=90.0, params={"x": x}, distributions=dist))
     assert aggregation_of(study) == "mean"
+    for hostile in ("qxyz", "q90", 7, ["min"]):  # the storage is data: what the setting refuses reads as the mean
+        study.set_user_attr("optimiser", {"aggregation": hostile})
+        assert aggregation_of(study) == "mean"
     study.set_user_attr("optimiser", {"aggregation": how})
     bold, steady = study.trials
     seeds = [10000, 10001, 10002]
