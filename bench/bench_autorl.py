@@ -80,7 +80,7 @@ def run_optuna(method: str, task: str, repeat: int, a: argparse.Namespace, where
             f"tuner.study_dir={where}", f"tuner.n_trials={a.trials}", f"tuner.n_seeds={a.seeds}",
             f"tuner.sampler_seed={repeat}", f"tuner.n_startup_trials={a.startup}",
             f"tuner.seeds.test=[{','.join(map(str, test))}]",
-            "tuner.reevaluate.top_k=2", "tuner.reevaluate.seeds=2"]
+            "tuner.reevaluate.top_k=2", f"tuner.reevaluate.seeds={a.heldout_seeds}"]
     started = time.monotonic()
     code = note_tune(args, os.path.join(where + ".log"))
     wall = time.monotonic() - started
@@ -173,6 +173,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=None, help="env steps per run (default: the full budget)")
     parser.add_argument("--generations", type=int, default=4, help="PBT segments per member")
     parser.add_argument("--test-seeds", type=int, default=3)
+    parser.add_argument("--heldout-seeds", type=int, default=2,
+                        help="held-out seeds per finalist (the top 2 and the starting config) in the Optuna studies")
     parser.add_argument("--startup", type=int, default=None,
                         help="TPE's random startup trials (default: min(5, trials // 3); with Optuna's 5 and 6 "
                              "trials, TPE samples what random search samples)")
