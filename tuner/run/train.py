@@ -116,6 +116,8 @@ def _train(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | None, 
                                          "wall": lambda: before + time.perf_counter() - clock["started"]})
     if run_state is not None:
         evaluator.history, evaluator.best = list(run_state.get("evaluations") or []), run_state.get("best_eval")
+    elif cfg.get("best_so_far") and best_path and evaluation:
+        carry_best(evaluator, cfg["best_so_far"], best_path)
         hooks.reports = len(evaluator.history) if source == "eval" else hooks.reports
     kwargs["callbacks"] = [cb, *([evaluator] if evaluation else []), *saving, *(callbacks or []), *loggers,
                            *([Resumed(run_state)] if run_state is not None else [])]
@@ -182,7 +184,8 @@ def _train(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | None, 
         **(_test_answer(agent, cfg, best_path, model) if evaluation and not hooks.pruned and not interrupted else {}),
         "losses": [None if v is None else float(v) for v in agent.loss_list],
         # the config as a run dir records it (note-tune eval rebuilds the agent from it); PBT's hook keys are above
-        "config": {k: v for k, v in cfg.items() if k not in ("continue_from", "save_checkpoint")},
+        **({"best_carried_from": cfg["best_so_far"]["model"]} if cfg.get("best_so_far") else {}),
+        "config": {k: v for k, v in cfg.items() if k not in HOOK_KEYS},
     }
     if final is not None and not math.isfinite(final):
         raise FloatingPointError(f"mean return is {final}")
@@ -190,6 +193,20 @@ def _train(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | None, 
         # a secret-named key's value never reaches the file (restore_secrets gives it back on reading)
         write_json(os.path.join(run_dir, "result.json"), {**result, "config": scrub(result["config"], ())})
     return result
+
+
+#: keys a study driver adds to a run's config for tuner.run.train alone (not part of the recorded config)
+HOOK_KEYS = ("continue_from", "save_checkpoint", "best_so_far")
+
+
+def carry_best(evaluator: Any, carried: dict[str, Any], best_path: str) -> None:
+    """Start ``evaluator`` from a best evaluation made before this run (a PBT replay's earlier segments:
+    ``{"score": mean, "model": weights}``): its weights become this run's best-evaluation weights, replaced
+    only by an evaluation at least as good, so ``eval.answer=best`` picks over the whole replay."""
+    import shutil
+
+    shutil.copyfile(carried["model"], best_path)
+    evaluator.best = float(carried["score"])
 
 
 #: optimizer hyperparameters a config sets and a checkpoint must not override on :func:`continue_from`

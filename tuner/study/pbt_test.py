@@ -9,18 +9,21 @@ a fresh process, ``tuner.reevaluate.n_jobs`` (else ``tuner.n_jobs``) at once.  T
 :func:`.protocol.pick_test_seeds` (a count: 20000, 20001, ... skipping every seed a member trained on; a
 list holding such a seed is refused in one line before the population starts).
 
-Score: the test stage's evaluation of ``tuner=optuna``, on the final policy: the last segment of each
-replay ends with one evaluation of ``tuner.reevaluate.episodes`` deterministic episodes on the held-out
-reset seeds of that seed (:func:`.reevaluate._heldout_cfg`, ``model=final`` whatever
-``tuner.reevaluate.model`` says: a replay has no best weights of its own to pick).  The earlier segments
-train and evaluate as the members' segments did.
+Score: the test stage's evaluation of ``tuner=optuna`` (:func:`.reevaluate._heldout_cfg`), by
+``tuner.reevaluate.model``.  ``final`` (the default): the last segment of each replay ends with one
+evaluation of ``tuner.reevaluate.episodes`` deterministic episodes of its final policy on the held-out reset
+seeds of that seed.  ``best``: every segment evaluates as the members' segments did, and the last one starts
+from the best evaluation of the replay's earlier segments (its weights and mean, ``best_so_far``:
+:func:`tuner.run.train.carry_best`), so the weights scored on the held-out episodes are those of the
+replay's best evaluation over the whole schedule (as a ``model=best`` retraining's are over its one run).
+The earlier segments train and evaluate as the members' segments did.
 
 Recorded as :mod:`.protocol` records its stage (study user attrs ``test`` and ``test:<trial>``, the
 trial being the winner's last segment; ``pbt_answer`` names it, so :func:`.outputs.study_answer` and the
 report's AutoRL checklist show its tuning score, test mean and gap), and in ``pbt.json``.  No starting
 config is retrained: a schedule has no default to compare with.  Replays live in
 ``<study_dir>/test/<trial>-<digest>/`` (a journal of their own, ``seed_<seed>/gen_<g>/``; the digest: the
-episodes and the seeds replayed).  As the protocol's stage, a re-run reuses every seed already scored with
+episodes and the seeds replayed, and the model when it is ``best``).  As the protocol's stage, a re-run reuses every seed already scored with
 the same episodes; a replay study killed before its scores were stored resumes at its last complete
 segments.
 """
@@ -44,9 +47,6 @@ from .reevaluate import _SCORE, _Entry, _heldout_cfg, tuning_seeds
 
 __all__ = ["TestReplayDriver", "run_pbt_test"]
 
-MODEL = "final"  # a replay's score is its final policy's
-
-
 class TestReplayDriver(PbtDriver):
     """A replay-mode PBT study whose member ``m`` trains ``seeds[m]`` and whose last segments end with
     the test stage's evaluation (``episodes`` deterministic episodes on held-out reset seeds)."""
@@ -54,8 +54,9 @@ class TestReplayDriver(PbtDriver):
     __test__ = False  # not a pytest class
     progress_label = "  [test] "
 
-    def __init__(self, parent: PbtDriver, settings: PbtSettings, seeds: list[int], episodes: int) -> None:
-        self.test_seeds, self.episodes = list(seeds), episodes
+    def __init__(self, parent: PbtDriver, settings: PbtSettings, seeds: list[int], episodes: int,
+                 model: str = "final") -> None:
+        self.test_seeds, self.episodes, self.model = list(seeds), episodes, model
         super().__init__(parent.cfg, settings, parent.compose, parent.overrides)
 
     def _run_dir(self, member: int, generation: int) -> str:
@@ -67,11 +68,31 @@ class TestReplayDriver(PbtDriver):
     def _segment_config(self, plain: dict[str, Any], member: int, generation: int) -> dict[str, Any]:
         if generation < self.pbt.generations - 1:
             return plain
-        # the last segment: one evaluation of its final policy, the normal test stage's; evaluations fall on
-        # multiples of eval.every counted from step 0, and this segment starts at the checkpoint's step
-        out = _heldout_cfg(plain, self.test_seeds[member], self.episodes, MODEL)
-        out["eval"].update(every=self.pbt.generations * self.pbt.interval + 1, answer="final")
-        return dict(out, logger=plain["logger"])
+        out = dict(_heldout_cfg(plain, self.test_seeds[member], self.episodes, self.model), logger=plain["logger"])
+        if self.model == "final":
+            # one evaluation of its final policy, the normal test stage's; evaluations fall on multiples of
+            # eval.every counted from step 0, and this segment starts at the checkpoint's step
+            out["eval"].update(every=self.pbt.generations * self.pbt.interval + 1, answer="final")
+            return out
+        best = self._best_before(member, generation)
+        return dict(out, best_so_far=best) if best else out
+
+    def _best_before(self, member: int, generation: int) -> dict[str, Any] | None:
+        """The best evaluation of this replay's segments before ``generation`` (``{"score", "model"}``; of
+        equal means the later segment's, as one run's evaluator keeps the later of equal evaluations)."""
+        best = None
+        for g in range(generation):
+            run_dir = self._run_dir(member, g)
+            model = os.path.join(run_dir, "best_eval_model.npz")
+            try:
+                with open(os.path.join(run_dir, "result.json")) as f:
+                    score = json.load(f).get("best_eval_mean_return")
+            except (OSError, ValueError):
+                continue
+            if isinstance(score, (int, float)) and math.isfinite(score) and os.path.exists(model) \
+                    and (best is None or score >= best["score"]):
+                best = {"score": float(score), "model": model}
+        return best
 
 
 def run_pbt_test(driver: PbtDriver, log: Any = print) -> dict[str, Any] | None:
@@ -103,7 +124,7 @@ def run_pbt_test(driver: PbtDriver, log: Any = print) -> dict[str, Any] | None:
 def _reuse(driver: PbtDriver, entry: _Entry, seeds: list[int]) -> None:
     """Scores a run before stored for this answer with the same episodes (the protocol's rule)."""
     cached = driver.study.user_attrs.get(f"{TEST_PREFIX}{entry.trial.number:04d}") or {}
-    if cached.get("episodes") == driver.pbt.reevaluate.episodes and cached.get("model") == MODEL:
+    if cached.get("episodes") == driver.pbt.reevaluate.episodes and cached.get("model") == driver.pbt.reevaluate.model:
         entry.scores.update({int(k): float(v) for k, v in (cached.get("scores") or {}).items() if int(k) in seeds})
 
 
@@ -114,7 +135,9 @@ def _replay(driver: PbtDriver, entry: _Entry, seeds: list[int], schedule: list[d
     t = copy.deepcopy(s)
     # a study of its own for each answer, episodes and seeds: a re-run with the same ones resumes it, and a
     # changed answer or evaluation never reuses segments trained or scored for another
-    digest = hashlib.sha1(repr((s.reevaluate.episodes, seeds)).encode()).hexdigest()[:8]
+    model = s.reevaluate.model
+    key = (s.reevaluate.episodes, seeds) if model == "final" else (s.reevaluate.episodes, seeds, model)
+    digest = hashlib.sha1(repr(key).encode()).hexdigest()[:8]
     name = f"{entry.trial.number:04d}-{digest}"
     test_dir = os.path.join(driver.study_dir, "test", name)
     t.replay = os.path.join(driver.study_dir, "pbt_schedule.yaml")
@@ -124,26 +147,27 @@ def _replay(driver: PbtDriver, entry: _Entry, seeds: list[int], schedule: list[d
     t.enqueue_defaults, t.seeds = False, SeedSettings(tuning=None, test=0)
     t.n_jobs = s.reevaluate.n_jobs or s.n_jobs
     t.timeout = s.reevaluate.timeout
-    test = TestReplayDriver(driver, t, seeds, s.reevaluate.episodes)
+    test = TestReplayDriver(driver, t, seeds, s.reevaluate.episodes, model)
     try:
         test.run()
     finally:  # interrupted too: the replays that finished count
         last = test.segments((TrialState.COMPLETE,))
         for m, seed in enumerate(seeds):
-            score = _final_eval(last.get((m, t.generations - 1)))
+            score = _final_eval(last.get((m, t.generations - 1)), model)
             if score is not None:
                 entry.scores[seed] = score
             else:
                 entry.errors[seed] = f"replay incomplete (see {os.path.join(test_dir, f'seed_{seed}')}/gen_*/trial.log)"
 
 
-def _final_eval(segment: Any) -> float | None:
-    """A replay's score: its last segment's final evaluation (``result.json``, as the protocol reads a run's)."""
+def _final_eval(segment: Any, model: str) -> float | None:
+    """A replay's score: its last segment's evaluation of ``model`` (``result.json``, as the protocol reads
+    a run's)."""
     if segment is None:
         return None
     try:
         with open(os.path.join(segment.user_attrs["run_dir"], "result.json")) as f:
-            score = json.load(f).get(_SCORE[MODEL])
+            score = json.load(f).get(_SCORE[model])
     except (OSError, ValueError, KeyError):
         return None
     return float(score) if isinstance(score, (int, float)) and math.isfinite(score) else None
@@ -157,7 +181,8 @@ def _record(driver: PbtDriver, entry: _Entry, seeds: list[int], wall: float,
                   gap=answer["tuning_value"] - answer["mean"] if answer["mean"] is not None else None)
     verdict = ("the answer has no test score" if answer["mean"] is None else
                "PBT's answer is a schedule: no starting config was retrained to compare with")
-    summary = {"seeds": seeds, "episodes": driver.pbt.reevaluate.episodes, "model": MODEL, "wall_time_s": wall,
+    summary = {"seeds": seeds, "episodes": driver.pbt.reevaluate.episodes, "model": driver.pbt.reevaluate.model,
+               "wall_time_s": wall,
                "interrupted": interrupted, "answer": answer, "start": None, "start_is_answer": False,
                "verdict": verdict, "replayed": os.path.join(driver.study_dir, "pbt_schedule.yaml")}
     return _store(driver.study, summary)

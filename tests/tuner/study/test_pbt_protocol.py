@@ -127,3 +127,52 @@ def test_a_test_seed_a_member_trains_on_is_refused(tmp_path) -> None:
     lines = out.stderr.strip().splitlines()
     assert lines == ["error: tuner.seeds.test: seed 1 was used to tune or choose the answer; test seeds must differ"]
     assert not (tmp_path / "studies" / "clash" / "members").exists()
+
+
+def test_model_best_scores_the_best_evaluation_of_the_whole_replay(tmp_path) -> None:
+    """``tuner.reevaluate.model=best``: each replay's last segment starts from the best evaluation of its
+    earlier segments, so the weights scored on the held-out episodes are those of the replay's best
+    evaluation over the whole schedule, picked on the config's own evaluation episodes."""
+    run_app([*_args("best"), "tuner.reevaluate.model=best"], cwd=str(tmp_path))
+    study_dir = tmp_path / "studies" / "best"
+    study = _load(study_dir, "best")
+    final = study.user_attrs["pbt_answer"]
+    recorded = study.user_attrs[f"test:{final:04d}"]
+    assert recorded["model"] == "best" and sorted(map(int, recorded["scores"])) == [20000, 20001]
+    by_seed = {(_config_seed(t), t.user_attrs["pbt_generation"]): t
+               for t in _test_study(study_dir).get_trials(states=(TrialState.COMPLETE,))}
+    for seed in (20000, 20001):
+        first, last = _read(by_seed[(seed, 0)], "result.json"), _read(by_seed[(seed, 1)], "result.json")
+        carried = os.path.join(by_seed[(seed, 0)].user_attrs["run_dir"], "best_eval_model.npz")
+        assert last["best_carried_from"] == carried and "best_so_far" not in last["config"]
+        # the evaluations are the members' (on the config's eval seed), several per segment, none on held-out seeds
+        assert last["config"]["eval"]["seed"] == first["config"]["eval"]["seed"] != HELDOUT_EVAL_SEED + 1000 * seed
+        own = [e["mean"] for e in last["evaluations"]]
+        assert len(own) > 1 and len(first["evaluations"]) > 1
+        # best over both segments; of equal means the later evaluation's weights
+        assert last["best_eval_mean_return"] == max(first["best_eval_mean_return"], *own)
+        answer = last["answer_model"]
+        if first["best_eval_mean_return"] > max(own):  # no evaluation of the last segment replaced it
+            with open(answer, "rb") as a, open(carried, "rb") as b:
+                assert a.read() == b.read()
+        # the score: the test episodes of those weights, on the held-out reset seeds of the test seed
+        assert last["config"]["eval"]["test_seed"] == HELDOUT_EVAL_SEED + 1000 * seed
+        assert len(last["test_returns"]) == EPISODES
+        assert recorded["scores"][str(seed)] == pytest.approx(last["test_mean_return"])
+
+
+def test_best_before_takes_the_best_earlier_segment(tmp_path) -> None:
+    """The carried best: the highest best evaluation of the earlier segments (a tie: the later one); a
+    segment without weights or with a non-finite score is skipped; none at all: nothing is carried."""
+    from tuner.study.pbt_test import TestReplayDriver
+
+    driver = TestReplayDriver.__new__(TestReplayDriver)
+    driver._run_dir = lambda member, g: str(tmp_path / f"gen_{g}")
+    for g, score, weights in [(0, 5.0, True), (1, 7.0, True), (2, 7.0, True), (3, 9.0, False), (4, float("nan"), True)]:
+        (tmp_path / f"gen_{g}").mkdir()
+        (tmp_path / f"gen_{g}" / "result.json").write_text(json.dumps({"best_eval_mean_return": score}))
+        if weights:
+            (tmp_path / f"gen_{g}" / "best_eval_model.npz").write_bytes(b"w")
+    assert driver._best_before(0, 5) == {"score": 7.0, "model": str(tmp_path / "gen_2" / "best_eval_model.npz")}
+    assert driver._best_before(0, 1) == {"score": 5.0, "model": str(tmp_path / "gen_0" / "best_eval_model.npz")}
+    assert driver._best_before(0, 0) is None
