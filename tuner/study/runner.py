@@ -30,7 +30,7 @@ from ..common.errors import ConfigError, error_line
 from ..common.interrupts import Terminated, sigterm_raises
 from ..common.messages import TrialSpec
 from ..run.launcher import TrialProcess, context_for
-from .supervisor import Supervisor
+from .supervisor import CONFIG_ERROR, Supervisor, is_start
 
 __all__ = ["TrialRunner", "RunLimits", "ask_within", "Terminated", "OPEN", "WAIT", "DONE", "HEARTBEAT_GRACE_S",
            "NO_DRIVER_GRACE_S", "FINISHED"]
@@ -110,6 +110,8 @@ class TrialRunner:
         self.supervisor = Supervisor(study, limits.trial_timeout, on_result, quiet)
         self.me = f"{socket.gethostname()}:{os.getpid()}"
         self.started_here: list[int] = []
+        self._refusal_checked = float("-inf")
+        self.created = time.time()
 
     @property
     def failures(self) -> int:
@@ -147,12 +149,31 @@ class TrialRunner:
 
     def _start_refused(self) -> str | None:
         """The one-line error that stops the study (``stop_if_start_refused``): the starting trial's
-        ``ConfigError``, e.g. ``agent.sde_sample_freq: SAC(sde_sample_freq=0): ...``."""
-        found = self.supervisor.start_refused if self.limits.stop_if_start_refused else None
+        ``ConfigError``, e.g. ``agent.sde_sample_freq: SAC(sde_sample_freq=0): ...``, whichever driver
+        of the study ran it (another one's is read from the storage, every ``RECHECK_S``)."""
+        if not self.limits.stop_if_start_refused:
+            return None
+        found = self.supervisor.start_refused or self._stored_refusal()
         if found is None:
             return None
         number, reason = found
         return f"{reason} (the study's starting config, trial {number}, was refused: study stopped)"
+
+    def _stored_refusal(self) -> tuple[int, str] | None:
+        """The starting trial's ``ConfigError`` as the storage holds it (another driver of a
+        ``tuner.workers`` study ran it while this runner was there; one failed before, by an earlier
+        command, is history: ``tuner.resume=force`` may have changed the refused value); remembered."""
+        now = time.monotonic()
+        if now - self._refusal_checked < RECHECK_S:
+            return None
+        self._refusal_checked = now
+        for t in self.study.get_trials(deepcopy=False, states=(TrialState.FAIL,)):
+            reason = t.user_attrs.get("fail_reason")
+            ended = t.datetime_complete.timestamp() if t.datetime_complete else float("-inf")
+            if is_start(t) and isinstance(reason, str) and reason.startswith(CONFIG_ERROR) and ended >= self.created:
+                self.supervisor.start_refused = (t.number, reason[len(CONFIG_ERROR):])
+                return self.supervisor.start_refused
+        return None
 
     def _fail_unlaunched(self, reason: str) -> None:
         """Fail the trials this runner asked for but had not launched yet when it was interrupted

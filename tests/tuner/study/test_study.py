@@ -145,3 +145,62 @@ def test_a_refused_sampled_value_fails_only_its_trial(tmp_path) -> None:
     assert by_value[-1].state == TrialState.COMPLETE and by_value[0].state == TrialState.FAIL
     assert by_value[0].user_attrs["fail_reason"].startswith("ConfigError: agent.sde_sample_freq: SAC(sde_sample_freq=0)")
     assert out.returncode == 0
+
+
+def _refused_start(study, reason="ConfigError: agent.sde_sample_freq: SAC(sde_sample_freq=0): no"):
+    """Trial 0 as another driver of the study leaves it when the agent's constructor refused the start."""
+    from tuner.study.supervisor import START_MARK
+
+    study.enqueue_trial({}, user_attrs=dict(START_MARK))
+    trial = study.ask()
+    trial.set_user_attr("fail_reason", reason)
+    study.tell(trial, state=TrialState.FAIL)
+
+
+def test_another_drivers_refused_start_stops_this_runner(tmp_path) -> None:
+    """With ``tuner.workers`` the starting trial may run in another driver: a runner reads its refusal
+    from the storage and stops with the same line, starting nothing; a refusal stored before the runner
+    came (an earlier command, then ``tuner.resume=force`` with another value) does not stop it."""
+    import pytest
+    from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+    from tuner.common.errors import ConfigError
+    from tuner.study.runner import DONE, RunLimits, TrialRunner
+    from tuner.study.storage import StudyLock
+
+    path = str(tmp_path / "journal.log")
+    study = optuna.create_study(study_name="w", storage=JournalStorage(JournalFileBackend(path)))
+    lock = StudyLock(path, str(tmp_path), "w")
+    asked = []
+
+    def ask():
+        asked.append(1)
+        return DONE, None
+
+    earlier = TrialRunner(study, lock, RunLimits(stop_if_start_refused=True))
+    _refused_start(study)
+    with pytest.raises(ConfigError) as err:
+        earlier.run(ask, prepare=None)
+    assert str(err.value) == ("agent.sde_sample_freq: SAC(sde_sample_freq=0): no (the study's starting config, "
+                              "trial 0, was refused: study stopped)")
+    assert asked == []
+    later = TrialRunner(study, lock, RunLimits(stop_if_start_refused=True))
+    later.run(ask, prepare=None)  # the refusal is history for it
+    assert asked == [1]
+    not_asked = TrialRunner(study, lock, RunLimits())  # PBT and the finders: no stop
+    _refused_start(study)
+    not_asked.run(ask, prepare=None)
+    assert asked == [1, 1]
+
+
+def test_a_refused_start_stops_a_study_with_workers(tmp_path) -> None:
+    """``tuner.workers=2``: whichever driver runs the refused starting trial, the command ends in the
+    one line, exit 2, and no trial completes (the other driver stops too)."""
+    out = run_app(["tuner=optuna", "tuner.study_name=wref", "tuner.n_trials=4", "tuner.n_jobs=1", "tuner.workers=2",
+                   "agent.sde_sample_freq=0", *SAC_TINY], cwd=str(tmp_path), check=False)
+    assert out.returncode == 2, out.stderr[-2000:]
+    errors = [line for line in out.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith("error: agent.sde_sample_freq: SAC(sde_sample_freq=0): ")
+    assert errors[0].endswith("(the study's starting config, trial 0, was refused: study stopped)")
+    study = _load(tmp_path / "studies" / "wref", "wref")
+    assert study.trials and all(t.state == TrialState.FAIL for t in study.trials)
