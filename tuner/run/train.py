@@ -116,9 +116,9 @@ def _train(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | None, 
                                          "wall": lambda: before + time.perf_counter() - clock["started"]})
     if run_state is not None:
         evaluator.history, evaluator.best = list(run_state.get("evaluations") or []), run_state.get("best_eval")
+        hooks.reports = len(evaluator.history) if source == "eval" else hooks.reports
     elif cfg.get("best_so_far") and best_path and evaluation:
         carry_best(evaluator, cfg["best_so_far"], best_path)
-        hooks.reports = len(evaluator.history) if source == "eval" else hooks.reports
     kwargs["callbacks"] = [cb, *([evaluator] if evaluation else []), *saving, *(callbacks or []), *loggers,
                            *([Resumed(run_state)] if run_state is not None else [])]
     episodes = cfg["budget"]["episodes"]
