@@ -23,9 +23,9 @@ trial being the winner's last segment; ``pbt_answer`` names it, so :func:`.outpu
 report's AutoRL checklist show its tuning score, test mean and gap), and in ``pbt.json``.  No starting
 config is retrained: a schedule has no default to compare with.  Replays live in
 ``<study_dir>/test/<trial>-<digest>/`` (a journal of their own, ``seed_<seed>/gen_<g>/``; the digest: the
-episodes and the seeds replayed, and the model when it is ``best``).  As the protocol's stage, a re-run reuses every seed already scored with
-the same episodes; a replay study killed before its scores were stored resumes at its last complete
-segments.
+episodes and the seeds replayed, and the model when it is ``best``).  As the protocol's stage, a re-run
+reuses every seed already scored with the same episodes and model; a replay study killed before its
+scores were stored resumes at its last complete segments.
 """
 
 from __future__ import annotations
@@ -122,9 +122,10 @@ def run_pbt_test(driver: PbtDriver, log: Any = print) -> dict[str, Any] | None:
 
 
 def _reuse(driver: PbtDriver, entry: _Entry, seeds: list[int]) -> None:
-    """Scores a run before stored for this answer with the same episodes (the protocol's rule)."""
+    """Scores a run before stored for this answer with the same episodes and model (the protocol's rule)."""
     cached = driver.study.user_attrs.get(f"{TEST_PREFIX}{entry.trial.number:04d}") or {}
-    if cached.get("episodes") == driver.pbt.reevaluate.episodes and cached.get("model") == driver.pbt.reevaluate.model:
+    same = (driver.pbt.reevaluate.episodes, driver.pbt.reevaluate.model)
+    if (cached.get("episodes"), cached.get("model")) == same:
         entry.scores.update({int(k): float(v) for k, v in (cached.get("scores") or {}).items() if int(k) in seeds})
 
 
