@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import time
 from typing import Any, Callable
 
@@ -106,7 +107,7 @@ def _train(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | None, 
                         on_episode_end=hooks.on_episode_end)
     loggers = logger_callbacks(cfg, run_dir, meta, pruned=lambda: hooks.pruned)
     listeners = [hooks.on_evaluation, *(c.log_evaluation for c in loggers if hasattr(c, "log_evaluation"))]
-    best_path = os.path.join(run_dir, "best_eval_model.npz") if run_dir else None
+    best_path = os.path.join(run_dir, BEST_MODEL) if run_dir else None
     evaluator = hooks.evaluator = _evaluator(cfg, lambda record: [f(record) for f in listeners], best_path)
     kwargs = train_kwargs(cfg)
     digest = weights_digest(agent) if run_state is None else run_state.get("digest")
@@ -195,6 +196,8 @@ def _train(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | None, 
     return result
 
 
+#: the file in a run dir holding the weights of its best evaluation (eval.answer=best's answer)
+BEST_MODEL = "best_eval_model.npz"
 #: keys a study driver adds to a run's config for tuner.run.train alone (not part of the recorded config)
 HOOK_KEYS = ("continue_from", "save_checkpoint", "best_so_far")
 
@@ -203,8 +206,6 @@ def carry_best(evaluator: Any, carried: dict[str, Any], best_path: str) -> None:
     """Start ``evaluator`` from a best evaluation made before this run (a PBT replay's earlier segments:
     ``{"score": mean, "model": weights}``): its weights become this run's best-evaluation weights, replaced
     only by an evaluation at least as good, so ``eval.answer=best`` picks over the whole replay."""
-    import shutil
-
     shutil.copyfile(carried["model"], best_path)
     evaluator.best = float(carried["score"])
 

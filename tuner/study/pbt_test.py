@@ -40,6 +40,7 @@ from typing import Any
 
 from optuna.trial import TrialState
 
+from ..run.train import BEST_MODEL
 from .outputs import PBT_ANSWER
 from .pbt import PbtDriver, PbtSettings
 from .protocol import TEST_PREFIX, SeedSettings, _scored, _store, no_test_stage, pick_test_seeds
@@ -83,7 +84,7 @@ class TestReplayDriver(PbtDriver):
         best = None
         for g in range(generation):
             run_dir = self._run_dir(member, g)
-            model = os.path.join(run_dir, "best_eval_model.npz")
+            model = os.path.join(run_dir, BEST_MODEL)
             try:
                 with open(os.path.join(run_dir, "result.json")) as f:
                     score = json.load(f).get("best_eval_mean_return")
@@ -154,14 +155,14 @@ def _replay(driver: PbtDriver, entry: _Entry, seeds: list[int], schedule: list[d
     finally:  # interrupted too: the replays that finished count
         last = test.segments((TrialState.COMPLETE,))
         for m, seed in enumerate(seeds):
-            score = _final_eval(last.get((m, t.generations - 1)), model)
+            score = _replay_score(last.get((m, t.generations - 1)), model)
             if score is not None:
                 entry.scores[seed] = score
             else:
                 entry.errors[seed] = f"replay incomplete (see {os.path.join(test_dir, f'seed_{seed}')}/gen_*/trial.log)"
 
 
-def _final_eval(segment: Any, model: str) -> float | None:
+def _replay_score(segment: Any, model: str) -> float | None:
     """A replay's score: its last segment's evaluation of ``model`` (``result.json``, as the protocol reads
     a run's)."""
     if segment is None:

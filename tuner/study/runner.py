@@ -30,7 +30,7 @@ from ..common.errors import ConfigError, error_line
 from ..common.interrupts import Terminated, sigterm_raises
 from ..common.messages import TrialSpec
 from ..run.launcher import TrialProcess, context_for
-from .supervisor import CONFIG_ERROR, Supervisor, is_start
+from .supervisor import Supervisor, start_refusal
 
 __all__ = ["TrialRunner", "RunLimits", "ask_within", "Terminated", "OPEN", "WAIT", "DONE", "HEARTBEAT_GRACE_S",
            "NO_DRIVER_GRACE_S", "FINISHED"]
@@ -168,11 +168,11 @@ class TrialRunner:
             return None
         self._refusal_checked = now
         for t in self.study.get_trials(deepcopy=False, states=(TrialState.FAIL,)):
-            reason = t.user_attrs.get("fail_reason")
+            found = start_refusal(t, t.user_attrs.get("fail_reason"))
             ended = t.datetime_complete.timestamp() if t.datetime_complete else float("-inf")
-            if is_start(t) and isinstance(reason, str) and reason.startswith(CONFIG_ERROR) and ended >= self.created:
-                self.supervisor.start_refused = (t.number, reason[len(CONFIG_ERROR):])
-                return self.supervisor.start_refused
+            if found is not None and ended >= self.created:
+                self.supervisor.start_refused = found
+                return found
         return None
 
     def _fail_unlaunched(self, reason: str) -> None:

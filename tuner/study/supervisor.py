@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import time
 from multiprocessing.connection import wait
-from typing import Callable
+from typing import Any, Callable
 
 import optuna
 from optuna.trial import TrialState
@@ -37,6 +37,14 @@ START_MARK = {"enqueued": "defaults"}
 def is_start(trial: optuna.Trial | optuna.trial.FrozenTrial) -> bool:
     """Whether ``trial`` is the study's starting trial (:data:`START_MARK`)."""
     return all(trial.user_attrs.get(k) == v for k, v in START_MARK.items())
+
+
+def start_refusal(trial: optuna.Trial | optuna.trial.FrozenTrial, reason: Any) -> tuple[int, str] | None:
+    """``(trial number, the error line)`` when ``reason`` (a ``fail_reason``) is the starting trial's
+    ``ConfigError``; ``None`` otherwise."""
+    if isinstance(reason, str) and reason.startswith(CONFIG_ERROR) and is_start(trial):
+        return trial.number, reason[len(CONFIG_ERROR):]
+    return None
 
 
 class Supervisor:
@@ -147,8 +155,7 @@ class Supervisor:
             self.grid_exhausted = True
 
     def tell_fail(self, trial: optuna.Trial, reason: str) -> None:
-        if reason.startswith(CONFIG_ERROR) and is_start(trial):
-            self.start_refused = (trial.number, reason[len(CONFIG_ERROR):])
+        self.start_refused = start_refusal(trial, reason) or self.start_refused
         trial.set_user_attr("fail_reason", reason)
         self.tell(trial, state=TrialState.FAIL)
         self.failures += 1
