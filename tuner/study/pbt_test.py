@@ -87,9 +87,10 @@ class TestReplayDriver(PbtDriver):
             model = os.path.join(run_dir, BEST_MODEL)
             try:
                 with open(os.path.join(run_dir, "result.json")) as f:
-                    score = json.load(f).get("best_eval_mean_return")
+                    result = json.load(f)
             except (OSError, ValueError):
                 continue
+            score = result.get("best_eval_mean_return") if isinstance(result, dict) else None
             if isinstance(score, (int, float)) and math.isfinite(score) and os.path.exists(model) \
                     and (best is None or score >= best["score"]):
                 best = {"score": float(score), "model": model}
@@ -169,9 +170,10 @@ def _replay_score(segment: Any, model: str) -> float | None:
         return None
     try:
         with open(os.path.join(segment.user_attrs["run_dir"], "result.json")) as f:
-            score = json.load(f).get(_SCORE[model])
+            result = json.load(f)
     except (OSError, ValueError, KeyError):
         return None
+    score = result.get(_SCORE[model]) if isinstance(result, dict) else None
     return float(score) if isinstance(score, (int, float)) and math.isfinite(score) else None
 
 

@@ -176,3 +176,9 @@ def test_best_before_takes_the_best_earlier_segment(tmp_path) -> None:
     assert driver._best_before(0, 5) == {"score": 7.0, "model": str(tmp_path / "gen_2" / "best_eval_model.npz")}
     assert driver._best_before(0, 1) == {"score": 5.0, "model": str(tmp_path / "gen_0" / "best_eval_model.npz")}
     assert driver._best_before(0, 0) is None
+    # the files are data: a result.json that is not an object, or holds a string score, is skipped
+    for g, text in [(5, "[1, 2]"), (6, '{"best_eval_mean_return": "99"}'), (7, "not json")]:
+        (tmp_path / f"gen_{g}").mkdir()
+        (tmp_path / f"gen_{g}" / "result.json").write_text(text)
+        (tmp_path / f"gen_{g}" / "best_eval_model.npz").write_bytes(b"w")
+    assert driver._best_before(0, 8) == {"score": 7.0, "model": str(tmp_path / "gen_2" / "best_eval_model.npz")}
