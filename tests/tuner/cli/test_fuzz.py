@@ -233,7 +233,7 @@ def test_fuzzed_overrides_are_one_line_naming_the_key(server, home, case) -> Non
         shutil.rmtree(home / "made", ignore_errors=True)
 
 
-INT_ARGS = ("episodes", "seed", "max_steps", "fps", "port", "top_k", "n_jobs", "tie_seeds", "timeout")
+INT_ARGS = ("episodes", "seed", "max_steps", "fps", "port", "top_k", "n_jobs", "tie_seeds", "timeout", "keep_start")
 
 
 @st.composite

@@ -35,7 +35,9 @@ def test_heldout_seeds_avoid_tuning_seeds() -> None:
     ("timeout", float("nan"), "timeout: must be > 0"), ("seeds", 0, "seeds: must be a count > 0"),
     ("seeds", [1, 1], "seeds: must be distinct"), ("seeds", "x", "seeds: must be a count"),
     ("n_jobs", 0, "n_jobs: must be an integer > 0"), ("model", "last", "model: final or best"),
-    ("tie_seeds", -1, "tie_seeds: must be an integer >= 0")])
+    ("tie_seeds", -1, "tie_seeds: must be an integer >= 0"), ("keep_start", -1, "keep_start: must be a number"),
+    ("keep_start", float("nan"), "keep_start: must be a number"), ("keep_start", True, "keep_start: must be"),
+    ("keep_start", "1", "keep_start: must be a number")])
 def test_bad_settings_are_one_line(field, value, message) -> None:
     with pytest.raises(ConfigError, match=f"^tuner.reevaluate.{message}"):
         check_reeval(ReevalSettings(**{field: value}))
@@ -198,3 +200,62 @@ def test_a_pruned_starting_config_still_takes_part() -> None:
     summary = _summary(bare, [_Entry(start, {}, {10000: 90.0, 10001: 94.0})], [10000, 10001], ReevalSettings(), 1.0)
     assert summary["configs"][0]["gap"] is None and summary["configs"][0]["mean"] == 92.0
     assert summary["winner"] == 0
+
+
+ACROBOT_HELDOUT = {  # a 20-minute Acrobot PPO study's held-out stage (BENCHMARKS.md): seeds 10000-10002
+    58: (-78.75, -78.85, -89.45), 73: (-80.4, -81.0, -88.2), 0: (-111.8, -83.95, -84.1)}
+
+
+def _acrobot_summary(keep: float, scores: dict[int, tuple[float, ...]] = ACROBOT_HELDOUT,
+                     direction: str = "maximize") -> dict:
+    from optuna.distributions import FloatDistribution
+    from optuna.trial import create_trial
+
+    from tuner.study.reevaluate import _Entry, _summary
+
+    study = optuna.create_study(direction=direction)
+    dist = {"x": FloatDistribution(0.0, 100.0)}
+    for number in range(max(scores) + 1):
+        study.add_trial(create_trial(value=-80.0, params={"x": float(number)}, distributions=dist,
+                                     user_attrs={"enqueued": "defaults"} if number == 0 else {}))
+    seeds = [10000, 10001, 10002][:len(next(iter(scores.values())))]
+    entries = [_Entry(study.trials[n], {}, dict(zip(seeds, v))) for n, v in scores.items()]
+    return _summary(study, entries, seeds, ReevalSettings(keep_start=keep), wall=1.0)
+
+
+def test_the_start_stays_the_answer_unless_a_config_leads_by_more_than_one_standard_error() -> None:
+    """By hand, trial 58 against the start (trial 0) on the same three seeds: differences 33.05, 5.1,
+    -5.35; mean (the lead) 10.9333; sample std sqrt((22.1167^2 + 5.8333^2 + 16.2833^2) / 2) = 19.8537,
+    standard error 19.8537 / sqrt(3) = 11.4625 > 10.9333: the start stays the answer.  On 10 test seeds
+    trial 58 scored -109.7 against the start's -82.9."""
+    from tuner.study.reevaluate import format_reevaluation
+
+    summary = _acrobot_summary(1.0)
+    kept = summary["kept_start"]
+    assert summary["winner"] == 0 and kept["candidate"] == 58 and kept["start"] == 0
+    assert kept["lead"] == pytest.approx(10.93333, abs=1e-4) and kept["se"] == pytest.approx(11.46241, abs=1e-4)
+    assert "trial 58's lead of 10.93 is within 1 standard error" in format_reevaluation(summary).splitlines()[-1]
+    # a smaller margin, or none, lets the lead through: the best held-out mean wins as before
+    for keep in (0.9, 0.0):
+        summary = _acrobot_summary(keep)
+        assert summary["winner"] == 58 and summary["kept_start"] is None
+        assert "the starting config" not in format_reevaluation(summary)
+
+
+def test_a_consistent_lead_replaces_the_start_and_direction_is_respected() -> None:
+    # differences 10, 11, 12: lead 11, standard error 1 / sqrt(3) = 0.577: the candidate wins
+    assert _acrobot_summary(1.0, {1: (90.0, 91.0, 92.0), 0: (80.0, 80.0, 80.0)})["winner"] == 1
+    # minimising (a cost): the same numbers make the start the better one: no rule to apply
+    low = _acrobot_summary(1.0, {1: (90.0, 91.0, 92.0), 0: (80.0, 80.0, 80.0)}, direction="minimize")
+    assert low["winner"] == 0 and low["kept_start"] is None
+    # minimising, a noisy lower cost: differences -20, +5, +1 (lead 4.67, se 7.75): the start stays
+    noisy = _acrobot_summary(1.0, {1: (60.0, 85.0, 81.0), 0: (80.0, 80.0, 80.0)}, direction="minimize")
+    assert noisy["winner"] == 0 and noisy["kept_start"]["lead"] == pytest.approx(14.0 / 3)
+
+
+def test_the_rule_leaves_ties_and_single_seeds_alone() -> None:
+    # equal scores tie (the tie race decides, as between any tied configs); one seed has no spread
+    tie = _acrobot_summary(1.0, {1: (50.0, 50.0, 50.0), 0: (50.0, 50.0, 50.0)})
+    assert tie["kept_start"] is None and tie["winner"] == 0  # equal after any race: the lower trial number
+    one = _acrobot_summary(1.0, {1: (91.0,), 0: (80.0,)})
+    assert one["winner"] == 1 and one["kept_start"] is None
