@@ -517,7 +517,8 @@ def format_reevaluation(summary: dict[str, Any]) -> str:
     kept = summary.get("kept_start")
     if kept:
         tail += (f" (the starting config: trial {kept['candidate']}'s lead of {kept['lead']:.4g} is within "
-                 f"{kept['margin']:g} standard error of their per-seed differences, {kept['se']:.4g}; "
+                 f"{kept['margin']:g} standard error{'' if kept['margin'] == 1 else 's'} of their per-seed "
+                 f"differences, {kept['se']:.4g}; "
                  "tuner.reevaluate.keep_start)")
     return "\n".join([head, *lines, tail])
 
