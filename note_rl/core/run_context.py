@@ -41,6 +41,9 @@ class RunContext:
     :param finished: the budget or the criterion is reached
     :param schedules: the agent's schedules (:attr:`owner` says which of them this call applies)
     :param owner: ``{value: "schedule" | "adjuster"}``, decided when the call starts
+    :param span: the env steps the schedules span, counted from the agent's step 0, when this call
+        is one part of a longer run (a population-based training segment continues its parent's
+        checkpoint); ``None``: the schedules span this call's own step budget from its start
     """
 
     agent: Any = field(repr=False)
@@ -51,6 +54,7 @@ class RunContext:
     finished: bool = False
     schedules: dict[str, Schedule] = field(default_factory=dict)
     owner: dict[str, str] = field(default_factory=dict)
+    span: int | None = None
     #: the training parts whose counters a checkpoint keeps (set by the loop once built)
     learner: Any = field(default=None, repr=False)
     cadence: Any = field(default=None, repr=False)
@@ -73,7 +77,9 @@ class RunContext:
 
     def progress_remaining(self) -> float:
         """1 at the start of the run, 0 at its end (by steps when a step budget is set)."""
-        if self.settings.steps:
+        if self.span:  # a part of a longer run: where the whole run is, not where this part is
+            done = self.agent.step_counter / self.span
+        elif self.settings.steps:
             done = (self.agent.step_counter - self.start_steps) / self.settings.steps
         elif self.episodes:
             done = self.episode / self.episodes

@@ -261,6 +261,21 @@ class Resumed(Callback):
             context.restore(self.run)
 
 
+class Spanned(Callback):
+    """Makes the ``train()`` call one part of a run of ``steps`` env steps counted from the agent's
+    step 0 (a population-based training segment, which continues its parent's checkpoint for
+    ``tuner.interval`` steps): ``linear_decay``'s schedules then fall over the whole run, as in one
+    run of that length, instead of to 0 within every segment."""
+
+    def __init__(self, steps: int) -> None:
+        self.steps = int(steps)
+
+    def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
+        context = current(self.model)
+        if context is not None:
+            context.span = self.steps
+
+
 # -- warm starts -----------------------------------------------------------------------------------
 def init_weights(agent: Any, value: str) -> str:
     """Load the weights of ``init_from`` into ``agent`` (every array's shape and dtype checked

@@ -14,7 +14,7 @@ from ..common.interrupts import held, held_signal, signal_name
 from ..common.redact import scrub
 from ..config.strategies import strategy_of
 from ..logs.results import moving_best, weights_digest, write_json
-from .checkpoints import Resumed, RunCheckpoint, init_weights, restore_run, state_path
+from .checkpoints import Resumed, RunCheckpoint, Spanned, init_weights, restore_run, state_path
 from .build import attach_adjuster, build_agent, build_optimizer, logger_callbacks, set_threads, train_kwargs
 from .replicas import fit_replicated
 
@@ -121,7 +121,8 @@ def _train(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | None, 
     elif cfg.get("best_so_far") and best_path and evaluation:
         carry_best(evaluator, cfg["best_so_far"], best_path)
     kwargs["callbacks"] = [cb, *([evaluator] if evaluation else []), *saving, *(callbacks or []), *loggers,
-                           *([Resumed(run_state)] if run_state is not None else [])]
+                           *([Resumed(run_state)] if run_state is not None else []),
+                           *([Spanned(cfg["schedule_steps"])] if cfg.get("schedule_steps") else [])]
     episodes = cfg["budget"]["episodes"]
     started = clock["started"] = time.perf_counter()
     with _stop_on_signal(agent, evaluator) if interruptible else contextlib.nullcontext():
@@ -199,7 +200,7 @@ def _train(cfg: dict[str, Any], run_dir: str | None, reporter: Reporter | None, 
 #: the file in a run dir holding the weights of its best evaluation (eval.answer=best's answer)
 BEST_MODEL = "best_eval_model.npz"
 #: keys a study driver adds to a run's config for tuner.run.train alone (not part of the recorded config)
-HOOK_KEYS = ("continue_from", "save_checkpoint", "best_so_far")
+HOOK_KEYS = ("continue_from", "save_checkpoint", "best_so_far", "schedule_steps")
 
 
 def carry_best(evaluator: Any, carried: dict[str, Any], best_path: str) -> None:

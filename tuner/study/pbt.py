@@ -262,10 +262,14 @@ class PbtDriver(Driver):
         cfg.tuner = {"name": "none"}
         cfg.logger.p = 0
         cfg.seed = self._member_seed(int(cfg.seed), m)  # each member its own seed; evaluations share eval.seed
-        cfg.budget.steps = self.pbt.interval
+        # values relative to the budget (${budget_fraction:...}: DQN's epsilon decay) and linear_decay's
+        # schedules span the member's whole training, as in one run of that length; the segment trains
+        # its interval of it (the saved config.yaml is the member's whole run)
+        whole = cfg.budget.steps = self.pbt.generations * self.pbt.interval
         os.makedirs(run_dir, exist_ok=True)
         OmegaConf.save(OmegaConf.create(scrub(OmegaConf.to_container(cfg), ())), os.path.join(run_dir, "config.yaml"))
         plain = OmegaConf.to_container(cfg, resolve=True)
+        plain["budget"]["steps"], plain["schedule_steps"] = self.pbt.interval, whole
         # read by tuner.run.train only (not the config's init_from: that warm start of weights applies too,
         # before this full checkpoint replaces them)
         plain = self._segment_config(plain, m, g)

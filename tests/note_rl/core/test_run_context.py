@@ -99,3 +99,18 @@ def test_progress_budget_and_loop_state() -> None:
                        learner=SimpleNamespace(updates_since_sync=0))
     other.restore({**state, "episode": 7})
     assert other.episode == 7 and other.loop_state() == state
+
+
+def test_a_span_makes_the_call_one_part_of_a_longer_run() -> None:
+    """A population-based training segment: 100 env steps continuing a checkpoint at step 200 of a
+    400-step run.  Its schedules read where the whole run is (steps 200 -> 300: progress 0.5 ->
+    0.25), not where this call is (1 -> 0)."""
+    agent = SimpleNamespace(step_counter=200)
+    run = RunContext(agent, TrainSettings(steps=100), start_steps=200)
+    assert run.progress_remaining() == 1.0
+    run.span = 400
+    assert run.progress_remaining() == 0.5
+    agent.step_counter = 300
+    assert run.progress_remaining() == 0.25 and run.out_of_steps()  # the call's own budget still ends it
+    agent.step_counter = 500  # past the span: clipped, as a budget is
+    assert run.progress_remaining() == 0.0

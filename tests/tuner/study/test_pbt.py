@@ -141,6 +141,27 @@ def test_continue_from_keeps_the_new_hyperparameters(tmp_path) -> None:
     assert res2["env_steps"] == 400 and res2["continued_from"] == res["checkpoint"]
 
 
+def test_a_segment_s_schedules_span_the_member_s_whole_training(tmp_path) -> None:
+    """DQN's lr falls linearly to 0 over the run (linear_decay).  A segment of 200 env steps that is
+    the first half of a 400-step member (``schedule_steps``) ends at half the lr (1 - 200/400), as
+    one 400-step run would at step 200; without it the segment ends at 0 (each segment its own run)."""
+    from tuner.config.schema import validate
+    from tuner.run.build import build_agent, build_optimizer
+    from tuner.run.train import run_training
+
+    cfg = OmegaConf.to_container(validate(compose_cfg([*TINY_DQN, "budget.steps=200", "optimizer.lr=1e-3"])),
+                                 resolve=True)
+    assert cfg["agent"]["linear_decay"] is True
+    ends = {}
+    for span in (None, 400):
+        res = run_training(dict(cfg, save_checkpoint=True, schedule_steps=span), str(tmp_path / str(span)))
+        agent = build_agent(cfg)
+        optimizer = build_optimizer(cfg, agent)
+        agent.restore(res["checkpoint"], optimizer)  # brings back the lr the segment ended at
+        ends[span] = agent.backend.get_hparam(optimizer, "lr")
+    assert ends[None] == pytest.approx(0.0, abs=1e-12) and ends[400] == pytest.approx(5e-4)
+
+
 def _study(study_dir, name):
     from optuna.storages.journal import JournalFileBackend, JournalStorage
 
@@ -213,6 +234,11 @@ def test_a_real_pbt_run_records_its_lineage(tmp_path) -> None:
     assert {"tuner": "none"} in yaml.safe_load((study_dir / "best_config.yaml").read_text())["defaults"]
     assert best.optimizer.lr == pytest.approx(done[(winner, 1)].params["optimizer.lr"])
     assert best.tuner.name == "none" and best.budget.steps == 600  # 2 generations x 300 env steps
+    # each segment trained its 300 steps as a part of the member's 600: DQN's epsilon decays over 16 % of
+    # the member's training (${budget_fraction:0.16} = 96 steps), not of a segment's (48)
+    ran = yaml.safe_load((study_dir / "members" / "0" / "gen_1" / "result.json").read_text())["config"]
+    assert ran["budget"]["steps"] == 300
+    assert ran["agent"]["policy"]["decay_steps"] == 96
     # the same command again: nothing left to run; another population: refused before anything changes
     n = len(study.trials)
     assert "winner: member" in run_app(_args("lineage"), cwd=str(tmp_path)).stdout
