@@ -21,7 +21,9 @@ top 2) and its starting config (trial 0: the rl-zoo3 preset, which conf/hyperpar
 here) are retrained on the test seeds and scored by 20 deterministic episodes; the starting config's
 score is the preset's row.  PBT's answer is its schedule (``pbt_schedule.yaml``): its driver's test stage
 (``tuner.seeds.test``, tuner/study/pbt_test.py) replays it from scratch on each test seed and scores the
-final policy by the same 20 deterministic episodes.  The table is
+final policy by the same 20 deterministic episodes, and replays the preset (member 0's first values) held
+constant on the same seeds the same way: its preset row.  With both on every seed the table adds the
+paired difference (answer - preset) and its standard error.  The table is
 printed and written to ``<out>/<task>/results.json``.
 """
 
@@ -37,7 +39,7 @@ import time
 
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TEST_SEEDS = [20000, 20001, 20002, 20003, 20004]
+TEST_SEEDS = list(range(20000, 20010))
 
 # task -> (agent, env preset, full budget in env steps (ARLBench's = the preset's), solved at,
 #          ARLBench's tuning-seed incumbents (RS, SMAC, PBT) and rl-zoo3's one SB3 run, as published)
@@ -129,10 +131,25 @@ def run_pbt(task: str, repeat: int, a: argparse.Namespace, where: str) -> dict:
         return {"method": "pbt", "repeat": repeat, "error": f"exit {code}, no pbt.json", "wall_s": wall}
     t = pbt.get("test") or {}
     answer = t.get("answer") or {}
+    start = t.get("start") or {}
     scores = {str(s): (answer.get("scores") or {}).get(str(s)) for s in test}  # None: that replay failed
     return {"method": "pbt", "repeat": repeat, "wall_s": wall, "exit": code, "test_seeds": t.get("seeds"),
             "answer_tuning": pbt.get("winner_score"), "answer_test_mean": answer.get("mean"),
-            "answer_test_scores": scores, "seed_runs": population}
+            "answer_test_scores": scores, "seed_runs": population, "verdict": t.get("verdict"),
+            # the preset (member 0's first values) held constant, replayed on the same seeds
+            "start_test_mean": start.get("mean") if start else (answer.get("mean") if t.get("start_is_answer") else None),
+            "start_test_scores": start.get("scores")}
+
+
+def paired(row: dict) -> tuple[float, float, int, int] | None:
+    """The answer's test scores minus the preset's, seed by seed: (mean, standard error, seeds, seeds where
+    the answer scored higher); ``None`` unless both scored the same two or more seeds."""
+    a, b = row.get("answer_test_scores") or {}, row.get("start_test_scores") or {}
+    seeds = [s for s in a if a[s] is not None and b.get(s) is not None]
+    if len(seeds) < 2:
+        return None
+    d = [a[s] - b[s] for s in seeds]
+    return statistics.fmean(d), statistics.stdev(d) / len(d) ** 0.5, len(d), sum(x > 0 for x in d)
 
 
 def table(task: str, rows: list[dict], a: argparse.Namespace) -> str:
@@ -152,6 +169,11 @@ def table(task: str, rows: list[dict], a: argparse.Namespace) -> str:
         scores = ", ".join(f(v) for v in (r.get("answer_test_scores") or {}).values())
         lines.append(f"| {r['method']} | {r['repeat']} | {f(r.get('answer_tuning'))} | **{f(r.get('answer_test_mean'))}** | "
                      f"{scores} | {f(r.get('start_test_mean'))} | {r.get('seed_runs') or '-'} | {r['wall_s'] / 60:.1f} min |")
+    for r in rows:
+        diff = paired(r)
+        if diff is not None:
+            lines.append(f"\n{r['method']} repeat {r['repeat']}: answer - preset on the same {diff[2]} test seeds: "
+                         f"{diff[0]:+.1f} +- {diff[1]:.1f} (standard error), answer higher on {diff[3]} of {diff[2]}")
     if starts:
         lines.append(f"\nrl-zoo3 preset (trial 0 of each study, retrained on the same test seeds): mean "
                      f"{statistics.fmean(starts):.1f} over {len(starts)} studies")

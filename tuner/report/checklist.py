@@ -102,7 +102,6 @@ def checklist(study: optuna.Study) -> list[str]:
         lines += [f"- answer: trial {answer['trial']} ({how}): tuning score {format_cell(answer['tuning_value'])}, "
                   f"held-out mean {format_cell(answer.get('heldout_mean'))}, test mean {format_cell(answer.get('test_mean'))}, "
                   f"gap (tuning - test) {format_cell(gap)}",
-                  f"- starting config: {answer.get('verdict')}" if answer["source"] == "pbt" else
                   f"- starting config (trial {format_cell(answer.get('start_trial'))}): test mean "
                   f"{format_cell(answer.get('start_test_mean'))}" + (f"; {answer['verdict']}" if answer.get("verdict") else "")]
     space = _space(study)

@@ -20,9 +20,12 @@ The earlier segments train and evaluate as the members' segments did.
 
 Recorded as :mod:`.protocol` records its stage (study user attrs ``test`` and ``test:<trial>``, the
 trial being the winner's last segment; ``pbt_answer`` names it, so :func:`.outputs.study_answer` and the
-report's AutoRL checklist show its tuning score, test mean and gap), and in ``pbt.json``.  No starting
-config is retrained: a schedule has no default to compare with.  Replays live in
-``<study_dir>/test/<trial>-<digest>/`` (a journal of their own, ``seed_<seed>/gen_<g>/``; the digest: the
+report's AutoRL checklist show its tuning score, test mean and gap), and in ``pbt.json``.  As in the
+Optuna protocol, the config the study started from takes part too: with ``tuner.enqueue_defaults`` member 0
+began with the config's own values (the agent's defaults or the env's preset), and that config held
+constant through every generation is replayed on the same test seeds by the same machinery (so the two
+differ only in their schedules), unless the winner's schedule is that constant one; the verdict compares
+the two test means.  Replays live in ``<study_dir>/test/<trial>-<digest>/`` (a journal of their own, ``seed_<seed>/gen_<g>/``; the digest: the
 episodes and the seeds replayed, and the model when it is ``best``).  As the protocol's stage, a re-run
 reuses every seed already scored with the same episodes and model; a replay study killed before its
 scores were stored resumes at its last complete segments.
@@ -43,10 +46,10 @@ from optuna.trial import TrialState
 from ..run.train import BEST_MODEL
 from .outputs import PBT_ANSWER
 from .pbt import PbtDriver, PbtSettings
-from .protocol import TEST_PREFIX, SeedSettings, _scored, _store, no_test_stage, pick_test_seeds
+from .protocol import TEST_PREFIX, SeedSettings, _scored, _store, _verdict, no_test_stage, pick_test_seeds
 from .reevaluate import _SCORE, _Entry, _heldout_cfg, tuning_seeds
 
-__all__ = ["TestReplayDriver", "run_pbt_test"]
+__all__ = ["TestReplayDriver", "run_pbt_test", "starting_segment"]
 
 class TestReplayDriver(PbtDriver):
     """A replay-mode PBT study whose member ``m`` trains ``seeds[m]`` and whose last segments end with
@@ -108,19 +111,34 @@ def run_pbt_test(driver: PbtDriver, log: Any = print) -> dict[str, Any] | None:
     winner, _, final, schedule = found
     driver.study.set_user_attr(PBT_ANSWER, final.number)  # the answer the outputs name
     seeds = pick_test_seeds(s.seeds.test, tuning_seeds(driver.study))
-    entry = _Entry(final, {})
-    _reuse(driver, entry, seeds)
-    missing = [x for x in seeds if x not in entry.scores]
+    params = [dict(e["params"]) for e in schedule]
+    entry, start = _Entry(final, {}), starting_segment(driver)
+    start_is_answer = start is not None and all(p == start.params for p in params)
+    replays = [(entry, params, f"the winner's schedule (member {winner}, {len(schedule)} segments)")]
+    if start is not None and not start_is_answer:
+        replays.append((_Entry(start, {}), [dict(start.params)] * len(schedule),
+                        "the starting config (member 0's first hyperparameters, held constant)"))
     started = time.monotonic()
     try:
-        if missing:
-            log(f"test stage: the winner's schedule (member {winner}, {len(schedule)} segments) replayed from "
-                f"scratch on {len(missing)} test seeds {missing}", flush=True)
-            _replay(driver, entry, missing, [dict(e["params"]) for e in schedule])
+        for e, plan, what in replays:
+            _reuse(driver, e, seeds)
+            missing = [x for x in seeds if x not in e.scores]
+            if missing:
+                log(f"test stage: {what} replayed from scratch on {len(missing)} test seeds {missing}", flush=True)
+                _replay(driver, e, missing, plan)
     except KeyboardInterrupt as exc:
-        exc.test = _record(driver, entry, seeds, time.monotonic() - started, interrupted=True)
+        exc.test = _record(driver, [e for e, _, _ in replays], seeds, time.monotonic() - started, start_is_answer,
+                           interrupted=True)
         raise
-    return _record(driver, entry, seeds, time.monotonic() - started)
+    return _record(driver, [e for e, _, _ in replays], seeds, time.monotonic() - started, start_is_answer)
+
+
+def starting_segment(driver: PbtDriver) -> Any | None:
+    """Member 0's generation-0 segment when it began with the config's own values (``tuner.enqueue_defaults``:
+    the study's starting config); ``None`` otherwise."""
+    if not driver.pbt.enqueue_defaults:
+        return None
+    return driver.segments().get((0, 0))
 
 
 def _reuse(driver: PbtDriver, entry: _Entry, seeds: list[int]) -> None:
@@ -177,17 +195,18 @@ def _replay_score(segment: Any, model: str) -> float | None:
     return float(score) if isinstance(score, (int, float)) and math.isfinite(score) else None
 
 
-def _record(driver: PbtDriver, entry: _Entry, seeds: list[int], wall: float,
+def _record(driver: PbtDriver, entries: list[_Entry], seeds: list[int], wall: float, start_is_answer: bool,
             interrupted: bool = False) -> dict[str, Any]:
-    """The summary in :mod:`.protocol`'s shape, stored in the study as its test stage is."""
-    answer = _scored(entry, seeds)
+    """The summary in :mod:`.protocol`'s shape (``entries``: the answer, then the starting config when it
+    was replayed), stored in the study as its test stage is."""
+    answer = _scored(entries[0], seeds)
     answer.update(source="pbt", heldout_mean=None,
                   gap=answer["tuning_value"] - answer["mean"] if answer["mean"] is not None else None)
-    verdict = ("the answer has no test score" if answer["mean"] is None else
-               "PBT's answer is a schedule: no starting config was retrained to compare with")
+    start = _scored(entries[1], seeds) if len(entries) > 1 else None
     summary = {"seeds": seeds, "episodes": driver.pbt.reevaluate.episodes, "model": driver.pbt.reevaluate.model,
                "wall_time_s": wall,
-               "interrupted": interrupted, "answer": answer, "start": None, "start_is_answer": False,
-               "verdict": verdict, "replayed": os.path.join(driver.study_dir, "pbt_schedule.yaml")}
+               "interrupted": interrupted, "answer": answer, "start": start, "start_is_answer": start_is_answer,
+               "verdict": _verdict(driver.study, answer, start, start_is_answer),
+               "replayed": os.path.join(driver.study_dir, "pbt_schedule.yaml")}
     return _store(driver.study, summary)
 

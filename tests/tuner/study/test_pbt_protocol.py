@@ -30,9 +30,9 @@ def _load(study_dir, name):
     return optuna.load_study(study_name=name, storage=JournalStorage(JournalFileBackend(journal_of(study_dir))))
 
 
-def _test_study(study_dir):
-    """The test stage's replay study (its own journal in test/<trial>-<digest>/)."""
-    (folder,) = [f for f in (study_dir / "test").iterdir() if f.is_dir()]
+def _test_study(study_dir, trial):
+    """The test stage's replay study of the answer or config ``trial`` (its own journal in test/<trial>-<digest>/)."""
+    (folder,) = [f for f in (study_dir / "test").iterdir() if f.is_dir() and f.name.startswith(f"{trial:04d}-")]
     from optuna.storages.journal import JournalFileBackend, JournalStorage
 
     storage = JournalStorage(JournalFileBackend(str(folder / "journal.log")))
@@ -72,7 +72,7 @@ def test_the_winners_schedule_is_scored_on_test_seeds(tmp_path) -> None:
     assert test["answer_trial"] == final and study.user_attrs["pbt_answer"] == final
 
     # one replay per test seed, each segment once, trained on that seed through the winner's schedule
-    replay = _test_study(study_dir)
+    replay = _test_study(study_dir, final)
     runs = replay.get_trials(states=(TrialState.COMPLETE,))
     by_seed = {}
     for t in runs:
@@ -96,8 +96,26 @@ def test_the_winners_schedule_is_scored_on_test_seeds(tmp_path) -> None:
         assert recorded["scores"][str(seed)] == pytest.approx(result["final_eval_mean_return"])
     mean = sum(recorded["scores"].values()) / len(seeds)
     assert test["answer_mean"] == pytest.approx(mean) == recorded["mean"]
+    # the starting config (member 0's generation-0 values, the config's own) held constant through both
+    # generations, replayed on the same seeds by the same machinery: the protocol's comparison
+    start = next(t for t in segments if (t.user_attrs["pbt_member"], t.user_attrs["pbt_generation"]) == (0, 0))
+    assert [e["params"] for e in schedule["schedule"]] != [start.params] * 2  # this run's winner copied member 1
+    start_runs = _test_study(study_dir, start.number).get_trials(states=(TrialState.COMPLETE,))
+    assert sorted((_config_seed(t), t.user_attrs["pbt_generation"]) for t in start_runs) == \
+        [(s, g) for s in seeds for g in (0, 1)]
+    assert all(t.params == start.params for t in start_runs)
+    start_scores = study.user_attrs[f"test:{start.number:04d}"]["scores"]
+    assert sorted(start_scores) == ["20000", "20001"]
+    start_mean = sum(start_scores.values()) / len(seeds)
+    assert test["start_trial"] == start.number and test["start_mean"] == pytest.approx(start_mean)
+    diff = mean - start_mean
+    assert test["verdict"] == ("the answer ties the starting config (trial 0) on the test seeds" if diff == 0 else
+                               f"the answer beats the starting config (trial 0) by {diff:.4g} on the test seeds"
+                               if diff > 0 else
+                               f"WORSE: the answer scores {-diff:.4g} below the starting config (trial 0) on the test seeds")
+    assert "the starting config (member 0's first hyperparameters, held constant) replayed" in out.stdout
     pbt = json.loads((study_dir / "pbt.json").read_text())
-    assert pbt["test"]["answer"]["scores"] == recorded["scores"]
+    assert pbt["test"]["answer"]["scores"] == recorded["scores"] and pbt["test"]["start"]["scores"] == start_scores
     assert pbt["test"]["answer"]["gap"] == pytest.approx(study.trials[final].value - mean)
     assert "test stage: seeds [20000, 20001]" in out.stdout and "PBT winner's schedule" in out.stdout
 
@@ -107,16 +125,38 @@ def test_the_winners_schedule_is_scored_on_test_seeds(tmp_path) -> None:
     gap = study.trials[final].value - mean
     assert f"answer: trial {final} (PBT winner's schedule): tuning score" in report
     assert f"gap (tuning - test) {gap:.4g}" in report and "--config-name replay_config" in report
+    assert f"starting config (trial 0): test mean {start_mean:.4g}; {test['verdict']}" in report
 
     # a re-run trains no replay again: the stored scores are reused; and with them forgotten (a driver killed
     # before it stored them), the replay study's complete segments are
     n = len(replay.trials)
-    assert "test stage: the winner's schedule" not in run_app(_args("proto"), cwd=str(tmp_path)).stdout
+    assert "replayed from scratch" not in run_app(_args("proto"), cwd=str(tmp_path)).stdout
     study.set_user_attr(f"test:{final:04d}", None)
     again = run_app(_args("proto"), cwd=str(tmp_path))
     assert "test stage: seeds [20000, 20001]" in again.stdout
-    assert len(_test_study(study_dir).trials) == n
+    assert len(_test_study(study_dir, final).trials) == n
     assert _load(study_dir, "proto").user_attrs[f"test:{final:04d}"]["scores"] == recorded["scores"]
+
+
+def test_no_start_replay_when_the_winner_is_the_starting_config_or_there_is_none(tmp_path) -> None:
+    """A space of one value: every member's schedule is the config's own, so the answer is the starting
+    config and nothing is replayed twice; ``tuner.enqueue_defaults=false``: no member began with the
+    config's values, so there is no starting config to compare with."""
+    same = [a if not a.startswith("+search.values.optimizer.lr") else "+search.values.optimizer.lr='choice(0.0023, 0.0023)'"
+            for a in _args("same")]
+    out = run_app([*same, "optimizer.lr=0.0023"], cwd=str(tmp_path))
+    study_dir = tmp_path / "studies" / "same"
+    test = _load(study_dir, "same").user_attrs["test"]
+    assert test["start_is_answer"] and test["start_trial"] is None
+    assert test["verdict"] == "the answer is the starting config"
+    assert [f.name[:4] for f in (study_dir / "test").iterdir() if f.is_dir()] == [f"{test['answer_trial']:04d}"]
+    assert "the starting config (member 0" not in out.stdout
+
+    run_app([*_args("nostart"), "tuner.enqueue_defaults=false"], cwd=str(tmp_path))
+    test = _load(tmp_path / "studies" / "nostart", "nostart").user_attrs["test"]
+    assert not test["start_is_answer"] and test["start_trial"] is None
+    assert test["verdict"] == "no starting config to compare with"
+    assert len([f for f in (tmp_path / "studies" / "nostart" / "test").iterdir() if f.is_dir()]) == 1
 
 
 def test_a_test_seed_a_member_trains_on_is_refused(tmp_path) -> None:
@@ -140,7 +180,7 @@ def test_model_best_scores_the_best_evaluation_of_the_whole_replay(tmp_path) -> 
     recorded = study.user_attrs[f"test:{final:04d}"]
     assert recorded["model"] == "best" and sorted(map(int, recorded["scores"])) == [20000, 20001]
     by_seed = {(_config_seed(t), t.user_attrs["pbt_generation"]): t
-               for t in _test_study(study_dir).get_trials(states=(TrialState.COMPLETE,))}
+               for t in _test_study(study_dir, final).get_trials(states=(TrialState.COMPLETE,))}
     for seed in (20000, 20001):
         first, last = _read(by_seed[(seed, 0)], "result.json"), _read(by_seed[(seed, 1)], "result.json")
         carried = os.path.join(by_seed[(seed, 0)].user_attrs["run_dir"], "best_eval_model.npz")
