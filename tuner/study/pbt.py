@@ -24,7 +24,8 @@ Design (the simplest that fits this project's study driver):
 
 At the end ``pbt_schedule.yaml`` (the winner's hyperparameters per generation, following its lineage),
 ``best_config.yaml`` (the winner's last segment's config) and ``pbt.json`` are written to the study dir;
-with ``tuner.seeds.test`` the schedule is then replayed on test seeds and scored (:mod:`tuner.study.pbt_test`).
+with ``tuner.seeds.test`` the schedule, and the starting config held constant, are then replayed on test seeds
+and scored (:mod:`tuner.study.pbt_test`).
 """
 
 from __future__ import annotations
