@@ -20,15 +20,18 @@ The earlier segments train and evaluate as the members' segments did.
 
 Recorded as :mod:`.protocol` records its stage (study user attrs ``test`` and ``test:<trial>``, the
 trial being the winner's last segment; ``pbt_answer`` names it, so :func:`.outputs.study_answer` and the
-report's AutoRL checklist show its tuning score, test mean and gap), and in ``pbt.json``.  As in the
-Optuna protocol, the config the study started from takes part too: with ``tuner.enqueue_defaults`` member 0
-began with the config's own values (the agent's defaults or the env's preset), and that config held
-constant through every generation is replayed on the same test seeds by the same machinery (so the two
-differ only in their schedules), unless the winner's schedule is that constant one; the verdict compares
-the two test means.  Replays live in ``<study_dir>/test/<trial>-<digest>/`` (a journal of their own, ``seed_<seed>/gen_<g>/``; the digest: the
-episodes and the seeds replayed, and the model when it is ``best``).  As the protocol's stage, a re-run
-reuses every seed already scored with the same episodes and model; a replay study killed before its
-scores were stored resumes at its last complete segments.
+report's AutoRL checklist show its tuning score, test mean and gap), and in ``pbt.json``.
+
+As in the Optuna protocol, the config the study started from takes part too: with
+``tuner.enqueue_defaults`` member 0 began with the config's own values (the agent's defaults or the env's
+preset), and that config held constant through every generation is replayed on the same test seeds by
+the same machinery (so the two differ only in their schedules; twice the stage's runs), unless the
+winner's schedule is that constant one; the verdict compares the two test means.
+
+Replays live in ``<study_dir>/test/<trial>-<digest>/`` (a journal of their own, ``seed_<seed>/gen_<g>/``;
+the digest: the episodes and the seeds replayed, and the model when it is ``best``).  As the protocol's
+stage, a re-run reuses every seed already scored with the same episodes and model; a replay study killed
+before its scores were stored resumes at its last complete segments.
 """
 
 from __future__ import annotations
