@@ -92,14 +92,20 @@ def run_optuna(method: str, task: str, repeat: int, a: argparse.Namespace, where
     except OSError:
         return {"method": method, "repeat": repeat, "error": f"exit {code}, no study.json", "wall_s": wall}
     t = study.get("test") or {}
-    answer, start = t.get("answer") or {}, t.get("start") or {}
+    answer = t.get("answer") or {}
     trials = study.get("n_trials") or study.get("trials")
     return {"method": method, "repeat": repeat, "wall_s": wall, "exit": code, "test_seeds": t.get("seeds"),
             "answer_trial": answer.get("trial"), "answer_tuning": answer.get("tuning_value"),
             "answer_test_mean": answer.get("mean"), "answer_test_scores": answer.get("scores"),
-            "start_test_mean": (start or {}).get("mean") if start else (answer.get("mean") if t.get("start_is_answer") else None),
-            "start_test_scores": (start or {}).get("scores"), "verdict": t.get("verdict"), "trials": trials,
-            "seed_runs": _seed_runs(where)}
+            **_start_row(t), "verdict": t.get("verdict"), "trials": trials, "seed_runs": _seed_runs(where)}
+
+
+def _start_row(test: dict) -> dict:
+    """The preset's columns from a test stage's summary (the Optuna protocol's or PBT's): the starting
+    config's test mean and scores; when the answer is the starting config, its mean (it was not retrained twice)."""
+    start, answer = test.get("start") or {}, test.get("answer") or {}
+    mean = start.get("mean") if start else (answer.get("mean") if test.get("start_is_answer") else None)
+    return {"start_test_mean": mean, "start_test_scores": start.get("scores")}
 
 
 def _seed_runs(study_dir: str) -> int | None:
@@ -131,14 +137,11 @@ def run_pbt(task: str, repeat: int, a: argparse.Namespace, where: str) -> dict:
         return {"method": "pbt", "repeat": repeat, "error": f"exit {code}, no pbt.json", "wall_s": wall}
     t = pbt.get("test") or {}
     answer = t.get("answer") or {}
-    start = t.get("start") or {}
     scores = {str(s): (answer.get("scores") or {}).get(str(s)) for s in test}  # None: that replay failed
     return {"method": "pbt", "repeat": repeat, "wall_s": wall, "exit": code, "test_seeds": t.get("seeds"),
             "answer_tuning": pbt.get("winner_score"), "answer_test_mean": answer.get("mean"),
             "answer_test_scores": scores, "seed_runs": population, "verdict": t.get("verdict"),
-            # the preset (member 0's first values) held constant, replayed on the same seeds
-            "start_test_mean": start.get("mean") if start else (answer.get("mean") if t.get("start_is_answer") else None),
-            "start_test_scores": start.get("scores")}
+            **_start_row(t)}  # the preset (member 0's first values) held constant, replayed on the same seeds
 
 
 def paired(row: dict) -> tuple[float, float, int, int] | None:

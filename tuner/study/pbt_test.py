@@ -52,7 +52,7 @@ from .pbt import PbtDriver, PbtSettings
 from .protocol import TEST_PREFIX, SeedSettings, _scored, _store, _verdict, no_test_stage, pick_test_seeds
 from .reevaluate import _SCORE, _Entry, _heldout_cfg, tuning_seeds
 
-__all__ = ["TestReplayDriver", "run_pbt_test", "starting_segment"]
+__all__ = ["TestReplayDriver", "run_pbt_test"]
 
 class TestReplayDriver(PbtDriver):
     """A replay-mode PBT study whose member ``m`` trains ``seeds[m]`` and whose last segments end with
@@ -108,19 +108,21 @@ def run_pbt_test(driver: PbtDriver, log: Any = print) -> dict[str, Any] | None:
     summary (``None``: no test stage, or no complete population).  On Ctrl-C / SIGTERM the scores so
     far are stored and handed over as ``exc.test`` before the interrupt goes on."""
     s = driver.pbt
-    found = driver.answer()
+    done = driver.segments()  # one read of the study for the answer and the starting config
+    found = driver.answer(done)
     if s.replay or no_test_stage(s.seeds) or found is None or found[1] < s.generations - 1:
         return None
     winner, _, final, schedule = found
     driver.study.set_user_attr(PBT_ANSWER, final.number)  # the answer the outputs name
     seeds = pick_test_seeds(s.seeds.test, tuning_seeds(driver.study))
     params = [dict(e["params"]) for e in schedule]
-    entry, start = _Entry(final, {}), starting_segment(driver)
+    entry, start = _Entry(final, {}), _starting_segment(driver, done)
     start_is_answer = start is not None and all(p == start.params for p in params)
     replays = [(entry, params, f"the winner's schedule (member {winner}, {len(schedule)} segments)")]
     if start is not None and not start_is_answer:
         replays.append((_Entry(start, {}), [dict(start.params)] * len(schedule),
                         "the starting config (member 0's first hyperparameters, held constant)"))
+    entries = [e for e, _, _ in replays]
     started = time.monotonic()
     try:
         for e, plan, what in replays:
@@ -130,18 +132,15 @@ def run_pbt_test(driver: PbtDriver, log: Any = print) -> dict[str, Any] | None:
                 log(f"test stage: {what} replayed from scratch on {len(missing)} test seeds {missing}", flush=True)
                 _replay(driver, e, missing, plan)
     except KeyboardInterrupt as exc:
-        exc.test = _record(driver, [e for e, _, _ in replays], seeds, time.monotonic() - started, start_is_answer,
-                           interrupted=True)
+        exc.test = _record(driver, entries, seeds, time.monotonic() - started, start_is_answer, interrupted=True)
         raise
-    return _record(driver, [e for e, _, _ in replays], seeds, time.monotonic() - started, start_is_answer)
+    return _record(driver, entries, seeds, time.monotonic() - started, start_is_answer)
 
 
-def starting_segment(driver: PbtDriver) -> Any | None:
-    """Member 0's generation-0 segment when it began with the config's own values (``tuner.enqueue_defaults``:
-    the study's starting config); ``None`` otherwise."""
-    if not driver.pbt.enqueue_defaults:
-        return None
-    return driver.segments().get((0, 0))
+def _starting_segment(driver: PbtDriver, done: dict[tuple[int, int], Any]) -> Any | None:
+    """Member 0's generation-0 segment (of ``done``, the study's complete segments) when it began with the
+    config's own values (``tuner.enqueue_defaults``: the study's starting config); ``None`` otherwise."""
+    return done.get((0, 0)) if driver.pbt.enqueue_defaults else None
 
 
 def _reuse(driver: PbtDriver, entry: _Entry, seeds: list[int]) -> None:
