@@ -18,7 +18,9 @@ another sampler seed):
   trial on the seeds run so far stops early), the same trials and seeds, so it uses at most that budget
   (it needs 5 seeds per trial to prune at all at p 0.1: ``--seeds 5``);
 - ``pbt``: ``tuner=pbt`` with ``population = trials x seeds`` members (the same env steps in all),
-  ``--generations`` segments each.
+  ``--generations`` segments each; ``--pbt-heldout K``: its held-out stage (tuner/study/pbt_heldout.py)
+  chooses the answer among the top K members' schedules and the starting config on ``--heldout-seeds``
+  seeds, as the Optuna studies' held-out stage chooses among their top 2 trials and trial 0.
 
 Every Optuna study runs the protocol (``tuner.seeds.test``): its answer (the held-out winner of the
 top 2) and its starting config (trial 0: the rl-zoo3 preset, which conf/hyperparams holds for each task
@@ -145,7 +147,8 @@ def run_pbt(task: str, repeat: int, a: argparse.Namespace, where: str) -> dict:
     args = ["tuner=pbt", *common(agent, env, a), f"tuner.study_name={task}-pbt-r{repeat}", f"tuner.study_dir={where}",
             f"tuner.population={population}", f"tuner.generations={a.generations}",
             f"tuner.interval={a.steps // a.generations}", f"tuner.seed={repeat}",
-            f"tuner.seeds.test=[{','.join(map(str, test))}]"]
+            f"tuner.seeds.test=[{','.join(map(str, test))}]",
+            f"tuner.reevaluate.top_k={a.pbt_heldout}", f"tuner.reevaluate.seeds={a.heldout_seeds}"]
     started = time.monotonic()
     code = note_tune(args, where + ".log")
     wall = time.monotonic() - started
@@ -227,6 +230,9 @@ def main() -> None:
     parser.add_argument("--test-seeds", type=int, default=3)
     parser.add_argument("--heldout-seeds", type=int, default=2,
                         help="held-out seeds per finalist (the top 2 and the starting config) in the Optuna studies")
+    parser.add_argument("--pbt-heldout", type=int, default=0,
+                        help="PBT's held-out stage: the top K members' schedules and the starting config replayed "
+                             "on --heldout-seeds seeds, the answer chosen there (0: the best last score)")
     parser.add_argument("--startup", type=int, default=None,
                         help="TPE's random startup trials (default: min(5, trials // 3); with Optuna's 5 and 6 "
                              "trials, TPE samples what random search samples)")

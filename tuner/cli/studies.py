@@ -168,13 +168,29 @@ def _run_pbt(cfg: DictConfig) -> dict[str, Any] | None:
 
 
 def _pbt_test_stage(driver: Any, cfg: DictConfig) -> dict[str, Any] | None:
-    """``tuner.seeds.test`` of ``tuner=pbt``: the winner's schedule replayed on the test seeds
-    (:mod:`tuner.study.pbt_test`); its summary goes into ``pbt.json`` and the study report."""
+    """``tuner.reevaluate.top_k`` and ``tuner.seeds.test`` of ``tuner=pbt``: the held-out stage chooses the
+    answer among the top members' schedules and the starting config (:mod:`tuner.study.pbt_heldout`), then
+    the answer's schedule is replayed on the test seeds (:mod:`tuner.study.pbt_test`); the summaries go
+    into ``pbt.json`` and the study report."""
     from ..common.interrupts import held, keep, raise_held
     from ..report.report import report_study
+    from ..study.pbt_heldout import run_pbt_heldout
     from ..study.pbt_test import run_pbt_test
     from ..study.protocol import format_test
 
+    def outputs(test: dict[str, Any] | None) -> dict[str, Any] | None:
+        summary = driver.write_outputs(test)
+        report_study(driver.study, driver.study_dir, driver.storage_desc, OmegaConf.to_container(cfg, resolve=True))
+        return summary
+
+    heldout = run_pbt_heldout(driver)
+    if heldout is not None:
+        with held():  # the answer's files follow the held-out choice before the test stage starts
+            summary = outputs(None)
+        print(f"answer (held-out seeds): member {summary['winner']}'s schedule "
+              f"{'(the starting config held constant) ' if summary['winner_checkpoint'] is None else ''}"
+              f"in {_short(os.path.join(driver.study_dir, 'pbt_schedule.yaml'))}", flush=True)
+        raise_held()
     test = None
     try:
         test = run_pbt_test(driver)
@@ -184,9 +200,7 @@ def _pbt_test_stage(driver: Any, cfg: DictConfig) -> dict[str, Any] | None:
     finally:
         if test is not None:
             with held():  # a first signal waits until pbt.json and the report are written
-                driver.write_outputs(test)
-                report_study(driver.study, driver.study_dir, driver.storage_desc,
-                             OmegaConf.to_container(cfg, resolve=True))
+                outputs(test)
                 if test["interrupted"]:
                     keep(f"pbt.json and the report of the test seeds scored so far written to "
                          f"{_short(driver.study_dir)} (the same command resumes the test stage)")

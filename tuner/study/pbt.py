@@ -57,6 +57,8 @@ from .settings import TunerSettings, tuner_settings
 __all__ = ["PbtSettings", "pbt_settings", "PbtDriver", "lineage", "check_test_seeds"]
 
 MEMBER, GENERATION, PARENT = "pbt_member", "pbt_generation", "pbt_parent"
+#: study user attr of the held-out stage's choice (tuner/study/pbt_heldout.py): {"generation", "winner"}
+HELDOUT_CHOICE = "pbt_heldout"
 #: parameters explore leaves alone by default: they change a network's or a buffer's shape, which a
 #: copied checkpoint cannot take (exploit still copies them from the parent); SAC's use_sde changes
 #: the actor's output layer and adds its gSDE log std, and its ent_coef "auto" adds the temperature
@@ -318,20 +320,44 @@ class PbtDriver(Driver):
             self._said = g
 
     # -- outputs -------------------------------------------------------------------------------
-    def answer(self, done: dict[tuple[int, int], Any] | None = None) -> tuple[int, int, Any, list[dict[str, Any]]] | None:
-        """The winner (the best member of the last complete generation), that generation, the winner's
-        segment in it and its schedule (:func:`lineage`); ``None`` while no generation is complete.
-        ``done``: the study's complete segments when the caller has read them already."""
+    def answer(self, done: dict[tuple[int, int], Any] | None = None,
+               by_score: bool = False) -> tuple[int, int, Any, list[dict[str, Any]]] | None:
+        """The answer: the member the held-out stage chose for the last complete generation
+        (:mod:`tuner.study.pbt_heldout`), else the best-scoring member of that generation; that generation,
+        the member's segment in it and its schedule (:func:`lineage`).  When the held-out stage chose the
+        starting config, member 0's first segment and its first hyperparameters held for every generation.
+        ``None`` while no generation is complete.  ``done``: the study's complete segments when the caller
+        has read them already; ``by_score``: ignore the held-out stage's choice."""
         done = self.segments() if done is None else done
         s = self.pbt
         last = max((g for g in range(s.generations) if all((m, g) in done for m in range(s.population))),
                    default=None)
         if last is None:
             return None
+        chosen = None if by_score else self._heldout_choice(done, last)
+        if chosen == "start":
+            first = done[(0, 0)]
+            step = {"member": 0, "trial": first.number, "score": first.value, "params": dict(first.params), "parent": 0}
+            return 0, last, first, [{"generation": g, **step} for g in range(last + 1)]
+        if chosen is not None:
+            return chosen, last, done[(chosen, last)], lineage(done, chosen, last)
         scores = [done[(m, last)].value for m in range(s.population)]
         maximize = s.direction == "maximize"
         winner = max(range(s.population), key=lambda m: (scores[m] if maximize else -scores[m], -m))
         return winner, last, done[(winner, last)], lineage(done, winner, last)
+
+    def _heldout_choice(self, done: dict[tuple[int, int], Any], last: int) -> int | str | None:
+        """The held-out stage's choice for generation ``last``: a member, ``"start"`` (the starting config
+        held constant) or ``None`` (no stage, or one that chose for another generation: the population
+        has trained on since).  The stored attr is data: anything else is no choice."""
+        choice = self.study.user_attrs.get(HELDOUT_CHOICE)
+        if not isinstance(choice, dict) or choice.get("generation") != last or not isinstance(choice.get("winner"), int):
+            return None
+        for m in range(self.pbt.population):
+            if done[(m, last)].number == choice["winner"]:
+                return m
+        first = done.get((0, 0))
+        return "start" if self.pbt.enqueue_defaults and first is not None and first.number == choice["winner"] else None
 
     def write_outputs(self, test: dict[str, Any] | None = None) -> dict[str, Any] | None:
         """``pbt_schedule.yaml``, ``best_config.yaml`` and ``pbt.json`` (with ``test``, the test stage's
@@ -343,11 +369,15 @@ class PbtDriver(Driver):
             return None
         winner, last, final, schedule = found
         scores = [done[(m, last)].value for m in range(s.population)]
-        schedule_doc = {"winner": winner, "generation": last, "score": scores[winner], "interval": s.interval,
-                        "schedule": schedule}
+        held_out = self._heldout_choice(done, last) is not None
+        # the answer's PBT weights (none when it is the starting config held constant: no member trained that)
+        weights = final.user_attrs["checkpoint"] if final is done[(winner, last)] else None
+        schedule_doc = {"winner": winner, "generation": last, "score": final.value, "interval": s.interval,
+                        "chosen_by": "held-out seeds" if held_out else "score", "schedule": schedule}
         with open(os.path.join(self.study_dir, "pbt_schedule.yaml"), "w") as f:
             f.write("# the winning member's hyperparameters per generation (each segment: tuner.interval env steps),\n"
-                    "# following its lineage back through the members it copied (exploit)\n")
+                    "# following its lineage back through the members it copied (exploit); chosen_by: the last\n"
+                    "# generation's best score, or the held-out stage (tuner.reevaluate.top_k)\n")
             yaml.safe_dump(schedule_doc, f, sort_keys=False)
         config = os.path.join(final.user_attrs["run_dir"], "config.yaml")
         cfg = None
@@ -355,13 +385,17 @@ class PbtDriver(Driver):
             cfg = OmegaConf.load(config)
             cfg.budget.steps = (last + 1) * s.interval  # what the winner trained in all
             with open(os.path.join(self.study_dir, "best_config.yaml"), "w") as f:
-                f.write(f"# PBT winner: member {winner}'s hyperparameters in its last generation ({last}), trained from "
-                        f"scratch for the\n# whole budget (not its schedule: pbt_schedule.yaml); its PBT weights: "
-                        f"{final.user_attrs['checkpoint']}\n")
+                if weights:
+                    f.write(f"# PBT winner: member {winner}'s hyperparameters in its last generation ({last}), trained "
+                            f"from scratch for the\n# whole budget (not its schedule: pbt_schedule.yaml); its PBT "
+                            f"weights: {weights}\n")
+                else:
+                    f.write("# PBT's answer, chosen on held-out seeds: the starting config (member 0's first "
+                            "hyperparameters), trained\n# from scratch for the whole budget\n")
                 f.write(trial_config_body(OmegaConf.to_container(cfg), final, "none"))
         summary = {"study_name": s.study_name, "storage": self.storage_desc, "population": s.population,
                    "generations_complete": last + 1, "generations": s.generations, "winner": winner,
-                   "winner_score": scores[winner], "winner_checkpoint": final.user_attrs["checkpoint"],
+                   "winner_score": final.value, "chosen_by": schedule_doc["chosen_by"], "winner_checkpoint": weights,
                    "scores_last_generation": scores, "schedule": schedule,
                    "segments": [{"member": m, "generation": g, "trial": t.number, "value": t.value,
                                  "parent": t.user_attrs.get(PARENT), "params": t.params}

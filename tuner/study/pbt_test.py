@@ -50,20 +50,21 @@ from ..run.train import BEST_MODEL
 from .outputs import PBT_ANSWER
 from .pbt import PbtDriver, PbtSettings
 from .protocol import TEST_PREFIX, SeedSettings, _scored, _store, _verdict, no_test_stage, pick_test_seeds
-from .reevaluate import _SCORE, _Entry, _heldout_cfg, tuning_seeds
+from .reevaluate import _SCORE, ATTR_PREFIX, _Entry, _heldout_cfg, tuning_seeds
 
 __all__ = ["TestReplayDriver", "run_pbt_test"]
 
 class TestReplayDriver(PbtDriver):
     """A replay-mode PBT study whose member ``m`` trains ``seeds[m]`` and whose last segments end with
-    the test stage's evaluation (``episodes`` deterministic episodes on held-out reset seeds)."""
+    the test stage's evaluation (``episodes`` deterministic episodes on held-out reset seeds); the held-out
+    stage (:mod:`.pbt_heldout`) replays its candidates with it too (``label``: its progress lines')."""
 
     __test__ = False  # not a pytest class
-    progress_label = "  [test] "
 
     def __init__(self, parent: PbtDriver, settings: PbtSettings, seeds: list[int], episodes: int,
-                 model: str = "final") -> None:
+                 model: str = "final", label: str = "test") -> None:
         self.test_seeds, self.episodes, self.model = list(seeds), episodes, model
+        self.progress_label = f"  [{label}] "
         super().__init__(parent.cfg, settings, parent.compose, parent.overrides)
 
     def _run_dir(self, member: int, generation: int) -> str:
@@ -143,17 +144,22 @@ def _starting_segment(driver: PbtDriver, done: dict[tuple[int, int], Any]) -> An
     return done.get((0, 0)) if driver.pbt.enqueue_defaults else None
 
 
-def _reuse(driver: PbtDriver, entry: _Entry, seeds: list[int]) -> None:
-    """Scores a run before stored for this answer with the same episodes and model (the protocol's rule)."""
-    cached = driver.study.user_attrs.get(f"{TEST_PREFIX}{entry.trial.number:04d}") or {}
+def _reuse(driver: PbtDriver, entry: _Entry, seeds: list[int], prefix: str = TEST_PREFIX) -> None:
+    """Scores a run before stored for this answer with the same episodes and model (the protocol's rule);
+    ``prefix``: the stage's user attrs (``test:``, or the held-out stage's ``heldout:``)."""
+    cached = driver.study.user_attrs.get(f"{prefix}{entry.trial.number:04d}") or {}
+    if not isinstance(cached, dict):  # the storage is data
+        return
     same = (driver.pbt.reevaluate.episodes, driver.pbt.reevaluate.model)
     if (cached.get("episodes"), cached.get("model")) == same:
         entry.scores.update({int(k): float(v) for k, v in (cached.get("scores") or {}).items() if int(k) in seeds})
 
 
-def _replay(driver: PbtDriver, entry: _Entry, seeds: list[int], schedule: list[dict[str, Any]]) -> None:
-    """One replay-mode study over ``seeds`` (named by them, so a re-run with the same ones resumes it);
-    each member's last segment score goes on ``entry``, a member that did not finish gets an error."""
+def _replay(driver: PbtDriver, entry: _Entry, seeds: list[int], schedule: list[dict[str, Any]],
+            stage: str = "test") -> None:
+    """One replay-mode study over ``seeds`` (named by them, so a re-run with the same ones resumes it), in
+    ``<study_dir>/<stage>/``; each member's last segment score goes on ``entry``, a member that did not
+    finish gets an error."""
     s = driver.pbt
     t = copy.deepcopy(s)
     # a study of its own for each answer, episodes and seeds: a re-run with the same ones resumes it, and a
@@ -162,15 +168,15 @@ def _replay(driver: PbtDriver, entry: _Entry, seeds: list[int], schedule: list[d
     key = (s.reevaluate.episodes, seeds) if model == "final" else (s.reevaluate.episodes, seeds, model)
     digest = hashlib.sha1(repr(key).encode()).hexdigest()[:8]
     name = f"{entry.trial.number:04d}-{digest}"
-    test_dir = os.path.join(driver.study_dir, "test", name)
+    test_dir = os.path.join(driver.study_dir, stage, name)
     t.replay = os.path.join(driver.study_dir, "pbt_schedule.yaml")
     t.schedule, t.population, t.generations = schedule, len(seeds), len(schedule)
-    t.study_name, t.study_dir = f"{s.study_name}-test-{name}", test_dir
+    t.study_name, t.study_dir = f"{s.study_name}-{stage}-{name}", test_dir
     t.storage = os.path.join(test_dir, "journal.log")  # its own journal, as the replay_config.yaml study's
     t.enqueue_defaults, t.seeds = False, SeedSettings(tuning=None, test=0)
     t.n_jobs = s.reevaluate.n_jobs or s.n_jobs
     t.timeout = s.reevaluate.timeout
-    test = TestReplayDriver(driver, t, seeds, s.reevaluate.episodes, model)
+    test = TestReplayDriver(driver, t, seeds, s.reevaluate.episodes, model, "held-out" if stage == "heldout" else stage)
     try:
         test.run()
     finally:  # interrupted too: the replays that finished count
@@ -202,7 +208,8 @@ def _record(driver: PbtDriver, entries: list[_Entry], seeds: list[int], wall: fl
     """The summary in :mod:`.protocol`'s shape (``entries``: the answer, then the starting config when it
     was replayed), stored in the study as its test stage is."""
     answer = _scored(entries[0], seeds)
-    answer.update(source="pbt", heldout_mean=None,
+    held = driver.study.user_attrs.get(f"{ATTR_PREFIX}{entries[0].trial.number:04d}")  # the held-out stage's
+    answer.update(source="pbt", heldout_mean=held.get("mean") if isinstance(held, dict) else None,
                   gap=answer["tuning_value"] - answer["mean"] if answer["mean"] is not None else None)
     start = _scored(entries[1], seeds) if len(entries) > 1 else None
     summary = {"seeds": seeds, "episodes": driver.pbt.reevaluate.episodes, "model": driver.pbt.reevaluate.model,

@@ -406,7 +406,9 @@ def _leaders(study: optuna.Study, entries: list[_Entry], seeds: list[int], raced
 
 
 def _summary(study: optuna.Study, entries: list[_Entry], seeds: list[int], s: ReevalSettings,
-             wall: float, raced: list[int] | None = None) -> dict[str, Any]:
+             wall: float, raced: list[int] | None = None, start: int | None = None) -> dict[str, Any]:
+    """The stage's summary: every config's held-out scores and the winner.  ``start``: the trial that
+    stands for the starting config (``None``: the one :func:`is_start` marks; a PBT study names its own)."""
     configs, how = [], aggregation_of(study)
     for e in entries:
         values = [e.scores[seed] for seed in seeds if seed in e.scores]
@@ -421,7 +423,7 @@ def _summary(study: optuna.Study, entries: list[_Entry], seeds: list[int], s: Re
             "score": aggregate(values, how) if values else None,  # what the answer is chosen by
             "gap": e.trial.value - mean if mean is not None and e.trial.value is not None else None,
             "complete": len(values) == len(seeds),
-            "start": is_start(e.trial),  # the study's starting config
+            "start": is_start(e.trial) if start is None else e.trial.number == start,  # the study's starting config
             # the mean over the base seeds and the seeds it raced on (ties between equal scores), and
             # the score there
             "race_mean": float(np.mean(values + extra)) if extra and not failed else None,
