@@ -75,6 +75,7 @@ def parse_yaml_file(path: str, group: str, name: str) -> Option:
     pending: list[str] = []  # comment lines waiting for the key below them
     block_indent = None  # inside a block scalar (|, >) or a block list: skip lines indented deeper
     in_defaults = False
+    inline = None  # (column of its '#', key) of the last key line with a comment after its value
     for raw in lines[i:]:
         if not raw.strip():
             pending = [] if not in_defaults else pending
@@ -91,8 +92,14 @@ def parse_yaml_file(path: str, group: str, name: str) -> Option:
                 continue
             block_indent, in_defaults = None, False
         if raw.lstrip().startswith("#"):
+            if inline is not None and not pending and indent == inline[0]:
+                # lined up under the comment after a key's value: that comment goes on
+                inline[1].comment = _join([inline[1].comment, raw.strip()[1:].strip()])
+                continue
+            inline = None
             pending.append(raw.strip()[1:].strip())
             continue
+        inline = None
         match = KEY_LINE.match(raw)
         if not match:
             pending = []
@@ -122,6 +129,8 @@ def parse_yaml_file(path: str, group: str, name: str) -> Option:
                 option.keys.append(Key(dotted, None, text))
             continue
         option.keys.append(Key(dotted, value, text))
+        if comment:
+            inline = (raw.find("#", match.start("rest") + len(rest)), option.keys[-1])
     _fold_block_lists(option, lines[i:])
     return option
 

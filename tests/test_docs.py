@@ -44,6 +44,22 @@ def test_config_reference_covers_every_option_in_conf() -> None:
     assert "| `agent.lr` | `2.3e-3` | the agent's recommended learning rate" in text  # keys, defaults, comments
 
 
+def test_a_comment_lined_up_under_a_keys_comment_goes_on(tmp_path) -> None:
+    """A comment line whose '#' sits under the comment after a key's value continues that comment; a
+    comment line elsewhere belongs to the key below it (conf/tuner/optuna.yaml's aggregation once
+    lent its second line to gpus_per_trial)."""
+    path = tmp_path / "x.yaml"
+    path.write_text("a: 1      # first half,\n"
+                    "          # second half\n"
+                    "# b's own comment\n"
+                    "b: 2\n"
+                    "c: 3  # c's\n"
+                    "# d's\n"
+                    "d: 4\n")
+    keys = {k.path: k.comment for k in _generator().parse_yaml_file(str(path), "g", "x").keys}
+    assert keys == {"a": "first half, second half", "b": "b's own comment", "c": "c's", "d": "d's"}
+
+
 def test_mkdocs_builds_strict(tmp_path) -> None:
     pytest.importorskip("mkdocs", reason="pip install -e '.[docs]' (the dev extra has it)")
     out = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
