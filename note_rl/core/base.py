@@ -305,6 +305,17 @@ class RLBase(AdjusterMixin):
         seed, self.episode_seed = self.episode_seed, None
         return seed
 
+    def copies_seed(self) -> int | None:
+        """Seed for the first reset of the env copies a ``train()`` call builds (a vector env, pool
+        workers): :meth:`reset_seed`, and once that is spent (a later ``train()`` call, or a run restored
+        from a checkpoint) and the agent has a seed, one drawn from (seed, step counter).  New copies
+        have generators nothing restored; unseeded they would draw from the OS, and a continued run
+        would not repeat (PBT segments of A2C scored differently from run to run)."""
+        seed = self.reset_seed()
+        if seed is None and self.seed is not None:
+            seed = int(np.random.SeedSequence([int(self.seed), int(self.step_counter)]).generate_state(1)[0] >> 1)
+        return seed
+
     def env_(self, a: Any = None, initial: bool | None = None, p: int | None = None) -> Any:
         """Note_rl helper: reset (``initial=True``; seeded as :meth:`reset_seed` says) or step
         the (``p``-th) env; a step returns ``(next_state, reward, terminated or truncated)``."""

@@ -250,7 +250,7 @@ class RolloutCollector(Collector):
         self.run = run
         env = agent.env[0] if isinstance(agent.env, (list, tuple)) else agent.env
         self.runner = RolloutRunner(make_vec_env(EnvFactory(env), agent.n_envs), agent.rollout_act,
-                                    agent.rollout_values, seed=agent.reset_seed(),
+                                    agent.rollout_values, seed=agent.copies_seed(),
                                     bounds=getattr(agent, "action_bounds", None),
                                     normalizer=getattr(agent, "normalizer", None))
         self.rng = np.random.default_rng(None if agent.seed is None else agent.seed + 11)

@@ -120,7 +120,7 @@ def _worker_inits(agent: Any, n: int, extra: dict[str, Any]) -> list[dict[str, A
     envs = agent.env if isinstance(agent.env, (list, tuple)) else [agent.env] * n
     if len(envs) < n:
         raise ValueError(f"pool_network with processes={n} needs {n} envs in self.env, got {len(envs)}")
-    seed = agent.reset_seed()
+    seed = agent.copies_seed()
     gamma = getattr(agent, "gamma", None)
     inits = []
     for p in range(n):

@@ -70,7 +70,7 @@ class VecEpisodeCollector(Collector):
         self.noises = noise_copies(agent.noise, self.n, agent.seed)
         gamma = scalar(agent.gamma) if getattr(agent, "gamma", None) is not None else 1.0
         self.nsteps = [NStepAccumulator(agent.num_steps, gamma) for _ in range(self.n)] if agent.num_steps else None
-        self.obs, _ = self.vec.reset(seed=agent.reset_seed())
+        self.obs, _ = self.vec.reset(seed=agent.copies_seed())
         self.norm = getattr(agent, "normalizer", None)  # set(normalize=...)
         if self.norm is not None:
             self.norm.reset_returns(self.n)

@@ -241,7 +241,7 @@ class ACERCollector(Collector):
         self.agent, self.learner, self.run = agent, learner, run
         env = agent.env[0] if isinstance(agent.env, (list, tuple)) else agent.env
         self.vec = make_vec_env(EnvFactory(env), agent.n_envs)
-        self.obs, _ = self.vec.reset(seed=agent.reset_seed())
+        self.obs, _ = self.vec.reset(seed=agent.copies_seed())
         self.returns = np.zeros(agent.n_envs)
         self.rng = np.random.default_rng(None if agent.seed is None else agent.seed + 11)
         if agent.replay is None:  # kept on the agent: a second train() call goes on replaying it

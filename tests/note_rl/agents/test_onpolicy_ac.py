@@ -218,3 +218,30 @@ def test_gaussian_ppo_checkpoint_keeps_log_std(backend, tmp_path) -> None:
     fresh.restore(path)
     np.testing.assert_allclose(fresh.log_std_weights(), agent.log_std_weights())
     assert not np.allclose(agent.log_std_weights(), -0.3)
+
+
+def test_a_restored_run_continues_the_same_way_twice(tmp_path) -> None:
+    """The env copies a train() call builds after a restore are seeded from (seed, step counter): two agents
+    restored from one checkpoint train to the same weights (unseeded, they drew from the OS and a PBT
+    segment of A2C scored differently from run to run); a fresh run's first reset keeps the set() seed."""
+    def agent():
+        a = agents_module("torch").A2C(4, HIDDEN, 2, n_steps=8, n_envs=2, env="CartPole-v1", seed=0)
+        a.set(seed=0)
+        return a
+
+    first = agent()
+    assert first.copies_seed() == 0  # the set() seed, once; then drawn from (seed, step counter)
+    assert first.copies_seed() == int(np.random.SeedSequence([0, 0]).generate_state(1)[0] >> 1)
+    first = agent()
+    first.train(optimizer=_adam(first), steps=160)
+    path = first.save(str(tmp_path / "a2c.npz"))
+    weights = []
+    for _ in range(2):
+        again = agent()
+        opt = _adam(again)
+        again.restore(path, opt)
+        again.train(optimizer=opt, steps=160)
+        assert again.step_counter == 320
+        weights.append(again.actor_weights()[0].copy())
+    np.testing.assert_array_equal(weights[0], weights[1])
+    assert not np.allclose(weights[0], first.actor_weights()[0])
