@@ -171,10 +171,20 @@ def test_the_answer_is_chosen_on_heldout_seeds(tmp_path) -> None:
     assert f"answer: trial {expected} (PBT winner's schedule): tuning score" in report
     assert f"held-out mean {means[expected]:.4g}, test mean" in report
 
-    # a re-run replays nothing again
+    # a re-run replays nothing again; with the stored scores forgotten (a driver killed before it stored
+    # them), the replay studies' complete segments are reused and nothing trains twice
     again = run_app(args, cwd=str(tmp_path))
     assert "replayed from scratch" not in again.stdout and "held-out winner: trial" in again.stdout
     assert _load(study_dir, "held").user_attrs["heldout_winner"] == expected
+    counts = {t: len(_heldout_study(study_dir, t).trials) for t in recorded}
+    for t in recorded:
+        study.set_user_attr(f"heldout:{t:04d}", None)
+    study.set_user_attr(HELDOUT_CHOICE, None)
+    run_app(args, cwd=str(tmp_path))
+    assert {t: len(_heldout_study(study_dir, t).trials) for t in recorded} == counts
+    after = _load(study_dir, "held").user_attrs
+    assert after["heldout_winner"] == expected and after[HELDOUT_CHOICE] == {"generation": 1, "winner": expected}
+    assert {t: after[f"heldout:{t:04d}"]["scores"] for t in recorded} == {t: v["scores"] for t, v in recorded.items()}
 
 
 def test_off_by_default(tmp_path) -> None:
