@@ -63,11 +63,23 @@ def run_pbt_heldout(driver: PbtDriver, log: Any = print) -> dict[str, Any] | Non
         if missing:
             log(f"held-out stage: {what} replayed from scratch on {len(missing)} seeds {missing}", flush=True)
             _replay(driver, entry, missing, plan, stage="heldout")
-    summary = _summary(driver.study, [e for e, _, _ in candidates], seeds, s.reevaluate,
-                       time.monotonic() - started, start=start)
+    summary = _prefer_start(_summary(driver.study, [e for e, _, _ in candidates], seeds, s.reevaluate,
+                                     time.monotonic() - started, start=start))
     _store(driver.study, summary)
     driver.study.set_user_attr(HELDOUT_CHOICE, {"generation": last, "winner": summary["winner"]})
     log(format_reevaluation(summary), flush=True)
+    return summary
+
+
+def _prefer_start(summary: dict[str, Any]) -> dict[str, Any]:
+    """A winner whose held-out score only equals the starting config's (a saturated return such as
+    CartPole's 500) does not replace it: the tuning had to beat it.  (The Optuna stage races tied configs
+    on more seeds; a PBT candidate is a whole schedule's replay, so a tie keeps the start.)"""
+    configs = {c["trial"]: c for c in summary["configs"]}
+    start = next((c for c in configs.values() if c["start"] and c["complete"]), None)
+    winner = configs.get(summary["winner"])
+    if start is not None and winner is not None and winner is not start and winner["score"] == start["score"]:
+        summary["winner"] = start["trial"]
     return summary
 
 

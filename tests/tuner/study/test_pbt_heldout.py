@@ -15,7 +15,7 @@ from optuna.trial import TrialState
 from tests.tuner.conftest import run_app
 from tests.tuner.study.test_pbt_protocol import _args, _config_seed, _load, _read
 from tuner.study.pbt import HELDOUT_CHOICE, PARENT, PbtDriver
-from tuner.study.pbt_heldout import _candidates
+from tuner.study.pbt_heldout import _candidates, _prefer_start
 from tuner.study.reevaluate import _Entry, _summary, ReevalSettings
 
 
@@ -77,6 +77,16 @@ def test_the_one_standard_error_rule_keeps_the_pbt_start() -> None:
     se = float(np.std([40, -35], ddof=1)) / math.sqrt(2)
     assert summary["winner"] == 0 and summary["kept_start"]["lead"] == pytest.approx(2.5)
     assert summary["kept_start"]["se"] == pytest.approx(se) == pytest.approx(37.5)
+
+
+def test_a_tie_keeps_the_start() -> None:
+    """Equal held-out means (a saturated return) keep the starting config whatever the trial numbers say."""
+    study = optuna.create_study(direction="maximize")
+    s = ReevalSettings(top_k=2, seeds=2, keep_start=1.0)
+    tied = _summary(study, [_entry(3, [500, 500]), _entry(9, [500, 500])], [10000, 10001], s, 1.0, start=9)
+    assert tied["winner"] == 3 and _prefer_start(tied)["winner"] == 9
+    ahead = _summary(study, [_entry(3, [500, 480]), _entry(9, [400, 380])], [10000, 10001], s, 1.0, start=9)
+    assert _prefer_start(ahead)["winner"] == 3
 
 
 def test_a_stored_choice_is_data() -> None:
@@ -145,7 +155,7 @@ def test_the_answer_is_chosen_on_heldout_seeds(tmp_path) -> None:
     constant = zero.user_attrs["pbt_parent"] == 0 and zero.params == start.params
     start_trial = zero.number if constant and zero.number in top else start.number
     assert start_trial in recorded
-    expected = best
+    expected = start_trial if means[start_trial] == means[best] else best  # a tie keeps the start
     if best != start_trial and means[best] > means[start_trial]:
         d = [recorded[best]["scores"][str(s)] - recorded[start_trial]["scores"][str(s)] for s in seeds]
         se = abs(d[0] - d[1]) / 2  # std of two values (ddof 1) / sqrt(2)
