@@ -320,21 +320,20 @@ class PbtDriver(Driver):
             self._said = g
 
     # -- outputs -------------------------------------------------------------------------------
-    def answer(self, done: dict[tuple[int, int], Any] | None = None,
-               by_score: bool = False) -> tuple[int, int, Any, list[dict[str, Any]]] | None:
+    def answer(self, done: dict[tuple[int, int], Any] | None = None) -> tuple[int, int, Any, list[dict[str, Any]]] | None:
         """The answer: the member the held-out stage chose for the last complete generation
         (:mod:`tuner.study.pbt_heldout`), else the best-scoring member of that generation; that generation,
         the member's segment in it and its schedule (:func:`lineage`).  When the held-out stage chose the
         starting config, member 0's first segment and its first hyperparameters held for every generation.
         ``None`` while no generation is complete.  ``done``: the study's complete segments when the caller
-        has read them already; ``by_score``: ignore the held-out stage's choice."""
+        has read them already."""
         done = self.segments() if done is None else done
         s = self.pbt
         last = max((g for g in range(s.generations) if all((m, g) in done for m in range(s.population))),
                    default=None)
         if last is None:
             return None
-        chosen = None if by_score else self._heldout_choice(done, last)
+        chosen = self._heldout_choice(done, last)
         if chosen == "start":
             first = done[(0, 0)]
             step = {"member": 0, "trial": first.number, "score": first.value, "params": dict(first.params), "parent": 0}

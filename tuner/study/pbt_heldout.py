@@ -12,7 +12,7 @@ skipping every member's and every listed test seed) by the test stage's replay m
 (:mod:`.pbt_test`), and scored by ``tuner.reevaluate.episodes`` deterministic episodes of
 ``tuner.reevaluate.model``.  The answer is the best held-out score (``tuner.aggregation`` of PBT: the
 mean), under the one-standard-error rule against the starting config (``tuner.reevaluate.keep_start``,
-:func:`.reevaluate.keep_start`).  Cost: (``top_k`` + 1) x seeds full runs.
+:func:`.reevaluate.keep_start`); a score only equal to the starting config's keeps the start.  Cost: (``top_k`` + 1) x seeds full runs.
 
 Recorded as the Optuna held-out stage records its own (``heldout:<trial>``, ``heldout_winner``,
 ``heldout_seeds``: so the report, ``study_answer`` and the dashboard note show it), plus ``pbt_heldout``
@@ -29,9 +29,9 @@ import time
 from typing import Any
 
 from .pbt import HELDOUT_CHOICE, PbtDriver, lineage
-from .pbt_test import _replay, _reuse, _starting_segment
+from .pbt_test import _starting_segment, held_constant, replay_missing
 from .protocol import no_test_stage
-from .reevaluate import ATTR_PREFIX, _Entry, _store, _summary, format_reevaluation, heldout_seeds, tuning_seeds
+from .reevaluate import _Entry, _store, _summary, format_reevaluation, heldout_seeds, tuning_seeds
 
 __all__ = ["run_pbt_heldout"]
 
@@ -44,10 +44,9 @@ def run_pbt_heldout(driver: PbtDriver, log: Any = print) -> dict[str, Any] | Non
     if s.replay or s.reevaluate.top_k <= 0:
         return None
     done = driver.segments()
-    found = driver.answer(done, by_score=True)
-    if found is None or found[1] < s.generations - 1:
+    last = s.generations - 1
+    if any((m, last) not in done for m in range(s.population)):  # the population has not finished
         return None
-    last = found[1]
     candidates, start = _candidates(driver, done, last)
     used = tuning_seeds(driver.study)
     if not no_test_stage(s.seeds) and isinstance(s.seeds.test, (list, tuple)):
@@ -57,29 +56,12 @@ def run_pbt_heldout(driver: PbtDriver, log: Any = print) -> dict[str, Any] | Non
     log(f"held-out stage: {len(candidates)} schedules (the best members' with distinct schedules, {what}) "
         f"replayed on seeds {seeds}: up to {len(candidates) * len(seeds)} replays of {last + 1} segments", flush=True)
     started = time.monotonic()
-    for entry, plan, what in candidates:
-        _reuse(driver, entry, seeds, ATTR_PREFIX)
-        missing = [x for x in seeds if x not in entry.scores]
-        if missing:
-            log(f"held-out stage: {what} replayed from scratch on {len(missing)} seeds {missing}", flush=True)
-            _replay(driver, entry, missing, plan, stage="heldout")
-    summary = _prefer_start(_summary(driver.study, [e for e, _, _ in candidates], seeds, s.reevaluate,
-                                     time.monotonic() - started, start=start))
+    replay_missing(driver, candidates, seeds, "heldout", log)
+    summary = _summary(driver.study, [e for e, _, _ in candidates], seeds, s.reevaluate,
+                       time.monotonic() - started, start=start)
     _store(driver.study, summary)
     driver.study.set_user_attr(HELDOUT_CHOICE, {"generation": last, "winner": summary["winner"]})
     log(format_reevaluation(summary), flush=True)
-    return summary
-
-
-def _prefer_start(summary: dict[str, Any]) -> dict[str, Any]:
-    """A winner whose held-out score only equals the starting config's (a saturated return such as
-    CartPole's 500) does not replace it: the tuning had to beat it.  (The Optuna stage races tied configs
-    on more seeds; a PBT candidate is a whole schedule's replay, so a tie keeps the start.)"""
-    configs = {c["trial"]: c for c in summary["configs"]}
-    start = next((c for c in configs.values() if c["start"] and c["complete"]), None)
-    winner = configs.get(summary["winner"])
-    if start is not None and winner is not None and winner is not start and winner["score"] == start["score"]:
-        summary["winner"] = start["trial"]
     return summary
 
 
@@ -107,7 +89,6 @@ def _candidates(driver: PbtDriver, done: dict[tuple[int, int], Any],
         if len(out) == s.reevaluate.top_k:
             break
     if first is not None and start is None:
-        out.append((_Entry(first, {}), [dict(first.params)] * (last + 1),
-                    "the starting config (member 0's first hyperparameters, held constant)"))
+        out.append(held_constant(first, last + 1))
         start = first.number
     return out, start

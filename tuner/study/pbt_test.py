@@ -52,7 +52,7 @@ from .pbt import PbtDriver, PbtSettings
 from .protocol import TEST_PREFIX, SeedSettings, _scored, _store, _verdict, no_test_stage, pick_test_seeds
 from .reevaluate import _SCORE, ATTR_PREFIX, _Entry, _heldout_cfg, tuning_seeds
 
-__all__ = ["TestReplayDriver", "run_pbt_test"]
+__all__ = ["TestReplayDriver", "run_pbt_test", "replay_missing", "held_constant"]
 
 class TestReplayDriver(PbtDriver):
     """A replay-mode PBT study whose member ``m`` trains ``seeds[m]`` and whose last segments end with
@@ -121,17 +121,11 @@ def run_pbt_test(driver: PbtDriver, log: Any = print) -> dict[str, Any] | None:
     start_is_answer = start is not None and all(p == start.params for p in params)
     replays = [(entry, params, f"the winner's schedule (member {winner}, {len(schedule)} segments)")]
     if start is not None and not start_is_answer:
-        replays.append((_Entry(start, {}), [dict(start.params)] * len(schedule),
-                        "the starting config (member 0's first hyperparameters, held constant)"))
+        replays.append(held_constant(start, len(schedule)))
     entries = [e for e, _, _ in replays]
     started = time.monotonic()
     try:
-        for e, plan, what in replays:
-            _reuse(driver, e, seeds)
-            missing = [x for x in seeds if x not in e.scores]
-            if missing:
-                log(f"test stage: {what} replayed from scratch on {len(missing)} test seeds {missing}", flush=True)
-                _replay(driver, e, missing, plan)
+        replay_missing(driver, replays, seeds, "test", log)
     except KeyboardInterrupt as exc:
         exc.test = _record(driver, entries, seeds, time.monotonic() - started, start_is_answer, interrupted=True)
         raise
@@ -142,6 +136,30 @@ def _starting_segment(driver: PbtDriver, done: dict[tuple[int, int], Any]) -> An
     """Member 0's generation-0 segment (of ``done``, the study's complete segments) when it began with the
     config's own values (``tuner.enqueue_defaults``: the study's starting config); ``None`` otherwise."""
     return done.get((0, 0)) if driver.pbt.enqueue_defaults else None
+
+
+def held_constant(start: Any, generations: int) -> tuple[_Entry, list[dict[str, Any]], str]:
+    """The replay of the starting config held constant: member 0's first segment ``start``, its
+    hyperparameters for each of ``generations`` segments, and how the progress lines name it."""
+    return (_Entry(start, {}), [dict(start.params)] * generations,
+            "the starting config (member 0's first hyperparameters, held constant)")
+
+
+#: a stage's folder -> the prefix of its stored scores and the word its lines use
+STAGES = {"test": (TEST_PREFIX, "test"), "heldout": (ATTR_PREFIX, "held-out")}
+
+
+def replay_missing(driver: PbtDriver, replays: list[tuple[_Entry, list[dict[str, Any]], str]], seeds: list[int],
+                   stage: str, log: Any = print) -> None:
+    """Score each ``(entry, schedule, what)`` on ``seeds``: the scores ``stage`` stored before are reused
+    (:func:`_reuse`), the seeds still missing are replayed from scratch (:func:`_replay`)."""
+    prefix, word = STAGES[stage]
+    for entry, plan, what in replays:
+        _reuse(driver, entry, seeds, prefix)
+        missing = [x for x in seeds if x not in entry.scores]
+        if missing:
+            log(f"{word} stage: {what} replayed from scratch on {len(missing)} {word} seeds {missing}", flush=True)
+            _replay(driver, entry, missing, plan, stage)
 
 
 def _reuse(driver: PbtDriver, entry: _Entry, seeds: list[int], prefix: str = TEST_PREFIX) -> None:
@@ -176,7 +194,7 @@ def _replay(driver: PbtDriver, entry: _Entry, seeds: list[int], schedule: list[d
     t.enqueue_defaults, t.seeds = False, SeedSettings(tuning=None, test=0)
     t.n_jobs = s.reevaluate.n_jobs or s.n_jobs
     t.timeout = s.reevaluate.timeout
-    test = TestReplayDriver(driver, t, seeds, s.reevaluate.episodes, model, "held-out" if stage == "heldout" else stage)
+    test = TestReplayDriver(driver, t, seeds, s.reevaluate.episodes, model, STAGES[stage][1])
     try:
         test.run()
     finally:  # interrupted too: the replays that finished count

@@ -438,7 +438,10 @@ def _summary(study: optuna.Study, entries: list[_Entry], seeds: list[int], s: Re
             return math.inf
         return sign * (c["race_score"] if c["race_score"] is not None else c["score"])
 
-    ranked = sorted((c for c in configs if c["complete"]), key=lambda c: (sign * c["score"], race(c), c["trial"]))
+    # configs still tied after the race: the starting config first (tuning has to beat it; in a tuner=optuna
+    # study it is trial 0, first anyway), then the lower trial number
+    ranked = sorted((c for c in configs if c["complete"]),
+                    key=lambda c: (sign * c["score"], race(c), not c["start"], c["trial"]))
     kept = keep_start(ranked, seeds, sign, s.keep_start)
     return {"seeds": seeds, "tie_seeds": list(raced or []), "episodes": s.episodes, "model": s.model,
             "aggregation": how,
