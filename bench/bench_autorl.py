@@ -16,7 +16,9 @@ another sampler seed):
   ``--seeds`` seeds each (the objective is their mean), so a study's budget is trials x seeds full runs;
 - ``wilcoxon``: TPE with ``pruner=wilcoxon`` (a trial's seeds are its instances; one losing to the best
   trial on the seeds run so far stops early), the same trials and seeds, so it uses at most that budget
-  (it needs 5 seeds per trial to prune at all at p 0.1: ``--seeds 5``);
+  (it needs 5 seeds per trial to prune at all at p 0.1: ``--seeds 5``); with ``--equal-runs`` every
+  Optuna study's budget is trials x seeds training runs instead (``tuner.max_runs``), so the runs
+  Wilcoxon's pruning saves go to more trials: equal budget, as the protocol counts it;
 - ``pbt``: ``tuner=pbt`` with ``population = trials x seeds`` members (the same env steps in all),
   ``--generations`` segments each; ``--pbt-heldout K``: its held-out stage (tuner/study/pbt_heldout.py)
   chooses the answer among the top K members' schedules and the starting config on ``--heldout-seeds``
@@ -89,7 +91,9 @@ def run_optuna(method: str, task: str, repeat: int, a: argparse.Namespace, where
     agent, env = TASKS[task][:2]
     test = TEST_SEEDS[:a.test_seeds]
     args = ["tuner=optuna", *common(agent, env, a), *OPTUNA[method], f"tuner.study_name={task}-{method}-r{repeat}",
-            f"tuner.study_dir={where}", f"tuner.n_trials={a.trials}", f"tuner.n_seeds={a.seeds}",
+            f"tuner.study_dir={where}", f"tuner.n_seeds={a.seeds}",
+            *([f"tuner.n_trials={a.trials * a.seeds}", f"tuner.max_runs={a.trials * a.seeds}"] if a.equal_runs
+              else [f"tuner.n_trials={a.trials}"]),
             f"tuner.sampler_seed={repeat}", f"tuner.n_startup_trials={a.startup}",
             f"tuner.seeds.test=[{','.join(map(str, test))}]",
             "tuner.reevaluate.top_k=2", f"tuner.reevaluate.seeds={a.heldout_seeds}"]
@@ -236,6 +240,9 @@ def main() -> None:
     parser.add_argument("--startup", type=int, default=None,
                         help="TPE's random startup trials (default: min(5, trials // 3); with Optuna's 5 and 6 "
                              "trials, TPE samples what random search samples)")
+    parser.add_argument("--equal-runs", action="store_true",
+                        help="budget the Optuna studies in training runs, trials x seeds (tuner.max_runs), not in "
+                             "trials: a seed the pruner stopped counts one run, so pruning buys more trials")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out", default=os.path.join(REPO, "bench_autorl"))
     parser.add_argument("--override", action="append", default=[],

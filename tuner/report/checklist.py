@@ -15,6 +15,7 @@ import optuna
 from optuna.trial import TrialState
 
 from ..study.outputs import SOURCES, format_cell, study_answer
+from ..study.runner import runs_spent
 
 __all__ = ["checklist"]
 
@@ -90,7 +91,9 @@ def checklist(study: optuna.Study) -> list[str]:
              f"{opt.get('n_jobs', '?')} trials at a time; trial score = {opt.get('aggregation', 'mean')} over "
              f"{per_trial} seed(s)",
              f"- budget: {len(finished)} trials ({n_complete} complete, {len(finished) - n_complete} pruned) x "
-             f"{per_trial} seed(s) = up to {len(finished) * per_trial} training runs; {steps} env steps in trials",
+             f"{per_trial} seed(s) = up to {len(finished) * per_trial} training runs ({runs_spent(trials)} trained"
+             + (f" of tuner.max_runs={opt['max_runs']}" if opt.get("max_runs") else "")
+             + f"); {steps} env steps in trials",
              f"- seeds: tuning {_seeds(tuning)}; held-out (choosing among the top configs) {_seeds(heldout)}; "
              f"test (scoring only) {_seeds(test.get('seeds') or [])}",
              f"- time: {format_cell(wall)} s wall for the trials, {format_cell(cpu)} s CPU in trial processes"

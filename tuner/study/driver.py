@@ -41,12 +41,13 @@ from .runner import (
     RunLimits,
     TrialRunner,
     ask_within,
+    runs_spent,
 )
 from .best_config import group_choices
 from .gpus import GpuPlacer, Placement, visible_gpus
 from .optimisers import WILCOXON, is_grid, target_of
 from .supervisor import START_MARK
-from .settings import TunerSettings, make_pruner, make_sampler
+from .settings import TunerSettings, make_pruner, make_sampler, runs_per_trial
 from .storage import (StudyLock, check_journal, describe, journal_path, make_storage, root_cause, shares_journal,
                       storage_key)
 
@@ -111,7 +112,8 @@ class Driver:
         # how this command searched (the report's AutoRL checklist: the optimiser beside the budget)
         self.study.set_user_attr("optimiser", {"sampler": settings.sampler, "pruner": settings.pruner,
                                                "n_startup_trials": settings.n_startup_trials,
-                                               "n_jobs": settings.n_jobs, "aggregation": settings.aggregation})
+                                               "n_jobs": settings.n_jobs, "aggregation": settings.aggregation,
+                                               "max_runs": settings.max_runs})
         self._enqueue(cfg, settings)
 
     @staticmethod
@@ -199,13 +201,17 @@ class Driver:
             fix = "raise tuner.n_trials to add trials"
         elif cap is not None and len(trials) >= cap:
             why, fix = f"{len(trials)} trials (tuner.max_total_trials={cap})", "raise tuner.max_total_trials"
+        elif self.s.max_runs is not None and runs_spent(trials) + runs_per_trial(self.s) > self.s.max_runs:
+            why = f"{runs_spent(trials)} training runs (tuner.max_runs={self.s.max_runs})"
+            fix = "raise tuner.max_runs"
         else:
             return
         print(f"note: study {self.s.study_name!r} already holds {why}: no trial to run; {fix}, or start a new "
               "study with tuner.study_name=<new>", flush=True)
 
     def _ask(self) -> tuple[str, optuna.Trial | None]:
-        return ask_within(self.study, self.s.n_trials, distributions(self.space), self.s.max_total_trials)
+        return ask_within(self.study, self.s.n_trials, distributions(self.space), self.s.max_total_trials,
+                          self.s.max_runs, runs_per_trial(self.s))
 
     def _compose_trial(self, trial: optuna.Trial, overrides: list[str]) -> Any:
         """The trial's config: the command's overrides plus ``overrides``, composed; the groups' options

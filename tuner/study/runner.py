@@ -33,7 +33,7 @@ from ..run.launcher import TrialProcess, context_for
 from .supervisor import Supervisor, start_refusal
 
 __all__ = ["TrialRunner", "RunLimits", "ask_within", "Terminated", "OPEN", "WAIT", "DONE", "HEARTBEAT_GRACE_S",
-           "NO_DRIVER_GRACE_S", "FINISHED"]
+           "NO_DRIVER_GRACE_S", "FINISHED", "runs_spent"]
 
 HEARTBEAT_GRACE_S = 120.0
 # a runner records itself on a trial right after asking for it, so a RUNNING trial that still has
@@ -80,18 +80,31 @@ class RunLimits:
 
 
 def ask_within(study: optuna.Study, n_trials: int, distributions: dict[str, Any],
-               max_total: int | None = None) -> tuple[str, optuna.Trial | None]:
+               max_total: int | None = None, max_runs: int | None = None,
+               runs_per_trial: int = 1) -> tuple[str, optuna.Trial | None]:
     """Ask for a trial while the study holds fewer than ``n_trials`` finished trials (COMPLETE +
-    PRUNED, whoever ran them) and fewer than ``max_total`` trials in all; ``WAIT`` while running
-    trials could still fill it."""
+    PRUNED, whoever ran them), fewer than ``max_total`` trials in all and, with ``max_runs``, while a
+    new trial's ``runs_per_trial`` training runs still fit the run budget (:func:`runs_spent` plus
+    ``runs_per_trial`` for every running trial); ``WAIT`` while running trials could still fill it
+    (or, pruned early, leave room in the budget)."""
     trials = study.get_trials(deepcopy=False)
     done = sum(t.state in FINISHED for t in trials)
     active = sum(t.state == TrialState.RUNNING for t in trials)
     if done >= n_trials or (max_total is not None and len(trials) >= max_total):
         return DONE, None
+    if max_runs is not None and runs_spent(trials) + (active + 1) * runs_per_trial > max_runs:
+        return (WAIT if active else DONE), None
     if done + active >= n_trials:
         return WAIT, None
     return OPEN, study.ask(distributions)
+
+
+def runs_spent(trials: list[optuna.trial.FrozenTrial]) -> int:
+    """Training runs the finished trials used: each seed a trial trained counts one, a seed stopped
+    by the pruner included (``user_attrs["seeds"]``; a trial pruned by Wilcoxon after 3 of 5 seeds
+    counts 3).  Failed trials do not count (``tuner.max_failures`` bounds them)."""
+    return sum(len(t.user_attrs.get("seeds") or t.user_attrs.get("tuning_seeds") or [0])
+               for t in trials if t.state in FINISHED)
 
 
 class TrialRunner:

@@ -19,7 +19,7 @@ from .protocol import SeedSettings, check_seeds
 from .reevaluate import ReevalSettings, check_reeval
 from .study_schema import PRUNERS, SAMPLERS, StudyFiles, StudySearch, TrialLimits, check_fields
 
-__all__ = ["TunerSettings", "tuner_settings", "make_sampler", "make_pruner", "SAMPLERS", "PRUNERS"]
+__all__ = ["TunerSettings", "tuner_settings", "runs_per_trial", "make_sampler", "make_pruner", "SAMPLERS", "PRUNERS"]
 
 LAUNCHERS = ("local", "submitit_local", "submitit_slurm", "ray")
 
@@ -34,6 +34,9 @@ class TunerSettings(StudySearch, TrialLimits, StudyFiles):
     # one-sided p-value (Optuna's WilcoxonPruner; each seed's final score is an instance)
     wilcoxon_p: float = 0.1
     max_total_trials: Optional[int] = None
+    # the study's budget in training runs, the AutoRL protocol's "full runs x seeds": every seed a trial
+    # trains counts one, so a trial pruned after 2 of its 5 seeds leaves 3 runs for more trials (null: no cap)
+    max_runs: Optional[int] = None
     timeout: Optional[float] = None
     # a search space whose dearest trial is estimated at more than this times its cheapest is refused
     max_cost_ratio: float = 100.0
@@ -72,15 +75,15 @@ def tuner_settings(node: Any) -> TunerSettings:
     # the user's own carries its own p_threshold / lower
     by_name = isinstance(s.pruner, str)
     checks = [
-        (not wilcoxon or _n_seeds(s) >= 2,
+        (not wilcoxon or runs_per_trial(s) >= 2,
          f"tuner.pruner: wilcoxon compares a trial with the best one seed by seed; it needs tuner.n_seeds >= 2 "
-         f"(or tuner.seeds.tuning with two seeds or more), got {_n_seeds(s)}"),
+         f"(or tuner.seeds.tuning with two seeds or more), got {runs_per_trial(s)}"),
         (0.0 < s.wilcoxon_p < 1.0, f"tuner.wilcoxon_p: must be in (0, 1), got {s.wilcoxon_p}"),
         # a trial stops only between its seeds, so it is judged on n - 1 of them at the most
-        (not wilcoxon or not by_name or not 0.0 < s.wilcoxon_p < 1.0 or _n_seeds(s) > wilcoxon_seeds(s.wilcoxon_p),
-         f"tuner.pruner: wilcoxon can never prune with {_n_seeds(s)} seeds at tuner.wilcoxon_p={s.wilcoxon_p:g} "
-         f"(a trial stops only before a seed it has not run, so it is judged on {_n_seeds(s) - 1} at the most, "
-         f"whose smallest one-sided p-value is 1/2**{_n_seeds(s) - 1} = {0.5 ** (_n_seeds(s) - 1):g}); use "
+        (not wilcoxon or not by_name or not 0.0 < s.wilcoxon_p < 1.0 or runs_per_trial(s) > wilcoxon_seeds(s.wilcoxon_p),
+         f"tuner.pruner: wilcoxon can never prune with {runs_per_trial(s)} seeds at tuner.wilcoxon_p={s.wilcoxon_p:g} "
+         f"(a trial stops only before a seed it has not run, so it is judged on {runs_per_trial(s) - 1} at the most, "
+         f"whose smallest one-sided p-value is 1/2**{runs_per_trial(s) - 1} = {0.5 ** (runs_per_trial(s) - 1):g}); use "
          f"tuner.n_seeds >= {wilcoxon_seeds(s.wilcoxon_p) + 1} or a larger tuner.wilcoxon_p"),
         (check_gpus_per_trial(s.gpus_per_trial) is None, str(check_gpus_per_trial(s.gpus_per_trial))),
         # RLIMIT_AS counts virtual memory, and CUDA reserves far more address space than any cap would allow
@@ -92,6 +95,8 @@ def tuner_settings(node: Any) -> TunerSettings:
         (s.worker_launcher in LAUNCHERS,
          f"tuner.worker_launcher: {s.worker_launcher!r} is not one of {', '.join(LAUNCHERS)}"),
         (s.max_total_trials is None or s.max_total_trials > 0, "tuner.max_total_trials: must be > 0"),
+        (s.max_runs is None or s.max_runs >= runs_per_trial(s),
+         f"tuner.max_runs: must hold one trial's {runs_per_trial(s)} seed run(s) at least, got {s.max_runs}"),
         (target_of("pruner", s.pruner) != THRESHOLD or not by_name or s.threshold_lower is not None,
          "tuner.threshold_lower: the threshold pruner needs a lower bound"),
         (s.max_cost_ratio >= 1, f"tuner.max_cost_ratio: must be >= 1, got {s.max_cost_ratio}"),
@@ -120,7 +125,8 @@ def wilcoxon_seeds(p: float) -> int:
     return n
 
 
-def _n_seeds(s: TunerSettings) -> int:
+def runs_per_trial(s: TunerSettings) -> int:
+    """Training runs one trial makes: its tuning seeds (``tuner.seeds.tuning``), else ``tuner.n_seeds``."""
     tuning = s.seeds.tuning
     return len(tuning) if tuning else s.n_seeds
 

@@ -129,7 +129,7 @@ def test_bad_value_is_one_line_naming_its_key(key, value, _corpus) -> None:
 TUNER = [("percentile", "150"), ("percentile", "-1"), ("n_warmup_steps", "-1"), ("timeout", "-1"),
          ("timeout", "0"), ("max_failures", "-1"), ("n_startup_trials", "-1"), ("sampler_seed", "-1"),
          ("n_trials", "0"), ("n_jobs", "0"), ("n_seeds", "0"), ("report_every", "0"),
-         ("max_total_trials", "0"), ("trial_timeout", "-5"), ("trial_memory_mb", "0"), ("sampler", "bogus"),
+         ("max_total_trials", "0"), ("max_runs", "0"), ("trial_timeout", "-5"), ("trial_memory_mb", "0"), ("sampler", "bogus"),
          ("pruner", "bogus"), ("direction", "sideways"), ("aggregation", "max"), ("study_name", "../x"),
          ("study_name", "''"), ("max_cost_ratio", "0.5"), ("reevaluate.top_k", "-1"), ("reevaluate.episodes", "0"),
          ("reevaluate.seeds", "0"), ("reevaluate.timeout", "-1"), ("reevaluate.n_jobs", "0"),

@@ -143,6 +143,66 @@ def test_wilcoxon_pruner_stops_a_trial_worse_on_every_seed_after_four_seeds(tmp_
     assert broke.intermediate_values == {i: 0.0 for i in range(4)} and len(broke.user_attrs["seeds"]) == 4
 
 
+def test_a_run_budget_counts_the_seeds_trials_trained_so_pruning_buys_trials() -> None:
+    """``tuner.max_runs`` by hand, 5 seeds a trial, a budget of 12 runs: a complete trial (5 runs) and
+    one pruned after 2 seeds (2 runs) leave 5, enough for one more trial; while it runs it holds its
+    5, so no other starts (WAIT: pruned early it may leave room); pruned after 3 it leaves 2, less than
+    a trial: DONE.  A failed trial costs nothing; without the budget, n_trials decides alone."""
+    import optuna
+    from optuna.trial import TrialState
+
+    from tuner.study.runner import DONE, OPEN, WAIT, ask_within, runs_spent
+
+    study = optuna.create_study(direction="maximize")
+    for seeds, state in ((5, TrialState.COMPLETE), (2, TrialState.PRUNED), (5, TrialState.FAIL)):
+        trial = study.ask()
+        trial.set_user_attr("tuning_seeds", list(range(5)))
+        if state != TrialState.FAIL:
+            trial.set_user_attr("seeds", [{"seed": i} for i in range(seeds)])
+        study.tell(trial, 1.0 if state == TrialState.COMPLETE else None, state=state)
+    assert runs_spent(study.trials) == 7
+    state, running = ask_within(study, 100, {}, max_runs=12, runs_per_trial=5)
+    assert state == OPEN and running is not None
+    assert ask_within(study, 100, {}, max_runs=12, runs_per_trial=5) == (WAIT, None)
+    state, extra = ask_within(study, 100, {}, max_runs=17, runs_per_trial=5)  # 7 + 2 x 5 fits 17
+    assert state == OPEN
+    study.tell(extra, state=TrialState.FAIL)
+    running.set_user_attr("seeds", [{"seed": i} for i in range(3)])
+    study.tell(running, state=TrialState.PRUNED)
+    assert runs_spent(study.trials) == 10
+    assert ask_within(study, 100, {}, max_runs=12, runs_per_trial=5) == (DONE, None)
+    assert ask_within(study, 100, {}, max_runs=None, runs_per_trial=5)[0] == OPEN
+
+
+def test_a_wilcoxon_study_spends_the_runs_its_pruning_saves_on_more_trials(tmp_path) -> None:
+    """A budget of 14 runs at 5 seeds a trial is two whole trials.  Trial 0 (Steady-v0, 50 on every
+    seed) runs its 5; the Broke-v0 trials (0 on every seed) are pruned by Wilcoxon after 4 seeds
+    (p = 1/16 < 0.1), so trial 1 leaves 14 - 9 = 5 runs: trial 2 starts, is pruned after 4 (13 spent),
+    and the 1 run left is less than a trial: the study stops at 3 trials of its n_trials=10.  The
+    report's checklist states the runs against the budget."""
+    import optuna
+
+    # eval.episodes tells the enqueued Broke-v0 trials apart (Optuna skips an enqueued duplicate); it
+    # changes no score
+    enqueue = ",".join(f"{{env.id: {env}, eval.episodes: {n}}}" for env, n in
+                       (("Steady-v0", 1), ("Broke-v0", 1), ("Broke-v0", 2), ("Broke-v0", 3)))
+    run_app(["tuner=optuna", "tuner.study_name=budget", "env.module=tests.tuner.lucky_envs", "env.id=Broke-v0",
+             "search=none", "+search.values.env.id='choice(Steady-v0, Broke-v0)'",
+             "+search.values.eval.episodes='choice(1, 2, 3)'", "tuner.sampler=random",
+             "tuner.n_trials=10", "tuner.max_runs=14", "tuner.pruner=wilcoxon", "tuner.n_warmup_steps=0",
+             "tuner.n_seeds=5", f"+tuner.enqueue=[{enqueue}]",
+             "tuner.reevaluate.top_k=0", "tuner.seeds.test=0", *TINY, "budget.steps=40"],
+            cwd=str(tmp_path))
+    study = optuna.load_study(study_name="budget", storage=optuna.storages.JournalStorage(
+        optuna.storages.journal.JournalFileBackend(str(tmp_path / "studies" / "journal.log"))))
+    ran = [t for t in study.trials if t.state.name != "WAITING"]  # the enqueued ones left over stay queued
+    assert [(t.state.name, len(t.user_attrs["seeds"])) for t in ran] == [
+        ("COMPLETE", 5), ("PRUNED", 4), ("PRUNED", 4)]
+    report = (tmp_path / "studies" / "budget" / "report" / "report.md").read_text()
+    assert "3 trials (1 complete, 2 pruned) x 5 seed(s) = up to 15 training runs (13 trained of " \
+           "tuner.max_runs=14)" in report
+
+
 def test_a_pruned_start_that_wins_has_a_test_score_and_no_gap() -> None:
     """The held-out winner can be the starting config after a pruner stopped it (a pruned trial that
     reported nothing has no tuning value): the test stage scores it and leaves the gap empty."""
