@@ -186,13 +186,13 @@ def test_a_wilcoxon_study_spends_the_runs_its_pruning_saves_on_more_trials(tmp_p
     # changes no score
     enqueue = ",".join(f"{{env.id: {env}, eval.episodes: {n}}}" for env, n in
                        (("Steady-v0", 1), ("Broke-v0", 1), ("Broke-v0", 2), ("Broke-v0", 3)))
-    run_app(["tuner=optuna", "tuner.study_name=budget", "env.module=tests.tuner.lucky_envs", "env.id=Broke-v0",
-             "search=none", "+search.values.env.id='choice(Steady-v0, Broke-v0)'",
-             "+search.values.eval.episodes='choice(1, 2, 3)'", "tuner.sampler=random",
-             "tuner.n_trials=10", "tuner.max_runs=14", "tuner.pruner=wilcoxon", "tuner.n_warmup_steps=0",
-             "tuner.n_seeds=5", f"+tuner.enqueue=[{enqueue}]",
-             "tuner.reevaluate.top_k=0", "tuner.seeds.test=0", *TINY, "budget.steps=40"],
-            cwd=str(tmp_path))
+    args = ["tuner=optuna", "tuner.study_name=budget", "env.module=tests.tuner.lucky_envs", "env.id=Broke-v0",
+            "search=none", "+search.values.env.id='choice(Steady-v0, Broke-v0)'",
+            "+search.values.eval.episodes='choice(1, 2, 3)'", "tuner.sampler=random",
+            "tuner.n_trials=10", "tuner.max_runs=14", "tuner.pruner=wilcoxon", "tuner.n_warmup_steps=0",
+            "tuner.n_seeds=5", f"+tuner.enqueue=[{enqueue}]",
+            "tuner.reevaluate.top_k=0", "tuner.seeds.test=0", *TINY, "budget.steps=40"]
+    run_app(args, cwd=str(tmp_path))
     study = optuna.load_study(study_name="budget", storage=optuna.storages.JournalStorage(
         optuna.storages.journal.JournalFileBackend(str(tmp_path / "studies" / "journal.log"))))
     ran = [t for t in study.trials if t.state.name != "WAITING"]  # the enqueued ones left over stay queued
@@ -201,6 +201,10 @@ def test_a_wilcoxon_study_spends_the_runs_its_pruning_saves_on_more_trials(tmp_p
     report = (tmp_path / "studies" / "budget" / "report" / "report.md").read_text()
     assert "3 trials (1 complete, 2 pruned) x 5 seed(s) = up to 15 training runs (13 trained of " \
            "tuner.max_runs=14)" in report
+    again = run_app(args, cwd=str(tmp_path))  # the budget is spent: the re-run says so and runs nothing
+    assert "note: study 'budget' already holds 13 training runs (tuner.max_runs=14): no trial to run; raise " \
+           "tuner.max_runs" in again.stdout
+    assert len(study.get_trials(states=(optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED))) == 3
 
 
 def test_a_pruned_start_that_wins_has_a_test_score_and_no_gap() -> None:
