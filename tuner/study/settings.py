@@ -74,16 +74,17 @@ def tuner_settings(node: Any) -> TunerSettings:
     # the checks of tuner.wilcoxon_p / tuner.threshold_lower apply where the pruner is a name: a node of
     # the user's own carries its own p_threshold / lower
     by_name = isinstance(s.pruner, str)
+    seeds = runs_per_trial(s)
     checks = [
-        (not wilcoxon or runs_per_trial(s) >= 2,
+        (not wilcoxon or seeds >= 2,
          f"tuner.pruner: wilcoxon compares a trial with the best one seed by seed; it needs tuner.n_seeds >= 2 "
-         f"(or tuner.seeds.tuning with two seeds or more), got {runs_per_trial(s)}"),
+         f"(or tuner.seeds.tuning with two seeds or more), got {seeds}"),
         (0.0 < s.wilcoxon_p < 1.0, f"tuner.wilcoxon_p: must be in (0, 1), got {s.wilcoxon_p}"),
         # a trial stops only between its seeds, so it is judged on n - 1 of them at the most
-        (not wilcoxon or not by_name or not 0.0 < s.wilcoxon_p < 1.0 or runs_per_trial(s) > wilcoxon_seeds(s.wilcoxon_p),
-         f"tuner.pruner: wilcoxon can never prune with {runs_per_trial(s)} seeds at tuner.wilcoxon_p={s.wilcoxon_p:g} "
-         f"(a trial stops only before a seed it has not run, so it is judged on {runs_per_trial(s) - 1} at the most, "
-         f"whose smallest one-sided p-value is 1/2**{runs_per_trial(s) - 1} = {0.5 ** (runs_per_trial(s) - 1):g}); use "
+        (not wilcoxon or not by_name or not 0.0 < s.wilcoxon_p < 1.0 or seeds > wilcoxon_seeds(s.wilcoxon_p),
+         f"tuner.pruner: wilcoxon can never prune with {seeds} seeds at tuner.wilcoxon_p={s.wilcoxon_p:g} "
+         f"(a trial stops only before a seed it has not run, so it is judged on {seeds - 1} at the most, "
+         f"whose smallest one-sided p-value is 1/2**{seeds - 1} = {0.5 ** (seeds - 1):g}); use "
          f"tuner.n_seeds >= {wilcoxon_seeds(s.wilcoxon_p) + 1} or a larger tuner.wilcoxon_p"),
         (check_gpus_per_trial(s.gpus_per_trial) is None, str(check_gpus_per_trial(s.gpus_per_trial))),
         # RLIMIT_AS counts virtual memory, and CUDA reserves far more address space than any cap would allow
@@ -95,8 +96,8 @@ def tuner_settings(node: Any) -> TunerSettings:
         (s.worker_launcher in LAUNCHERS,
          f"tuner.worker_launcher: {s.worker_launcher!r} is not one of {', '.join(LAUNCHERS)}"),
         (s.max_total_trials is None or s.max_total_trials > 0, "tuner.max_total_trials: must be > 0"),
-        (s.max_runs is None or s.max_runs >= runs_per_trial(s),
-         f"tuner.max_runs: must hold one trial's {runs_per_trial(s)} seed run(s) at least, got {s.max_runs}"),
+        (s.max_runs is None or s.max_runs >= seeds,
+         f"tuner.max_runs: must hold one trial's {seeds} seed run(s) at least, got {s.max_runs}"),
         (target_of("pruner", s.pruner) != THRESHOLD or not by_name or s.threshold_lower is not None,
          "tuner.threshold_lower: the threshold pruner needs a lower bound"),
         (s.max_cost_ratio >= 1, f"tuner.max_cost_ratio: must be >= 1, got {s.max_cost_ratio}"),
