@@ -103,8 +103,17 @@ def runs_spent(trials: list[optuna.trial.FrozenTrial]) -> int:
     """Training runs the finished trials used: each seed a trial trained counts one, a seed stopped
     by the pruner included (``user_attrs["seeds"]``; a trial pruned by Wilcoxon after 3 of 5 seeds
     counts 3).  Failed trials do not count (``tuner.max_failures`` bounds them)."""
-    return sum(len(t.user_attrs.get("seeds") or t.user_attrs.get("tuning_seeds") or [0])
-               for t in trials if t.state in FINISHED)
+    return sum(_seed_count(t) for t in trials if t.state in FINISHED)
+
+
+def _seed_count(t: optuna.trial.FrozenTrial) -> int:
+    """The seeds a trial trained: its ``seeds`` record, else its ``tuning_seeds``, else 1.  Stored
+    attrs are data: a value that is not a non-empty list (a hand-edited journal) falls through."""
+    for key in ("seeds", "tuning_seeds"):
+        value = t.user_attrs.get(key)
+        if isinstance(value, list) and value:
+            return len(value)
+    return 1
 
 
 class TrialRunner:

@@ -172,6 +172,15 @@ def test_a_run_budget_counts_the_seeds_trials_trained_so_pruning_buys_trials() -
     assert runs_spent(study.trials) == 10
     assert ask_within(study, 100, {}, max_runs=12, runs_per_trial=5) == (DONE, None)
     assert ask_within(study, 100, {}, max_runs=None, runs_per_trial=5)[0] == OPEN
+    # stored attrs are data: a record that is not a list falls back to the tuning seeds (5), then to 1
+    odd = study.ask()
+    odd.set_user_attr("seeds", 7)
+    odd.set_user_attr("tuning_seeds", list(range(5)))
+    study.tell(odd, 1.0)
+    odder = study.ask()
+    odder.set_user_attr("seeds", "abc")
+    study.tell(odder, 1.0)
+    assert runs_spent(study.trials) == 10 + 5 + 1
 
 
 def test_a_wilcoxon_study_spends_the_runs_its_pruning_saves_on_more_trials(tmp_path) -> None:
