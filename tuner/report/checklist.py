@@ -14,6 +14,7 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
+from ..study.attrs import integer, mapping, number, seed_list
 from ..study.outputs import SOURCES, format_cell, study_answer
 from ..study.runner import runs_spent
 
@@ -53,9 +54,8 @@ def _times(study: optuna.Study) -> tuple[float | None, float | None]:
     starts = [t.datetime_start for t in trials if t.datetime_start]
     ends = [t.datetime_complete for t in trials if t.datetime_complete]
     wall = (max(ends) - min(starts)).total_seconds() if starts and ends else None
-    cpu = [t.user_attrs.get("cpu_time_s") for t in trials]
-    cpu_total = sum(c for c in cpu if isinstance(c, (int, float))) if any(isinstance(c, (int, float)) for c in cpu) \
-        else None
+    cpu = [c for c in (number(t.user_attrs.get("cpu_time_s")) for t in trials) if c is not None]
+    cpu_total = sum(cpu) if cpu else None
     return wall, cpu_total
 
 
@@ -65,10 +65,10 @@ def trained_steps(trials: list[Any]) -> int:
     by_number = {t.number: t for t in trials}
     total = 0
     for t in trials:
-        steps = t.user_attrs.get("env_steps") or 0
-        parent = by_number.get(t.user_attrs.get("pbt_parent_trial"))
+        steps = number(t.user_attrs.get("env_steps")) or 0
+        parent = by_number.get(integer(t.user_attrs.get("pbt_parent_trial")))
         if parent is not None:
-            steps -= parent.user_attrs.get("env_steps") or 0
+            steps -= number(parent.user_attrs.get("env_steps")) or 0
         total += max(int(steps), 0)
     return total
 
@@ -77,12 +77,12 @@ def checklist(study: optuna.Study) -> list[str]:
     """Markdown lines of the checklist section."""
     trials = study.get_trials(deepcopy=False)
     finished = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
-    tuning = [int(s) for t in trials for s in t.user_attrs.get("tuning_seeds") or []]
-    per_trial = max((len(t.user_attrs.get("tuning_seeds") or [0]) for t in finished), default=1)
+    tuning = [s for t in trials for s in seed_list(t.user_attrs.get("tuning_seeds")) or []]
+    per_trial = max((len(seed_list(t.user_attrs.get("tuning_seeds")) or [0]) for t in finished), default=1)
     steps = trained_steps(trials)
-    heldout = study.user_attrs.get("heldout_seeds") or []
-    test = study.user_attrs.get("test") or {}
-    opt = study.user_attrs.get("optimiser") or {}
+    heldout = seed_list(study.user_attrs.get("heldout_seeds")) or []
+    test = mapping(study.user_attrs.get("test"))
+    opt = mapping(study.user_attrs.get("optimiser"))
     answer = study_answer(study)
     wall, cpu = _times(study)
     n_complete = sum(t.state == TrialState.COMPLETE for t in trials)
@@ -95,9 +95,9 @@ def checklist(study: optuna.Study) -> list[str]:
              + (f" of tuner.max_runs={opt['max_runs']}" if opt.get("max_runs") else "")
              + f"); {steps} env steps in trials",
              f"- seeds: tuning {_seeds(tuning)}; held-out (choosing among the top configs) {_seeds(heldout)}; "
-             f"test (scoring only) {_seeds(test.get('seeds') or [])}",
+             f"test (scoring only) {_seeds(seed_list(test.get('seeds')) or [])}",
              f"- time: {format_cell(wall)} s wall for the trials, {format_cell(cpu)} s CPU in trial processes"
-             + (f"; test stage {format_cell(test.get('wall_time_s'))} s wall" if test else "")]
+             + (f"; test stage {format_cell(number(test.get('wall_time_s')))} s wall" if test else "")]
     if answer is not None:
         how = SOURCES.get(answer["source"], answer["source"])
         gap = answer["tuning_value"] - answer["test_mean"] if answer.get("test_mean") is not None \

@@ -26,6 +26,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from ..common.redact import redact_text, scrub
 from ..logs.curves import pyplot, reward_curve, training_figure
+from ..study.attrs import text
 from ..study.outputs import (
     SOURCES,
     describe_answer,
@@ -59,7 +60,7 @@ def _complete(study: optuna.Study) -> list[FrozenTrial]:
 
 def _results(trial: FrozenTrial) -> dict[str, Any] | None:
     """The trial's ``result.json`` (the first seed's when the trial ran several)."""
-    run_dir = trial.user_attrs.get("run_dir")
+    run_dir = text(trial.user_attrs.get("run_dir"))
     if not run_dir:
         return None
     candidates = [os.path.join(run_dir, "result.json")]
@@ -95,7 +96,7 @@ def _finder_arrays(study: optuna.Study) -> list[tuple[int, dict[str, np.ndarray]
     """``finder.npz`` of LR range tests (tuner.finders) in the trials' run dirs."""
     out = []
     for t in _complete(study):
-        path = os.path.join(t.user_attrs.get("run_dir") or "", "finder.npz")
+        path = os.path.join(text(t.user_attrs.get("run_dir")), "finder.npz")
         if os.path.exists(path):
             from note_rl.core.checkpoint import CheckpointError, check_npz_sizes
 

@@ -11,6 +11,7 @@ from optuna.trial import TrialState
 
 from ..common.redact import redact_text, scrub
 from ..logs.results import write_json
+from .attrs import integer, mapping, number, seed_list, text, trial_index
 from .best_config import trial_config_body
 
 __all__ = ["study_summary", "write_outputs", "summary_table", "rerun_command", "study_answer", "format_cell",
@@ -47,22 +48,23 @@ def study_answer(study: optuna.Study) -> dict[str, Any] | None:
     best = _best(study)
     if best is None:
         return None
-    winner, pbt = study.user_attrs.get("heldout_winner"), study.user_attrs.get(PBT_ANSWER)
     trials = study.get_trials(deepcopy=False)
+    winner = trial_index(study.user_attrs.get("heldout_winner"), len(trials))
+    pbt = trial_index(study.user_attrs.get(PBT_ANSWER), len(trials))
     trial, source = best, "tuning"
-    if isinstance(pbt, int) and pbt < len(trials):
+    if pbt is not None:
         trial, source = trials[pbt], "pbt"
-    elif isinstance(winner, int) and winner < len(trials):
+    elif winner is not None:
         trial, source = trials[winner], "heldout"
-    held = study.user_attrs.get(f"heldout:{trial.number:04d}") or {}
-    test = study.user_attrs.get("test") or {}
-    tested = test.get("answer_trial") == trial.number
+    held = mapping(study.user_attrs.get(f"heldout:{trial.number:04d}"))
+    test = mapping(study.user_attrs.get("test"))
+    tested = integer(test.get("answer_trial")) == trial.number
     return {"trial": trial.number, "source": source, "params": trial.params, "tuning_value": trial.value,
-            "heldout_mean": held.get("mean"), "test_mean": test.get("answer_mean") if tested else None,
-            "test_seeds": test.get("seeds") if tested else None,
-            "start_trial": test.get("start_trial") if tested else None,
-            "start_test_mean": test.get("start_mean") if tested else None,
-            "verdict": test.get("verdict") if tested else None,
+            "heldout_mean": number(held.get("mean")), "test_mean": number(test.get("answer_mean")) if tested else None,
+            "test_seeds": seed_list(test.get("seeds")) if tested else None,
+            "start_trial": integer(test.get("start_trial")) if tested else None,
+            "start_test_mean": number(test.get("start_mean")) if tested else None,
+            "verdict": (text(test.get("verdict")) or None) if tested else None,
             "best_tuning_trial": best.number, "best_tuning_value": best.value}
 
 
@@ -124,7 +126,7 @@ def write_outputs(study: optuna.Study, study_dir: str, storage: str,
     summary["reevaluation"] = reevaluation
     summary["best_config_source"] = source if best is not None else None
     summary["best_config_trial"] = best.number if best is not None else None
-    config = os.path.join(best.user_attrs.get("run_dir", ""), "config.yaml") if best is not None else ""
+    config = os.path.join(text(best.user_attrs.get("run_dir")), "config.yaml") if best is not None else ""
     cfg = _trial_config(config)
     if cfg is not None:
         cfg.tuner = {"name": "none"}

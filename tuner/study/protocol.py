@@ -26,6 +26,7 @@ from omegaconf import OmegaConf
 from optuna.trial import FrozenTrial
 
 from ..common.errors import ConfigError
+from .attrs import seed_list
 from .outputs import SOURCES
 from .reevaluate import (
     MAX_COUNT,
@@ -132,7 +133,7 @@ def run_test(study: optuna.Study, study_dir: str, seeds: SeedSettings, reeval: R
         entries += [_Entry(start, cfg) for cfg in [_config(start, trust)] if cfg is not None]
     if not entries:
         return None
-    used = tuning_seeds(study, trust) | {int(s) for s in study.user_attrs.get("heldout_seeds") or []}
+    used = tuning_seeds(study, trust) | set(seed_list(study.user_attrs.get("heldout_seeds")) or [])
     used |= {int(s) for s in (heldout or {}).get("tie_seeds") or []}
     test = pick_test_seeds(seeds.test, used)
     started = time.monotonic()

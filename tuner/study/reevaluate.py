@@ -32,6 +32,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from ..common.errors import ConfigError
 from ..run.trial_worker import aggregate
+from .attrs import number, seed_list, text
 from .jobs import Job, run_jobs
 from .study_schema import aggregation_ok
 from .supervisor import is_start
@@ -137,7 +138,7 @@ class Trust:
 def _config(trial: FrozenTrial, trust: Trust = Trust()) -> dict[str, Any] | None:
     from ..config.untrusted import UntrustedFileError, load_run_config
 
-    folder = trial.user_attrs.get("run_dir", "")
+    folder = text(trial.user_attrs.get("run_dir"))
     if not os.path.isfile(os.path.join(folder, "config.yaml")):
         return None
     try:
@@ -149,11 +150,13 @@ def _config(trial: FrozenTrial, trust: Trust = Trust()) -> dict[str, Any] | None
 
 
 def tuning_seeds(study: optuna.Study, trust: Trust = Trust()) -> set[int]:
-    """Every seed a trial of the study trained on (its ``tuning_seeds`` attribute, else its config's)."""
+    """Every seed a trial of the study trained on (its ``tuning_seeds`` attribute, else its config's:
+    also where the attribute is not a list of seeds, as in a hand-edited journal)."""
     used: set[int] = set()
     for t in study.get_trials(deepcopy=False):
-        if "tuning_seeds" in t.user_attrs:
-            used.update(int(s) for s in t.user_attrs["tuning_seeds"])
+        stored = seed_list(t.user_attrs.get("tuning_seeds"))
+        if stored is not None:
+            used.update(stored)
         else:
             cfg = _config(t, trust)
             if cfg is not None:
@@ -372,11 +375,11 @@ def estimate(study: optuna.Study, runs: int, n_jobs: int) -> str:
     complete trials (each trains the same budget), ``n_jobs`` at a time; empty without such trials."""
     per_seed = []
     for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-        seeds = len(t.user_attrs.get("tuning_seeds") or [0])
-        wall = t.user_attrs.get("wall_time_s")
-        if not isinstance(wall, (int, float)) and t.duration is not None:
+        seeds = len(seed_list(t.user_attrs.get("tuning_seeds")) or [0])
+        wall = number(t.user_attrs.get("wall_time_s"))
+        if wall is None and t.duration is not None:
             wall = t.duration.total_seconds()
-        if isinstance(wall, (int, float)) and wall > 0:
+        if wall is not None and wall > 0:
             per_seed.append(wall / max(1, seeds))
     if not per_seed:
         return ""

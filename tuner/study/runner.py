@@ -30,6 +30,7 @@ from ..common.errors import ConfigError, error_line
 from ..common.interrupts import Terminated, sigterm_raises
 from ..common.messages import TrialSpec
 from ..run.launcher import TrialProcess, context_for
+from .attrs import seed_list
 from .supervisor import Supervisor, start_refusal
 
 __all__ = ["TrialRunner", "RunLimits", "ask_within", "Terminated", "OPEN", "WAIT", "DONE", "HEARTBEAT_GRACE_S",
@@ -109,11 +110,10 @@ def runs_spent(trials: list[optuna.trial.FrozenTrial]) -> int:
 def _seed_count(t: optuna.trial.FrozenTrial) -> int:
     """The seeds a trial trained: its ``seeds`` record, else its ``tuning_seeds``, else 1.  Stored
     attrs are data: a value that is not a non-empty list (a hand-edited journal) falls through."""
-    for key in ("seeds", "tuning_seeds"):
-        value = t.user_attrs.get(key)
-        if isinstance(value, list) and value:
-            return len(value)
-    return 1
+    record, tuning = t.user_attrs.get("seeds"), seed_list(t.user_attrs.get("tuning_seeds"))
+    if isinstance(record, list) and record:
+        return len(record)
+    return len(tuning) if tuning is not None else 1
 
 
 class TrialRunner:

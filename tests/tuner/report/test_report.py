@@ -155,3 +155,36 @@ def test_report_without_arguments_reports_the_only_study_here(tmp_path, monkeypa
     assert main("report", ["wandb=none"]) == 0
     assert "report of study 's':" in capsys.readouterr().out
     assert (tmp_path / "studies" / "s" / "report" / "report.md").is_file()
+
+
+#: every attribute the report and the protocol read, each with a value of the wrong shape
+HOSTILE_TRIAL = {"tuning_seeds": 7, "seeds": "abc", "env_steps": "x", "cpu_time_s": [1], "wall_time_s": "x",
+                 "pbt_parent_trial": [0], "run_dir": 5, "fail_reason": {"a": 1}}
+HOSTILE_STUDY = {"heldout_seeds": 3, "test": 5, "optimiser": [1], "heldout_winner": "0", "heldout:0000": [2],
+                 "pbt_answer": -1}
+
+
+def test_a_study_whose_stored_attributes_were_hand_edited_still_reports(tmp_path, monkeypatch, capsys) -> None:
+    """Stored attributes are data: a journal edited by hand (or written by another program) with a
+    value of the wrong shape under every key the report reads loses that value, not the report."""
+    from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+    from tuner.cli.subcommands import main
+
+    (tmp_path / "studies" / "s").mkdir(parents=True)
+    storage = JournalStorage(JournalFileBackend(str(tmp_path / "studies" / "journal.log")))
+    study = optuna.create_study(study_name="s", storage=storage, direction="maximize")
+    for key, value in HOSTILE_STUDY.items():
+        study.set_user_attr(key, value)
+    for number in range(3):
+        trial = study.ask({"x": optuna.distributions.FloatDistribution(0, 1)})
+        for key, value in HOSTILE_TRIAL.items():
+            trial.set_user_attr(key, value)
+        study.tell(trial, float(number) if number < 2 else None,
+                   state=optuna.trial.TrialState.COMPLETE if number < 2 else optuna.trial.TrialState.FAIL)
+    monkeypatch.chdir(tmp_path)
+    assert main("report", ["wandb=none"]) == 0
+    assert "report of study 's':" in capsys.readouterr().out
+    text = (tmp_path / "studies" / "s" / "report" / "report.md").read_text()
+    assert "- seeds: tuning -; held-out (choosing among the top configs) -; test (scoring only) -" in text
+    assert "- answer: trial 1 (best tuning score)" in text
