@@ -88,7 +88,7 @@ class NoteOptunaSweeper(Sweeper):
         import optuna
 
         from tuner.config.search import distributions
-        from tuner.study.runner import RunLimits, TrialRunner, ask_within
+        from tuner.study.runner import RunLimits, TrialRunner, ask_within, why_full
         from tuner.study.settings import TunerSettings, make_pruner, make_sampler
         from tuner.study.storage import StudyLock, make_storage, own_journal
 
@@ -130,6 +130,12 @@ class NoteOptunaSweeper(Sweeper):
                                             pruner=make_pruner(settings), direction=self.conf.direction,
                                             load_if_exists=True)
                 self._record_identity(study)
+                # how this sweep searched (the report's AutoRL checklist: the optimiser beside the budget)
+                study.set_user_attr("optimiser", {"sampler": _plain(sampler), "pruner": _plain(self.conf.pruner),
+                                                  "n_startup_trials": startup, "n_jobs": self.conf.n_jobs,
+                                                  "aggregation": self.conf.aggregation,
+                                                  "max_runs": self.conf.max_runs,
+                                                  "max_runs_key": "hydra.sweeper.max_runs"})
                 self._enqueue(study, space, sampler)
         except Exception as exc:  # noqa: BLE001 - no server, wrong password, missing database...
             from tuner.study.storage import describe, root_cause
@@ -149,8 +155,13 @@ class NoteOptunaSweeper(Sweeper):
         from tuner.report.report import report_study
         from tuner.study.storage import describe
 
+        full = why_full(study.get_trials(deepcopy=False), c.n_trials, None, c.max_runs, c.n_seeds, "hydra.sweeper")
+        if full is not None:  # a re-run of a finished sweep says why it runs nothing
+            print(f"note: study {name!r} already holds {full[0]}: no trial to run; {full[1]}, or sweep into a new "
+                  "hydra.sweep.dir", flush=True)
         try:
-            TrialRunner(study, lock, limits).run(lambda: ask_within(study, c.n_trials, distributions(space)),
+            TrialRunner(study, lock, limits).run(lambda: ask_within(study, c.n_trials, distributions(space),
+                                                                    max_runs=c.max_runs, runs_per_trial=c.n_seeds),
                                                  lambda trial: self._prepare(trial, space, fixed, sweep_dir),
                                                  on_change=progress.update)
         finally:  # also on Ctrl-C / SIGTERM (the runner has killed and failed the running trials)
@@ -199,11 +210,14 @@ class NoteOptunaSweeper(Sweeper):
         ``tuner.storage``: in-memory SQLite, a FIFO or a folder as a journal, an unsupported URL refused),
         named as the sweeper's keys (``hydra.sweeper.n_jobs``); so is the sampler the sweeper's
         ``sampler`` (a name or a node) chooses."""
-        from tuner.study.study_schema import StudySearch, check_fields, check_value
-
+        from tuner.common.errors import ConfigError
         from tuner.study.settings import TunerSettings
+        from tuner.study.study_schema import StudySearch, check_fields, check_value, run_budget_problem
 
         check_fields(self.conf, "hydra.sweeper")
+        problem = run_budget_problem(self.conf.max_runs, self.conf.n_seeds)
+        if problem is not None:
+            raise ConfigError(f"hydra.sweeper.max_runs: {problem}")
         choice = sampler_choice(self.conf)
         for key, value in zip(("sampler", "sampler_seed", "n_startup_trials"), choice):
             check_value(StudySearch, key, value, "hydra.sweeper")
@@ -241,8 +255,10 @@ class NoteOptunaSweeper(Sweeper):
         plain["logger"]["p"] = 0
         self._trial_config = plain
         c = self.conf
+        configs = seed_configs(plain, c.n_seeds)
+        trial.set_user_attr("tuning_seeds", [cfg["seed"] for cfg in configs])  # as tuner=optuna's: the report reads them
         return TrialSpec(trial=trial.number, backend=plain["backend"]["name"], run_dir=run_dir,
-                         configs=seed_configs(plain, c.n_seeds), report_every=c.report_every,
+                         configs=configs, report_every=c.report_every,
                          aggregation=c.aggregation, memory_mb=c.trial_memory_mb,
                          log_path=os.path.join(run_dir, "trial.log"),
                          wandb=trial_meta(trial.study.study_name, trial.number, trial.params))
@@ -288,6 +304,11 @@ class NoteOptunaSweeper(Sweeper):
 #: the published hydra-optuna-sweeper's ``sampler._target_`` classes and this sweeper's names for them
 _OPTUNA_SAMPLERS = {"TPESampler": "tpe", "RandomSampler": "random", "CmaEsSampler": "cmaes",
                     "GPSampler": "gp", "GridSampler": "grid", "QMCSampler": "qmc"}
+
+
+def _plain(node: Any) -> Any:
+    """A config node as plain containers (what a study attribute can hold); anything else as it is."""
+    return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
 
 
 def sampler_choice(conf: NoteOptunaSweeperConf) -> tuple[Any, int | None, int]:

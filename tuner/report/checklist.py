@@ -14,7 +14,7 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
-from ..study.attrs import integer, mapping, number, seed_list
+from ..study.attrs import integer, mapping, number, seed_list, text
 from ..study.outputs import SOURCES, format_cell, study_answer
 from ..study.runner import runs_spent
 
@@ -92,7 +92,7 @@ def checklist(study: optuna.Study) -> list[str]:
              f"{per_trial} seed(s)",
              f"- budget: {len(finished)} trials ({n_complete} complete, {len(finished) - n_complete} pruned) x "
              f"{per_trial} seed(s) = up to {len(finished) * per_trial} training runs ({runs_spent(trials)} trained"
-             + (f" of tuner.max_runs={opt['max_runs']}" if opt.get("max_runs") else "")
+             + (f" of {text(opt.get('max_runs_key'), 'tuner.max_runs')}={opt['max_runs']}" if opt.get("max_runs") else "")
              + f"); {steps} env steps in trials",
              f"- seeds: tuning {_seeds(tuning)}; held-out (choosing among the top configs) {_seeds(heldout)}; "
              f"test (scoring only) {_seeds(seed_list(test.get('seeds')) or [])}",

@@ -35,13 +35,12 @@ from ..config.search_cost import check_cost
 from ..logs.wandb_logger import trial_meta
 from .identity import ATTR, StudyIdentity, default_variant, definition
 from .runner import (
-    FINISHED,
     HEARTBEAT_GRACE_S,
     NO_DRIVER_GRACE_S,
     RunLimits,
     TrialRunner,
     ask_within,
-    runs_spent,
+    why_full,
 )
 from .best_config import group_choices
 from .gpus import GpuPlacer, Placement, visible_gpus
@@ -194,18 +193,11 @@ class Driver:
     def _say_if_full(self) -> None:
         """A command that will start no trial says why in one line (a re-run, or a command chained
         after a finder, on a study already holding ``n_trials`` used to end at once without a word)."""
-        trials = self.study.get_trials(deepcopy=False)
-        done, cap = sum(t.state in FINISHED for t in trials), self.s.max_total_trials
-        if done >= self.s.n_trials:
-            why = f"{done} finished trial{'s' if done != 1 else ''} (tuner.n_trials={self.s.n_trials})"
-            fix = "raise tuner.n_trials to add trials"
-        elif cap is not None and len(trials) >= cap:
-            why, fix = f"{len(trials)} trials (tuner.max_total_trials={cap})", "raise tuner.max_total_trials"
-        elif self.s.max_runs is not None and runs_spent(trials) + runs_per_trial(self.s) > self.s.max_runs:
-            why = f"{runs_spent(trials)} training runs (tuner.max_runs={self.s.max_runs})"
-            fix = "raise tuner.max_runs"
-        else:
+        full = why_full(self.study.get_trials(deepcopy=False), self.s.n_trials, self.s.max_total_trials,
+                        self.s.max_runs, runs_per_trial(self.s), "tuner")
+        if full is None:
             return
+        why, fix = full
         print(f"note: study {self.s.study_name!r} already holds {why}: no trial to run; {fix}, or start a new "
               "study with tuner.study_name=<new>", flush=True)
 

@@ -100,6 +100,22 @@ def ask_within(study: optuna.Study, n_trials: int, distributions: dict[str, Any]
     return OPEN, study.ask(distributions)
 
 
+def why_full(trials: list[optuna.trial.FrozenTrial], n_trials: int, max_total: int | None,
+             max_runs: int | None, runs_per_trial: int, prefix: str) -> tuple[str, str] | None:
+    """Why a study holding ``trials`` starts no trial under these limits, and the setting to raise,
+    as ``("13 training runs (tuner.max_runs=14)", "raise tuner.max_runs")``; None when one may start.
+    ``prefix`` names the keys as the user typed them (``tuner``, ``hydra.sweeper``)."""
+    done = sum(t.state in FINISHED for t in trials)
+    if done >= n_trials:
+        why = f"{done} finished trial{'s' if done != 1 else ''} ({prefix}.n_trials={n_trials})"
+        return why, f"raise {prefix}.n_trials to add trials"
+    if max_total is not None and len(trials) >= max_total:
+        return f"{len(trials)} trials ({prefix}.max_total_trials={max_total})", f"raise {prefix}.max_total_trials"
+    if max_runs is not None and runs_spent(trials) + runs_per_trial > max_runs:
+        return f"{runs_spent(trials)} training runs ({prefix}.max_runs={max_runs})", f"raise {prefix}.max_runs"
+    return None
+
+
 def runs_spent(trials: list[optuna.trial.FrozenTrial]) -> int:
     """Training runs the finished trials used: each seed a trial trained counts one, a seed stopped
     by the pruner included (``user_attrs["seeds"]``; a trial pruned by Wilcoxon after 3 of 5 seeds

@@ -17,7 +17,7 @@ from .gpus import check_gpus_per_trial
 from .optimisers import THRESHOLD, WILCOXON, build_pruner, build_sampler, check_optimisers, target_of
 from .protocol import SeedSettings, check_seeds
 from .reevaluate import ReevalSettings, check_reeval
-from .study_schema import PRUNERS, SAMPLERS, StudyFiles, StudySearch, TrialLimits, check_fields
+from .study_schema import PRUNERS, SAMPLERS, StudyFiles, StudySearch, TrialLimits, check_fields, run_budget_problem
 
 __all__ = ["TunerSettings", "tuner_settings", "runs_per_trial", "make_sampler", "make_pruner", "SAMPLERS", "PRUNERS"]
 
@@ -34,9 +34,6 @@ class TunerSettings(StudySearch, TrialLimits, StudyFiles):
     # one-sided p-value (Optuna's WilcoxonPruner; each seed's final score is an instance)
     wilcoxon_p: float = 0.1
     max_total_trials: Optional[int] = None
-    # the study's budget in training runs, the AutoRL protocol's "full runs x seeds": every seed a trial
-    # trains counts one, so a trial pruned after 2 of its 5 seeds leaves 3 runs for more trials (null: no cap)
-    max_runs: Optional[int] = None
     timeout: Optional[float] = None
     # a search space whose dearest trial is estimated at more than this times its cheapest is refused
     max_cost_ratio: float = 100.0
@@ -96,8 +93,8 @@ def tuner_settings(node: Any) -> TunerSettings:
         (s.worker_launcher in LAUNCHERS,
          f"tuner.worker_launcher: {s.worker_launcher!r} is not one of {', '.join(LAUNCHERS)}"),
         (s.max_total_trials is None or s.max_total_trials > 0, "tuner.max_total_trials: must be > 0"),
-        (s.max_runs is None or s.max_runs >= seeds,
-         f"tuner.max_runs: must hold one trial's {seeds} seed run(s) at least, got {s.max_runs}"),
+        (run_budget_problem(s.max_runs, seeds) is None,
+         f"tuner.max_runs: {run_budget_problem(s.max_runs, seeds)}"),
         (target_of("pruner", s.pruner) != THRESHOLD or not by_name or s.threshold_lower is not None,
          "tuner.threshold_lower: the threshold pruner needs a lower bound"),
         (s.max_cost_ratio >= 1, f"tuner.max_cost_ratio: must be >= 1, got {s.max_cost_ratio}"),

@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping, Optional
 from ..common.errors import ConfigError
 
 __all__ = ["SAMPLERS", "PRUNERS", "RESUME_MODES", "StudyPlace", "StudyFiles", "TrialLimits", "StudySearch",
-           "setting", "redefault", "check_fields", "check_value", "aggregation_ok"]
+           "setting", "redefault", "check_fields", "check_value", "aggregation_ok", "run_budget_problem"]
 
 SAMPLERS = ("tpe", "random", "cmaes", "gp", "grid", "qmc")
 PRUNERS = ("median", "percentile", "successive_halving", "hyperband", "threshold", "wilcoxon", "none")
@@ -134,6 +134,14 @@ def _resume(v: Any) -> str | None:
     return None if v in RESUME_MODES else f"{v!r} must be {' or '.join(RESUME_MODES)}"
 
 
+def run_budget_problem(max_runs: int | None, runs_per_trial: int) -> str | None:
+    """What is wrong with a ``max_runs`` budget for trials of ``runs_per_trial`` seeds (None: nothing),
+    worded after ``<key>: ``: a budget below one trial would start none."""
+    if max_runs is not None and max_runs < runs_per_trial:
+        return f"must hold one trial's {runs_per_trial} seed run(s) at least, got {max_runs}"
+    return None
+
+
 def aggregation_ok(how: str) -> bool:
     """``mean``, ``median``, ``min`` or ``q<percent>`` with a percent from 0 to 50 (a *lower* quantile)."""
     if how in ("mean", "median", "min"):
@@ -206,6 +214,11 @@ class StudySearch:
         "finished (complete or pruned) trials the study should reach; re-running the command resumes"))
     max_failures: Optional[int] = setting(None, check=_at_least_0, doc=(
         "stop after this many failed trials (null: n_trials)"))
+    # the AutoRL protocol counts a budget in full runs x seeds: a trial pruned after 2 of its 5 seeds
+    # used 2 runs, so the 3 it saved go to more trials (n_trials caps them too)
+    max_runs: Optional[int] = setting(None, check=_positive_bare, doc=(
+        "the study's budget in training runs (null: no cap): every seed a trial trains counts one, a "
+        "pruned seed too; a trial starts only if all its seeds fit"))
     report_every: int = setting(5, check=_positive, doc=(
         "episodes between intermediate reports (pruning points) with objective.source=train"))
     n_seeds: int = setting(1, check=lambda v: None if 0 < v <= 1000 else f"must be from 1 to 1000, got {v}",

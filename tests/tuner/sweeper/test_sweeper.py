@@ -248,3 +248,31 @@ def test_a_resumed_sweeper_study_keeps_its_identity(tmp_path) -> None:
     storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(journal)))
     study = optuna.load_study(study_name="s", storage=storage)
     assert len(study.trials) == 3 and study.user_attrs["identity"]["budget.steps"] == 400
+
+
+def test_a_sweep_s_budget_in_training_runs(tmp_path) -> None:
+    """``hydra.sweeper.max_runs``, as ``tuner.max_runs``: at 2 seeds a trial a budget of 5 runs holds
+    two trials (4 runs; a third would need 6) though n_trials asks for 10; the report's checklist counts
+    the runs against it; a re-run says in one line why it runs nothing; a budget below one trial's
+    seeds is one line, exit 2."""
+    sweep = tmp_path / "sweep"
+    args = ["-m", "hydra/sweeper=optuna", "hydra.sweeper.n_trials=10", "hydra.sweeper.n_seeds=2",
+            "hydra.sweeper.max_runs=5", "hydra.sweeper.pruner=none", "hydra.sweeper.sampler=random",
+            "hydra.sweeper.study_name=runs", f"hydra.sweep.dir={sweep}", "agent.gamma=choice(0.9, 0.99)", *TINY]
+    run_app(args, cwd=str(tmp_path))
+    from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+    study = optuna.load_study(study_name="runs", storage=JournalStorage(JournalFileBackend(journal_of(sweep))))
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 2
+    assert [len(t.user_attrs["seeds"]) for t in study.trials] == [2, 2]
+    report = (sweep / "report" / "report.md").read_text()
+    assert "x 2 seed(s) = up to 4 training runs (4 trained of hydra.sweeper.max_runs=5)" in report
+    again = run_app(args, cwd=str(tmp_path)).stdout
+    assert "note: study 'runs' already holds 4 training runs (hydra.sweeper.max_runs=5): no trial to run; " \
+           "raise hydra.sweeper.max_runs" in again
+    assert len(optuna.load_study(study_name="runs", storage=JournalStorage(JournalFileBackend(journal_of(sweep)))
+                                 ).trials) == 2
+    bad = run_app([*args[:-len(TINY) - 1], "hydra.sweeper.max_runs=1", f"hydra.sweep.dir={tmp_path / 'bad'}",
+                   "agent.gamma=choice(0.9, 0.99)", *TINY], cwd=str(tmp_path), check=False)
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
+        "error: hydra.sweeper.max_runs: must hold one trial's 2 seed run(s) at least, got 1"]
