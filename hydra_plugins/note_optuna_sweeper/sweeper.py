@@ -88,6 +88,7 @@ class NoteOptunaSweeper(Sweeper):
         import optuna
 
         from tuner.config.search import distributions
+        from tuner.study.outputs import record_optimiser
         from tuner.study.runner import RunLimits, TrialRunner, ask_within, why_full
         from tuner.study.settings import TunerSettings, make_pruner, make_sampler
         from tuner.study.storage import StudyLock, make_storage, own_journal
@@ -130,12 +131,7 @@ class NoteOptunaSweeper(Sweeper):
                                             pruner=make_pruner(settings), direction=self.conf.direction,
                                             load_if_exists=True)
                 self._record_identity(study)
-                # how this sweep searched (the report's AutoRL checklist: the optimiser beside the budget)
-                study.set_user_attr("optimiser", {"sampler": _plain(sampler), "pruner": _plain(self.conf.pruner),
-                                                  "n_startup_trials": startup, "n_jobs": self.conf.n_jobs,
-                                                  "aggregation": self.conf.aggregation,
-                                                  "max_runs": self.conf.max_runs,
-                                                  "max_runs_key": "hydra.sweeper.max_runs"})
+                record_optimiser(study, self.conf, "hydra.sweeper", sampler, startup)
                 self._enqueue(study, space, sampler)
         except Exception as exc:  # noqa: BLE001 - no server, wrong password, missing database...
             from tuner.study.storage import describe, root_cause
@@ -304,11 +300,6 @@ class NoteOptunaSweeper(Sweeper):
 #: the published hydra-optuna-sweeper's ``sampler._target_`` classes and this sweeper's names for them
 _OPTUNA_SAMPLERS = {"TPESampler": "tpe", "RandomSampler": "random", "CmaEsSampler": "cmaes",
                     "GPSampler": "gp", "GridSampler": "grid", "QMCSampler": "qmc"}
-
-
-def _plain(node: Any) -> Any:
-    """A config node as plain containers (what a study attribute can hold); anything else as it is."""
-    return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
 
 
 def sampler_choice(conf: NoteOptunaSweeperConf) -> tuple[Any, int | None, int]:

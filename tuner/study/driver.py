@@ -45,6 +45,7 @@ from .runner import (
 from .best_config import group_choices
 from .gpus import GpuPlacer, Placement, visible_gpus
 from .optimisers import WILCOXON, is_grid, target_of
+from .outputs import record_optimiser
 from .supervisor import START_MARK
 from .settings import TunerSettings, make_pruner, make_sampler, runs_per_trial
 from .storage import (StudyLock, check_journal, describe, journal_path, make_storage, root_cause, shares_journal,
@@ -108,11 +109,7 @@ class Driver:
                                              pruner=pruner, direction=settings.direction)
         self._check_existing(cfg, settings)  # before this command changes anything in the study
         self.identity.record(self.study)
-        # how this command searched (the report's AutoRL checklist: the optimiser beside the budget)
-        self.study.set_user_attr("optimiser", {"sampler": settings.sampler, "pruner": settings.pruner,
-                                               "n_startup_trials": settings.n_startup_trials,
-                                               "n_jobs": settings.n_jobs, "aggregation": settings.aggregation,
-                                               "max_runs": settings.max_runs})
+        record_optimiser(self.study, settings, "tuner", settings.sampler, settings.n_startup_trials)
         self._enqueue(cfg, settings)
 
     @staticmethod

@@ -15,12 +15,26 @@ from .attrs import integer, mapping, number, seed_list, text, trial_index
 from .best_config import trial_config_body
 
 __all__ = ["study_summary", "write_outputs", "summary_table", "rerun_command", "study_answer", "format_cell",
-           "SOURCES", "PBT_ANSWER"]
+           "SOURCES", "PBT_ANSWER", "record_optimiser"]
 
 #: how the outputs name where the study's answer was chosen (its ``source``)
 SOURCES = {"heldout": "held-out winner", "tuning": "best tuning score", "pbt": "PBT winner's schedule"}
 #: study user attr of a PBT study whose test stage ran: the winner's last segment (:mod:`tuner.study.pbt_test`)
 PBT_ANSWER = "pbt_answer"
+
+
+def record_optimiser(study: optuna.Study, settings: Any, prefix: str, sampler: Any, n_startup_trials: int) -> None:
+    """Record how a study searches (user attr ``optimiser``: the report's AutoRL checklist shows it beside
+    the budget; the held-out stage reads its ``aggregation``).  ``settings`` gives the pruner, n_jobs,
+    aggregation and max_runs (``tuner=optuna``'s settings or the sweeper's conf); ``prefix`` names the
+    budget's key as the user typed it (``tuner``, ``hydra.sweeper``)."""
+    def plain(node: Any) -> Any:  # a config node as plain containers, which a study attribute can hold
+        return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
+
+    study.set_user_attr("optimiser", {"sampler": plain(sampler), "pruner": plain(settings.pruner),
+                                      "n_startup_trials": n_startup_trials, "n_jobs": settings.n_jobs,
+                                      "aggregation": settings.aggregation, "max_runs": settings.max_runs,
+                                      "max_runs_key": f"{prefix}.max_runs"})
 
 
 def rerun_command(study_dir: str, config_name: str = "best_config") -> str:

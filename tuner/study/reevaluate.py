@@ -32,7 +32,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from ..common.errors import ConfigError
 from ..run.trial_worker import aggregate
-from .attrs import number, seed_list, text
+from .attrs import mapping, number, seed_list, text
 from .jobs import Job, run_jobs
 from .study_schema import aggregation_ok
 from .supervisor import is_start
@@ -391,7 +391,7 @@ def aggregation_of(study: optuna.Study) -> str:
     """How the study combines a config's seeds (``tuner.aggregation``, recorded by the driver with the
     optimiser); ``mean`` for a study that recorded none (a PBT study, an older one) or a value the setting's
     own check refuses (the storage is data: ``qxyz`` there must not crash the stage)."""
-    how = (study.user_attrs.get("optimiser") or {}).get("aggregation")
+    how = mapping(study.user_attrs.get("optimiser")).get("aggregation")
     return how if isinstance(how, str) and aggregation_ok(how) else "mean"
 
 

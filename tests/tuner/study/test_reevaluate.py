@@ -151,6 +151,8 @@ def test_the_answer_is_chosen_by_the_studys_aggregation(how, winner) -> None:
     for hostile in ("qxyz", "q90", 7, ["min"]):  # the storage is data: what the setting refuses reads as the mean
         study.set_user_attr("optimiser", {"aggregation": hostile})
         assert aggregation_of(study) == "mean"
+    study.set_user_attr("optimiser", ["min"])  # nor a record that is not a mapping at all
+    assert aggregation_of(study) == "mean"
     study.set_user_attr("optimiser", {"aggregation": how})
     bold, steady = study.trials
     seeds = [10000, 10001, 10002]
