@@ -64,6 +64,9 @@ def _run_study(cfg: DictConfig) -> dict[str, Any]:
     finally:
         if pool is not None:
             pool.stop()  # on Ctrl-C / SIGTERM / an error: no worker outlives the command
+            if getattr(driver, "runner", None) is not None:  # one killed after its 30 s to stop left its trial
+                with driver.lock:
+                    driver.runner.fail_zombies()
         progress.close()
         with held():  # a first signal now waits until study.json, best_config.yaml and the report are written
             summary = write_outputs(driver.study, driver.study_dir, driver.storage_desc, heldout, test)

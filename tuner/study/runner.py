@@ -27,7 +27,7 @@ from optuna.trial import TrialState
 from note_rl.utils import pid_alive
 
 from ..common.errors import ConfigError, error_line
-from ..common.interrupts import Terminated, sigterm_raises
+from ..common.interrupts import Terminated, held, raise_held, sigterm_raises
 from ..common.messages import TrialSpec
 from ..run.launcher import TrialProcess, context_for
 from .attrs import seed_list
@@ -254,10 +254,13 @@ class TrialRunner:
             self.fail_zombies()  # a runner that died since start-up must not hold its trials forever
             if self.supervisor.grid_exhausted:
                 return DONE
-            state, trial = ask()
+            with held():  # a signal within ask() would leave its new trial RUNNING and unknown here
+                state, trial = ask()
+                if trial is not None:
+                    self.started_here.append(trial.number)  # what _fail_unlaunched fails if interrupted
+            raise_held()
         if trial is None:
             return state
-        self.started_here.append(trial.number)  # before anything can be interrupted: see _fail_unlaunched
         trial.set_user_attr("driver", self.me)
         trial.set_user_attr("heartbeat", time.time())
         try:

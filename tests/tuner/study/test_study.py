@@ -2,8 +2,10 @@
 
 import json
 import os
+import signal
 
 import optuna
+import pytest
 from optuna.trial import TrialState
 
 from tests.tuner.conftest import NO_REEVAL, TINY, journal_of, run_app
@@ -191,6 +193,35 @@ def test_another_drivers_refused_start_stops_this_runner(tmp_path) -> None:
     _refused_start(study)
     not_asked.run(ask, prepare=None)
     assert asked == [1, 1]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_while_asking_fails_the_trial_it_created(tmp_path, monkeypatch, signum) -> None:
+    """A signal that lands inside ``ask()`` after the storage created the trial (RUNNING, its number not
+    yet known to the runner) waits until the runner has it: the run unwinds and fails it, as it fails a
+    launched one, instead of leaving it RUNNING for a later driver's zombie check."""
+    from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+    from tuner.common import interrupts
+    from tuner.study.runner import OPEN, RunLimits, TrialRunner
+    from tuner.study.storage import StudyLock
+
+    monkeypatch.setattr(interrupts, "_state", interrupts._State())  # this process's signal state, fresh
+    path = str(tmp_path / "journal.log")
+    study = optuna.create_study(study_name="s", storage=JournalStorage(JournalFileBackend(path)))
+
+    def ask():
+        trial = study.ask()
+        os.kill(os.getpid(), signum)  # its handler runs at the next bytecode: before ask() returns
+        return OPEN, trial
+
+    with pytest.raises(KeyboardInterrupt) as err:
+        TrialRunner(study, StudyLock(path, str(tmp_path), "s"), RunLimits()).run(ask, prepare=None)
+    assert isinstance(err.value, interrupts.Terminated) == (signum == signal.SIGTERM)
+    [trial] = study.get_trials()
+    assert trial.state == TrialState.FAIL
+    assert trial.user_attrs["fail_reason"] == ("driver terminated (SIGTERM)" if signum == signal.SIGTERM
+                                               else "driver interrupted (Ctrl-C)")
 
 
 def test_a_refused_start_stops_a_study_with_workers(tmp_path) -> None:
