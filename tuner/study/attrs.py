@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["integer", "number", "mapping", "seed_list", "text", "trial_index"]
+__all__ = ["integer", "number", "mapping", "seed_list", "stage_scores", "text", "trial_index"]
 
 
 def integer(value: Any) -> int | None:
@@ -48,3 +48,20 @@ def trial_index(value: Any, n_trials: int) -> int | None:
     """``value`` if it numbers one of ``n_trials`` trials (0 to n_trials - 1), else None."""
     index = integer(value)
     return index if index is not None and 0 <= index < n_trials else None
+
+
+def stage_scores(record: Any, episodes: int, model: str) -> dict[int, float]:
+    """The per-seed scores a held-out or test stage stored for one config (``{"episodes", "model",
+    "scores": {"<seed>": score}}``) when they were scored as this stage scores (same ``episodes`` and
+    ``model``; a record without ``model`` is from before it was kept: ``final``): what a re-run reuses
+    instead of training again.  An entry that is not a seed and a number is left out (that seed trains
+    again); a record of another shape gives none."""
+    record = mapping(record)
+    if record.get("episodes") != episodes or record.get("model", "final") != model:
+        return {}
+    out: dict[int, float] = {}
+    for key, value in mapping(record.get("scores")).items():
+        score = number(value)
+        if isinstance(key, str) and key.lstrip("-").isdigit() and score is not None:
+            out[int(key)] = score
+    return out

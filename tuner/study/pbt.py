@@ -46,6 +46,7 @@ from ..config.schema import validate
 from ..config.search import default_params, distributions, suggest_conditional, to_overrides
 from ..logs.results import write_json
 from ..logs.wandb_logger import trial_meta
+from .attrs import integer, mapping, text
 from .best_config import trial_config_body
 from .driver import Composer, Driver
 from .pb2 import pb2_explore, pb2_rng
@@ -162,8 +163,8 @@ class PbtDriver(Driver):
         mine = {"population": s.population, "interval": s.interval, "quantile": s.quantile,
                 "resample_p": s.resample_p, "frozen": list(s.frozen), "seed": self.seed,
                 "replay": s.schedule or None, "enqueue_defaults": settings.enqueue_defaults}
-        old = self.study.user_attrs.get("pbt")
-        if old is not None and settings.resume != "force":
+        old = mapping(self.study.user_attrs.get("pbt"))  # an odd record (a hand-edited journal) checks nothing
+        if old and settings.resume != "force":
             # tuner.generations may grow (train on); anything else would change segments already recorded
             for key, value in mine.items():
                 if key in old and old[key] != value:
@@ -184,8 +185,8 @@ class PbtDriver(Driver):
         """``(member, generation) -> trial`` of the study's segments in ``states`` (the first of each)."""
         out: dict[tuple[int, int], Any] = {}
         for t in self.study.get_trials(deepcopy=False, states=tuple(states)):
-            key = (t.user_attrs.get(MEMBER), t.user_attrs.get(GENERATION))
-            if None not in key:
+            key = segment_key(t)
+            if key is not None:
                 out.setdefault(key, t)
         return out
 
@@ -205,7 +206,7 @@ class PbtDriver(Driver):
                                         self.seed, generation, s.quantile, s.resample_p,
                                         s.direction == "maximize", self.frozen)
                 if s.explore == "pb2":  # the exploiting members' intervals from the GP bandit instead
-                    history = {k: (t.value, t.user_attrs[PARENT], t.params) for k, t in done.items() if k[1] < generation}
+                    history = {k: (t.value, parent_of(t, k, done), t.params) for k, t in done.items() if k[1] < generation}
                     steps = pb2_explore(steps, history, self.space, pb2_rng(self.seed, generation), generation,
                                         self.frozen, s.direction == "maximize")
             self._plans[generation] = steps
@@ -232,14 +233,14 @@ class PbtDriver(Driver):
         the plan's), else failed."""
         attrs = {MEMBER: step.member, GENERATION: g, PARENT: step.parent}
         queued = [t for t in self.study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
-                  if (t.user_attrs.get(MEMBER), t.user_attrs.get(GENERATION)) == (step.member, g)]
+                  if segment_key(t) == (step.member, g)]
         if not queued:  # ours is in the queue, so the loop below ends at it at the latest
             self.study.enqueue_trial(step.params, user_attrs=attrs)
         while True:
             trial = self.study.ask(distributions(self.space))
             suggest_conditional(trial, self.space)  # the enqueued values of e.g. buffer.alpha under buffer=prioritized
-            key = (trial.user_attrs.get(MEMBER), trial.user_attrs.get(GENERATION))
-            if key not in done and key not in running and None not in key:
+            key = segment_key(trial)
+            if key is not None and key not in done and key not in running:
                 return trial
             self.study._storage.set_trial_user_attr(trial._trial_id, "fail_reason", "stale queued PBT segment")
             self.study._storage.set_trial_state_values(trial._trial_id, TrialState.FAIL)
@@ -251,9 +252,9 @@ class PbtDriver(Driver):
         init_from = None
         if g > 0:
             parent = self.segments()[(step.parent, g - 1)]
-            init_from = parent.user_attrs["checkpoint"]
+            init_from = text(parent.user_attrs.get("checkpoint"))
             trial.set_user_attr("pbt_parent_trial", parent.number)
-            if not os.path.exists(init_from):
+            if not init_from or not os.path.isfile(init_from):
                 raise ConfigError(f"member {step.parent}'s checkpoint of generation {g - 1} is missing: {init_from}")
         trial.set_user_attr("pbt_changes", {k: list(v) for k, v in step.changes.items()})
         trial.set_user_attr("run_dir", run_dir)
@@ -313,8 +314,8 @@ class PbtDriver(Driver):
             if not all((m, g) in done for m in range(s.population)):
                 break
             segs = [done[(m, g)] for m in range(s.population)]
-            copies = ", ".join(f"{m}<-{t.user_attrs.get(PARENT)}" for m, t in enumerate(segs)
-                               if t.user_attrs.get(PARENT) != m)
+            parents = [parent_of(t, (m, g), done) for m, t in enumerate(segs)]
+            copies = ", ".join(f"{m}<-{p}" for m, p in enumerate(parents) if p != m)
             print(f"{self.progress_label}generation {g}: scores {' '.join(f'{t.value:.4g}' for t in segs)}"
                   f"{f' (copied: {copies})' if copies else ''}", flush=True)
             self._said = g
@@ -370,7 +371,7 @@ class PbtDriver(Driver):
         scores = [done[(m, last)].value for m in range(s.population)]
         held_out = self._heldout_choice(done, last) is not None
         # the answer's PBT weights (none when it is the starting config held constant: no member trained that)
-        weights = final.user_attrs["checkpoint"] if final is done[(winner, last)] else None
+        weights = (text(final.user_attrs.get("checkpoint")) or None) if final is done[(winner, last)] else None
         schedule_doc = {"winner": winner, "generation": last, "score": final.value, "interval": s.interval,
                         "chosen_by": "held-out seeds" if held_out else "score", "schedule": schedule}
         with open(os.path.join(self.study_dir, "pbt_schedule.yaml"), "w") as f:
@@ -378,9 +379,10 @@ class PbtDriver(Driver):
                     "# following its lineage back through the members it copied (exploit); chosen_by: the last\n"
                     "# generation's best score, or the held-out stage (tuner.reevaluate.top_k)\n")
             yaml.safe_dump(schedule_doc, f, sort_keys=False)
-        config = os.path.join(final.user_attrs["run_dir"], "config.yaml")
+        run_dir = text(final.user_attrs.get("run_dir"))  # "" (a bad record) must not read ./config.yaml
+        config = os.path.join(run_dir, "config.yaml") if run_dir else ""
         cfg = None
-        if os.path.exists(config):
+        if config and os.path.isfile(config):
             cfg = OmegaConf.load(config)
             cfg.budget.steps = (last + 1) * s.interval  # what the winner trained in all
             with open(os.path.join(self.study_dir, "best_config.yaml"), "w") as f:
@@ -397,7 +399,7 @@ class PbtDriver(Driver):
                    "winner_score": final.value, "chosen_by": schedule_doc["chosen_by"], "winner_checkpoint": weights,
                    "scores_last_generation": scores, "schedule": schedule,
                    "segments": [{"member": m, "generation": g, "trial": t.number, "value": t.value,
-                                 "parent": t.user_attrs.get(PARENT), "params": t.params}
+                                 "parent": parent_of(t, (m, g), done), "params": t.params}
                                 for (m, g), t in sorted(done.items(), key=lambda kv: (kv[0][1], kv[0][0]))],
                    **({"test": test} if test is not None else {})}
         write_json(os.path.join(self.study_dir, "pbt.json"), summary)
@@ -435,7 +437,27 @@ def lineage(done: dict[tuple[int, int], Any], member: int, generation: int) -> l
     m = member
     for g in range(generation, -1, -1):
         t = done[(m, g)]
+        parent = parent_of(t, (m, g), done)
         out.append({"generation": g, "member": m, "trial": t.number, "score": t.value,
-                    "params": dict(t.params), "parent": t.user_attrs.get(PARENT)})
-        m = t.user_attrs.get(PARENT, m)
+                    "params": dict(t.params), "parent": parent})
+        m = parent
     return out[::-1]
+
+
+def segment_key(t: Any) -> tuple[int, int] | None:
+    """A trial's ``(member, generation)`` record; None when either is not a count (stored attrs are
+    data: a trial of a hand-edited journal whose record is odd is no segment, and PBT runs that one
+    again)."""
+    member, generation = integer(t.user_attrs.get(MEMBER)), integer(t.user_attrs.get(GENERATION))
+    if member is None or generation is None or member < 0 or generation < 0:
+        return None
+    return member, generation
+
+
+def parent_of(t: Any, key: tuple[int, int], done: dict[tuple[int, int], Any]) -> int:
+    """The member whose weights segment ``t`` (``key``: its member and generation) started from
+    (``pbt_parent``): a member with a complete segment in the generation before; else (generation 0,
+    or an odd record) its own member."""
+    member, generation = key
+    parent = integer(t.user_attrs.get(PARENT))
+    return parent if parent is not None and (parent, generation - 1) in done else member

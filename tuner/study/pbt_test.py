@@ -47,6 +47,7 @@ from typing import Any
 from optuna.trial import TrialState
 
 from ..run.train import BEST_MODEL
+from .attrs import stage_scores, text
 from .outputs import PBT_ANSWER
 from .pbt import PbtDriver, PbtSettings
 from .protocol import TEST_PREFIX, SeedSettings, _scored, _store, _verdict, no_test_stage, pick_test_seeds
@@ -165,12 +166,9 @@ def replay_missing(driver: PbtDriver, replays: list[tuple[_Entry, list[dict[str,
 def _reuse(driver: PbtDriver, entry: _Entry, seeds: list[int], prefix: str = TEST_PREFIX) -> None:
     """Scores a run before stored for this answer with the same episodes and model (the protocol's rule);
     ``prefix``: the stage's user attrs (``test:``, or the held-out stage's ``heldout:``)."""
-    cached = driver.study.user_attrs.get(f"{prefix}{entry.trial.number:04d}") or {}
-    if not isinstance(cached, dict):  # the storage is data
-        return
-    same = (driver.pbt.reevaluate.episodes, driver.pbt.reevaluate.model)
-    if (cached.get("episodes"), cached.get("model")) == same:
-        entry.scores.update({int(k): float(v) for k, v in (cached.get("scores") or {}).items() if int(k) in seeds})
+    cached = stage_scores(driver.study.user_attrs.get(f"{prefix}{entry.trial.number:04d}"),
+                          driver.pbt.reevaluate.episodes, driver.pbt.reevaluate.model)
+    entry.scores.update({seed: score for seed, score in cached.items() if seed in seeds})
 
 
 def _replay(driver: PbtDriver, entry: _Entry, seeds: list[int], schedule: list[dict[str, Any]],
@@ -212,10 +210,13 @@ def _replay_score(segment: Any, model: str) -> float | None:
     a run's)."""
     if segment is None:
         return None
+    run_dir = text(segment.user_attrs.get("run_dir"))
+    if not run_dir:
+        return None
     try:
-        with open(os.path.join(segment.user_attrs["run_dir"], "result.json")) as f:
+        with open(os.path.join(run_dir, "result.json")) as f:
             result = json.load(f)
-    except (OSError, ValueError, KeyError):
+    except (OSError, ValueError):
         return None
     score = result.get(_SCORE[model]) if isinstance(result, dict) else None
     return float(score) if isinstance(score, (int, float)) and math.isfinite(score) else None

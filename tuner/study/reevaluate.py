@@ -32,7 +32,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from ..common.errors import ConfigError
 from ..run.trial_worker import aggregate
-from .attrs import mapping, number, seed_list, text
+from .attrs import mapping, number, seed_list, stage_scores, text
 from .jobs import Job, run_jobs
 from .study_schema import aggregation_ok
 from .supervisor import is_start
@@ -333,11 +333,11 @@ class _Runner:
         s = self.settings
         jobs: list[tuple[_Entry, int, Job]] = []
         for entry in entries:  # best config first: under a time limit the top configs finish first
-            cached = self.study.user_attrs.get(f"{self.prefix}{entry.trial.number:04d}") or {}
-            same = cached.get("episodes") == s.episodes and cached.get("model", "final") == s.model
+            cached = stage_scores(self.study.user_attrs.get(f"{self.prefix}{entry.trial.number:04d}"),
+                                  s.episodes, s.model)
             for seed in seeds:
-                if same and str(seed) in cached.get("scores", {}):
-                    entry.scores[seed] = float(cached["scores"][str(seed)])
+                if seed in cached:
+                    entry.scores[seed] = cached[seed]
                     continue
                 run_dir = os.path.join(self.study_dir, self.folder, f"{entry.trial.number:04d}", f"seed_{seed}")
                 jobs.append((entry, seed, Job(_heldout_cfg(entry.cfg, seed, s.episodes, s.model), run_dir,

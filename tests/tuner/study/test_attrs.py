@@ -8,7 +8,7 @@ import math
 import optuna
 import pytest
 
-from tuner.study.attrs import integer, mapping, number, seed_list, text, trial_index
+from tuner.study.attrs import integer, mapping, number, seed_list, stage_scores, text, trial_index
 
 
 @pytest.mark.parametrize("value, expected", [
@@ -28,6 +28,19 @@ def test_scalar_reads() -> None:
     assert text("x") == "x" and text(5) == "" and text(None, "?") == "?"
     # an index into 3 trials: -1 would pick the last trial by Python's indexing, so it is refused
     assert [trial_index(v, 3) for v in (0, 2, 3, -1, "1", True)] == [0, 2, None, None, None, None]
+
+
+def test_stage_scores_reuses_only_seeds_scored_the_same_way() -> None:
+    """A held-out / test stage's stored scores for one config, as a re-run reads them: only with the
+    same episodes and model (a record without ``model`` predates it: ``final``), and only the entries
+    that are a seed and a number (NaN is a score: the run failed)."""
+    record = {"episodes": 5, "model": "best", "scores": {"3": 10.5, "-2": 1, "4": "x", "x": 2.0, "5": True}}
+    assert stage_scores(record, 5, "best") == {3: 10.5, -2: 1.0}
+    assert stage_scores(record, 10, "best") == {} and stage_scores(record, 5, "final") == {}
+    assert stage_scores({"episodes": 5, "scores": {"1": 2.0}}, 5, "final") == {1: 2.0}
+    assert math.isnan(stage_scores({"episodes": 5, "scores": {"1": float("nan")}}, 5, "final")[1])
+    for odd in ([2], "x", None, {"episodes": 5, "scores": [1.0]}, {"episodes": 5, "scores": "12"}):
+        assert stage_scores(odd, 5, "final") == {}
 
 
 def test_the_protocol_s_seed_reads_skip_a_record_of_the_wrong_shape() -> None:

@@ -378,3 +378,56 @@ def test_a_bad_replay_schedule_is_one_line_and_runs_nothing(tmp_path, text, reas
     assert message.startswith(f"tuner.replay: {schedule} is not a readable pbt_schedule.yaml (")
     assert reason in message and "\n" not in message
     assert not (tmp_path / "PWNED").exists() and not os.path.exists("PWNED")
+
+
+def test_a_hand_edited_pbt_journal_loses_only_its_odd_records(tmp_path, capsys) -> None:
+    """Stored segment records are data: a member / generation that is not a count makes that trial no
+    segment (PBT runs it again), a parent that is not a member with a segment the generation before
+    reads as the segment's own member, a checkpoint or run dir that is not a path is no file (a missing
+    parent checkpoint is the one-line refusal it always was; no ``./config.yaml`` is read for ""), and
+    an odd ``pbt`` settings record checks nothing and is written anew."""
+    from tuner.common.errors import ConfigError
+    from tuner.config.schema import validate
+    from tuner.study.pbt import PbtDriver, lineage, parent_of, pbt_settings, segment_key
+
+    overrides = ["tuner=pbt", f"tuner.study_dir={tmp_path / 'odd'}", "tuner.study_name=odd", "search=none",
+                 "+search.values.agent.gamma='choice(0.9, 0.95, 0.98, 0.99)'", "tuner.population=2",
+                 "tuner.generations=2", "tuner.quantile=0.5", *TINY_DQN]
+    cfg = validate(compose_cfg(overrides))
+
+    def driver() -> PbtDriver:
+        return PbtDriver(cfg, pbt_settings(cfg.tuner), lambda extra: compose_cfg(extra), overrides)
+
+    first = driver()
+    study = first.study
+    segment = lambda t: {"pbt_member": t[0], "pbt_generation": t[1], "pbt_parent": t[2]}  # noqa: E731
+    # generation 0 of both members, generation 1 of member 0 (whose parent record is odd), and a trial whose
+    # member record is a string: scores 1, 2, 3 and 9
+    records = [(segment((0, 0, 0)), 1.0), (segment((1, 0, 1)), 2.0), (segment((0, 1, "x")), 3.0),
+               (segment(("1", 1, 1)), 9.0)]
+    for attrs, value in records:
+        trial = study.ask()
+        for key, v in {**attrs, "run_dir": 5, "checkpoint": [1]}.items():
+            trial.set_user_attr(key, v)
+        study.tell(trial, value)
+    study.set_user_attr("pbt", ["population"])  # was: TypeError on resume (old["population"])
+    again = driver()  # the odd settings record checks nothing and is replaced
+    assert again.study.user_attrs["pbt"]["population"] == 2
+    done = again.segments()
+    assert sorted(done) == [(0, 0), (0, 1), (1, 0)]  # trial 3 ("1") is no segment
+    trials = again.study.trials
+    assert segment_key(trials[3]) is None and parent_of(trials[2], (0, 1), done) == 0
+    assert [s["member"] for s in lineage(done, 0, 1)] == [0, 0]
+    # member 1's generation 1 runs (again: the odd trial held it), from its parent's checkpoint, which no
+    # segment records as a path
+    state, trial = again._ask()
+    assert (state, segment_key(trial)) == ("open", (1, 1))
+    with pytest.raises(ConfigError, match=r"checkpoint of generation 0 is missing: $"):
+        again._prepare(trial)
+    again.study.tell(trial, 4.0)  # as if it had run
+    capsys.readouterr()
+    summary = again.write_outputs()
+    assert summary["winner"] == 1 and summary["winner_checkpoint"] is None
+    assert [s["parent"] for s in summary["segments"]] == [0, 1, 0, 1]
+    assert not (tmp_path / "odd" / "best_config.yaml").exists()  # its run dir record names no config.yaml
+    assert yaml.safe_load((tmp_path / "odd" / "pbt_schedule.yaml").read_text())["winner"] == 1
