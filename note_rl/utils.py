@@ -34,10 +34,14 @@ def log_softmax(x: np.ndarray) -> np.ndarray:
 
 
 def pid_alive(pid: int) -> bool:
-    """Whether process ``pid`` exists on this machine (one we may not signal counts as alive)."""
+    """Whether process ``pid`` exists on this machine (one we may not signal counts as alive).  A
+    pid no process can have (0 or below: kill() would address a process group; past the kernel's
+    range) is not alive: pids come from stored records too."""
+    if pid <= 0:
+        return False
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):
         return False
     except PermissionError:
         return True

@@ -246,7 +246,14 @@ class StudyIdentity:
     def check(self, recorded: dict[str, Any] | None) -> None:
         """This command's definition against the study's: ``recorded`` (its ``identity`` attribute
         in the storage) or, when the storage holds none, the study dir's file.  Raises a one-line
-        :class:`ConfigError` naming the first differing key unless ``tuner.resume=force``."""
+        :class:`ConfigError` naming the first differing key unless ``tuner.resume=force``.  A stored
+        record that is not a mapping (a hand-edited storage) is refused as the file's is, unless
+        forced: then this command's definition is recorded over it."""
+        if recorded is not None and not isinstance(recorded, dict):
+            if self.resume != "force":
+                raise ConfigError(f"identity: study {self.name!r} holds an identity record that is not one "
+                                  f"({type(recorded).__name__}); {HOW}")
+            recorded = None
         if recorded is None:
             record = read_record(self.dir)
             recorded = record["definition"] if record and record.get("study_name") == self.name else None

@@ -15,6 +15,7 @@ by whichever runner next asks for a trial, which makes a killed study resumable.
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import time
@@ -30,7 +31,7 @@ from ..common.errors import ConfigError, error_line
 from ..common.interrupts import Terminated, held, raise_held, sigterm_raises
 from ..common.messages import TrialSpec
 from ..run.launcher import TrialProcess, context_for
-from .attrs import seed_list
+from .attrs import number, seed_list, text
 from .supervisor import Supervisor, start_refusal
 
 __all__ = ["TrialRunner", "RunLimits", "ask_within", "Terminated", "OPEN", "WAIT", "DONE", "HEARTBEAT_GRACE_S",
@@ -292,8 +293,9 @@ class TrialRunner:
         return failed
 
     def _zombie_reason(self, t: optuna.trial.FrozenTrial, host: str) -> str | None:
-        driver = t.user_attrs.get("driver", "")
-        beat = t.user_attrs.get("heartbeat")
+        driver = text(t.user_attrs.get("driver"))  # stored attrs are data: an odd record is no driver
+        beat = number(t.user_attrs.get("heartbeat"))
+        beat = beat if beat is not None and math.isfinite(beat) else None
         if driver == self.me:
             return None
         d_host, _, d_pid = driver.rpartition(":")

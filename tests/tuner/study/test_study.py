@@ -224,6 +224,38 @@ def test_a_signal_while_asking_fails_the_trial_it_created(tmp_path, monkeypatch,
                                                else "driver interrupted (Ctrl-C)")
 
 
+def test_running_trials_with_odd_driver_records_are_judged_not_raised_on(tmp_path) -> None:
+    """The zombie check every driver runs at start reads the RUNNING trials' ``driver`` and ``heartbeat``
+    records as data: one that is not a string / a finite number is no record (a non-string driver used
+    to raise AttributeError, a string heartbeat TypeError, so no driver of the study could start), and a
+    pid no process can have is not alive."""
+    import socket
+
+    from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+    from tuner.study.runner import RunLimits, TrialRunner
+    from tuner.study.storage import StudyLock
+
+    path = str(tmp_path / "journal.log")
+    study = optuna.create_study(study_name="z", storage=JournalStorage(JournalFileBackend(path)))
+    host = socket.gethostname()
+    records = [{"driver": 5, "heartbeat": "x"}, {"driver": ["h:1"], "heartbeat": float("nan")},
+               {"driver": f"{host}:{10 ** 30}"}, {"driver": f"{host}:0"}, {"driver": f"{host}:{os.getpid()}"}]
+    for attrs in records:
+        trial = study.ask()
+        for key, value in attrs.items():
+            trial.set_user_attr(key, value)
+    runner = TrialRunner(study, StudyLock(path, str(tmp_path), "z"), RunLimits())
+    assert runner.fail_zombies() == [2, 3]  # the others started just now: within their grace
+    reasons = [t.user_attrs.get("fail_reason") for t in study.trials]
+    assert reasons[2:4] == [f"driver {host}:{10 ** 30} stopped while the trial was running",
+                            f"driver {host}:0 stopped while the trial was running"]
+    runner.limits.no_driver_grace_s = 0.0  # now the two without a readable driver are past it
+    assert runner.fail_zombies() == [0, 1]
+    assert study.trials[0].user_attrs["fail_reason"].startswith("its driver stopped before recording itself")
+    assert study.trials[4].state == TrialState.RUNNING  # this process: alive
+
+
 def test_a_refused_start_stops_a_study_with_workers(tmp_path) -> None:
     """``tuner.workers=2``: whichever driver runs the refused starting trial, the command ends in the
     one line, exit 2, and no trial completes (the other driver stops too)."""

@@ -182,6 +182,19 @@ def test_the_storage_attribute_holds_the_definition(tmp_path) -> None:
     assert optuna.load_study(study_name="s", storage=journal).user_attrs[ATTR] == defn
 
 
+@pytest.mark.parametrize("odd", [["agent.name"], "dqn", 5])
+def test_a_stored_identity_that_is_not_one_is_refused_unless_forced(tmp_path, odd) -> None:
+    """The storage's identity record is data: one of another shape (a hand-edited journal) is one line,
+    as a broken study_identity.json is, and ``tuner.resume=force`` records this command's over it."""
+    driver = _driver(tmp_path, ["tuner.n_trials=1"])
+    driver.study.set_user_attr(ATTR, odd)
+    with pytest.raises(ConfigError, match=rf"^identity: study 's' holds an identity record that is not one "
+                                          rf"\({type(odd).__name__}\); {HOW}$"):
+        _driver(tmp_path, ["tuner.n_trials=1"])
+    _driver(tmp_path, ["tuner.n_trials=1", "tuner.resume=force"])
+    assert _driver(tmp_path, ["tuner.n_trials=1"]).study.user_attrs[ATTR] == driver.identity.defn
+
+
 def test_the_warm_start_model_is_part_of_the_identity(tmp_path) -> None:
     """A study started with init_from=<model.npz> records the model by path and SHA-256: the same study
     name without it, with another model, or with another file written over the same path is refused in
