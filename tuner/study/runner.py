@@ -251,17 +251,28 @@ class TrialRunner:
                 on_change()
 
     def _start_next(self, ask: Asker, prepare: Preparer) -> str:
+        """Ask for a trial and launch it.  A first SIGINT / SIGTERM waits until the trial is known here
+        (in ``started_here``, then launched or failed), then unwinds :meth:`run`, which fails it: raised
+        inside ``ask()`` it would leave the new trial RUNNING and unknown, and raised inside ``prepare``
+        (Hydra composing the config) OmegaConf's cleanup could replace it with an ordinary error, which
+        failed the trial as a config error and let the driver run on past its SIGTERM."""
         with self.lock:
             self.fail_zombies()  # a runner that died since start-up must not hold its trials forever
             if self.supervisor.grid_exhausted:
                 return DONE
-            with held():  # a signal within ask() would leave its new trial RUNNING and unknown here
+            with held():
                 state, trial = ask()
                 if trial is not None:
                     self.started_here.append(trial.number)  # what _fail_unlaunched fails if interrupted
             raise_held()
         if trial is None:
             return state
+        with held():
+            self._launch(trial, prepare)
+        raise_held()
+        return OPEN
+
+    def _launch(self, trial: optuna.Trial, prepare: Preparer) -> None:
         trial.set_user_attr("driver", self.me)
         trial.set_user_attr("heartbeat", time.time())
         try:
@@ -269,10 +280,9 @@ class TrialRunner:
         except Exception as exc:  # noqa: BLE001 - any compose / validation error fails this trial only
             reason = str(exc) if isinstance(exc, ConfigError) else error_line(exc)
             self.supervisor.tell_fail(trial, f"config error: {reason}")
-            return OPEN
+            return
         self.supervisor.launch(trial, TrialProcess(spec, context_for(spec.backend, self.limits.preload),
                                                    n_jobs=self.limits.n_jobs))
-        return OPEN
 
     # -- liveness ----------------------------------------------------------------------------
     def fail_zombies(self) -> list[int]:

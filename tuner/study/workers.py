@@ -107,6 +107,8 @@ def _die_with_parent() -> None:
 class _Local:
     """A plain subprocess on this machine."""
 
+    stop_grace_s = 30.0  # after SIGTERM, before SIGKILL
+
     def __init__(self, argv: list[str], cwd: str, env: dict[str, str], log: str) -> None:
         self.log = log
         with open(log, "ab") as out:
@@ -121,9 +123,10 @@ class _Local:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)  # the driver fails its running trials and exits 143
             try:
-                self.proc.wait(timeout=30)
+                self.proc.wait(timeout=self.stop_grace_s)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+                self.proc.wait()  # reaped: until then its pid looks alive to the zombie check
 
 
 class _Submitit:

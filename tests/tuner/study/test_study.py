@@ -224,6 +224,50 @@ def test_a_signal_while_asking_fails_the_trial_it_created(tmp_path, monkeypatch,
                                                else "driver interrupted (Ctrl-C)")
 
 
+def test_a_signal_while_composing_a_config_stops_the_driver(tmp_path, monkeypatch) -> None:
+    """Composing a trial's config is library code: a SIGTERM raised inside it was replaced by
+    OmegaConf's cleanup with an AttributeError ("'NoneType' object has no attribute
+    '_invalidate_flags_cache'"), which failed the trial as a config error and let a ``tuner.workers``
+    worker run on past its SIGTERM until it was killed, its next trial left RUNNING.  The signal now
+    waits until ``prepare`` is done; then the run unwinds, asking for nothing more."""
+    import time
+
+    from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+    from tuner.common import interrupts
+    from tuner.common.errors import ConfigError
+    from tuner.study.runner import DONE, OPEN, RunLimits, TrialRunner
+    from tuner.study.storage import StudyLock
+
+    monkeypatch.setattr(interrupts, "_state", interrupts._State())
+    path = str(tmp_path / "journal.log")
+    study = optuna.create_study(study_name="c", storage=JournalStorage(JournalFileBackend(path)))
+    asked = []
+
+    def ask():
+        asked.append(1)
+        return (OPEN, study.ask()) if len(asked) == 1 else (DONE, None)
+
+    def prepare(trial):
+        finished = False
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(20):  # the handler runs between these bytecodes unless the signal is held
+                time.sleep(0.01)
+            finished = True
+        finally:
+            if not finished:  # a cleanup that fails on a half-built object, as OmegaConf's did
+                raise AttributeError("'NoneType' object has no attribute '_invalidate_flags_cache'")
+        raise ConfigError("composed (this test launches no trial process)")
+
+    with pytest.raises(interrupts.Terminated):
+        TrialRunner(study, StudyLock(path, str(tmp_path), "c"), RunLimits()).run(ask, prepare)
+    assert asked == [1]
+    [trial] = study.get_trials()
+    assert trial.state == TrialState.FAIL
+    assert trial.user_attrs["fail_reason"] == "config error: composed (this test launches no trial process)"
+
+
 def test_running_trials_with_odd_driver_records_are_judged_not_raised_on(tmp_path) -> None:
     """The zombie check every driver runs at start reads the RUNNING trials' ``driver`` and ``heartbeat``
     records as data: one that is not a string / a finite number is no record (a non-string driver used

@@ -387,6 +387,25 @@ def test_sigterm_on_the_command_stops_its_workers(tmp_path) -> None:
     assert TrialState.RUNNING not in [t.state for t in _journal_study(study_dir, "term").trials]
 
 
+def test_a_worker_that_ignores_sigterm_is_killed_and_reaped(tmp_path, monkeypatch) -> None:
+    """A local worker still running after its grace is SIGKILLed and waited for: an unreaped child keeps
+    its pid, which the command's zombie check would take for a live driver and leave its trial RUNNING."""
+    import sys
+    import time
+
+    from note_rl.utils import pid_alive
+    from tuner.study.workers import _Local
+
+    monkeypatch.setattr(_Local, "stop_grace_s", 0.5)
+    code = "import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); time.sleep(60)"
+    worker = _Local([sys.executable, "-c", code], str(tmp_path), dict(os.environ), str(tmp_path / "w.log"))
+    while b"up" not in (tmp_path / "w.log").read_bytes():
+        assert worker.status() is None
+        time.sleep(0.05)
+    worker.stop()
+    assert worker.proc.returncode == -9 and not pid_alive(worker.proc.pid)
+
+
 def test_workers_on_a_postgresql_study(tmp_path) -> None:
     """The storage every machine would reach: the workers get the command's PostgreSQL URL (quoted for
     Hydra: its ':' '@' '/'), one is SIGKILLed, the study still ends with exactly n_trials."""
