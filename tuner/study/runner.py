@@ -273,6 +273,8 @@ class TrialRunner:
         return OPEN
 
     def _launch(self, trial: optuna.Trial, prepare: Preparer) -> None:
+        """Record this driver on ``trial``, compose its config and start its process; a compose or
+        validation error fails this trial only."""
         trial.set_user_attr("driver", self.me)
         trial.set_user_attr("heartbeat", time.time())
         try:
