@@ -64,9 +64,7 @@ def _run_study(cfg: DictConfig) -> dict[str, Any]:
     finally:
         if pool is not None:
             pool.stop()  # on Ctrl-C / SIGTERM / an error: no worker outlives the command
-            if getattr(driver, "runner", None) is not None:  # one killed after its 30 s to stop left its trial
-                with driver.lock:
-                    driver.runner.fail_zombies()
+            _fail_left_running(driver)  # by a worker killed after its grace to stop
         progress.close()
         with held():  # a first signal now waits until study.json, best_config.yaml and the report are written
             summary = write_outputs(driver.study, driver.study_dir, driver.storage_desc, heldout, test)
@@ -111,11 +109,18 @@ def _wait_workers(pool: Any, driver: Any) -> None:
     """The study is full (or this driver hit a limit): wait for the workers, then fail what a dead one
     left RUNNING (possible once ``max_total_trials`` is reached and no driver asks again)."""
     pool.wait()
-    with driver.lock:
-        driver.runner.fail_zombies()
+    _fail_left_running(driver)
     if pool.dead:
         print(f"{len(pool.dead)} worker(s) died ({', '.join(map(str, pool.dead))}); the study was finished by the "
               f"other drivers", flush=True)
+
+
+def _fail_left_running(driver: Any) -> None:
+    """Fail the trials a stopped or dead worker left RUNNING (the runner's zombie check, under the
+    study's lock); nothing when the driver never started its runner."""
+    if getattr(driver, "runner", None) is not None:
+        with driver.lock:
+            driver.runner.fail_zombies()
 
 
 def _run_worker(driver: Any, settings: Any) -> dict[str, Any]:

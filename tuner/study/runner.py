@@ -112,9 +112,10 @@ def why_full(trials: list[optuna.trial.FrozenTrial], n_trials: int, max_total: i
         return why, f"raise {prefix}.n_trials to add trials"
     if max_total is not None and len(trials) >= max_total:
         return f"{len(trials)} trials ({prefix}.max_total_trials={max_total})", f"raise {prefix}.max_total_trials"
-    spent = runs_spent(trials) if max_runs is not None else 0
-    if max_runs is not None and spent + runs_per_trial > max_runs:
-        return f"{spent} training runs ({prefix}.max_runs={max_runs})", f"raise {prefix}.max_runs"
+    if max_runs is not None:
+        spent = runs_spent(trials)
+        if spent + runs_per_trial > max_runs:
+            return f"{spent} training runs ({prefix}.max_runs={max_runs})", f"raise {prefix}.max_runs"
     return None
 
 
