@@ -197,6 +197,8 @@ def policy_spec(agent: Any) -> PolicySpec:
         head = "identity"
     spec.discrete = head in ("argmax",) or (head == "ppo" and not continuous)
     if head == "ppo" and continuous:
+        if getattr(agent, "use_sde", False):  # acts from [mean, features]; the greedy action is the mean
+            _keep_columns(spec, agent.action_dim)
         low, high = agent.action_bounds
         spec.clip = (np.asarray(low, np.float32), np.asarray(high, np.float32))
     elif head in ("tanh_clip", "sac"):
@@ -220,11 +222,17 @@ def _sde_head(spec: PolicySpec, action_dim: int) -> None:
     that action is ``clip(tanh(mean), -tanh c, tanh c)``, which every exporter already builds."""
     from .agents.sac import SDE_CLIP_MEAN
 
-    spec.weights[-2] = spec.weights[-2][:, :action_dim].copy()
-    spec.weights[-1] = spec.weights[-1][:action_dim].copy()
+    _keep_columns(spec, action_dim)
     spec.half = False
     bound = np.full(action_dim, np.tanh(SDE_CLIP_MEAN), np.float32)
     spec.clip = (-bound, bound)
+
+
+def _keep_columns(spec: PolicySpec, action_dim: int) -> None:
+    """gSDE's actors act from ``[mean, features]`` (an identity block widens the output layer): keep
+    the mean's columns."""
+    spec.weights[-2] = spec.weights[-2][:, :action_dim].copy()
+    spec.weights[-1] = spec.weights[-1][:action_dim].copy()
 
 
 def spec_forward(spec: PolicySpec, obs: np.ndarray) -> np.ndarray:

@@ -262,7 +262,8 @@ class PoolRolloutCollector(Collector):
                              "acts through its framework, which rollout workers do not load; use pool_network=False "
                              "(n_envs vectorised envs in the training process)")
         extra = {"actor": agent.worker_actor(), "critic": agent.worker_critic(), "n_envs": agent.n_envs // n,
-                 "log_std": _log_std(agent), "action_bounds": getattr(agent, "action_bounds", None)}
+                 "log_std": _log_std(agent), "action_bounds": getattr(agent, "action_bounds", None),
+                 "sde_every": agent.sde_sample_freq if getattr(agent, "use_sde", False) else None}
         self.pool = WorkerPool(_worker_inits(agent, n, extra), settings.start_method)
         self.rng = np.random.default_rng(None if agent.seed is None else agent.seed + 11)
 

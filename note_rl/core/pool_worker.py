@@ -23,7 +23,7 @@ import numpy as np
 
 from ..utils import log_softmax
 from .envs import make_vec_env
-from .runners import EpisodeRunner, RolloutRunner, explore_action, sample_rollout_actions
+from .runners import EpisodeRunner, RolloutRunner, StateDependentNoise, explore_action, sample_rollout_actions
 
 __all__ = ["worker_main"]
 
@@ -43,6 +43,8 @@ class _Worker:
         self.env = None if init.get("n_envs") else init["env_factory"]()
         self.discrete = bool(init.get("discrete", True))
         self.log_std = init.get("log_std")  # a Gaussian rollout policy's (continuous PPO / A2C)
+        self.sde_every = init.get("sde_every")  # gSDE's steps between two exploration matrices (None: no gSDE)
+        self.sde: StateDependentNoise | None = None
         self.episodes: EpisodeRunner | None = None
         self.rollouts: RolloutRunner | None = None
 
@@ -76,6 +78,9 @@ class _Worker:
 
     def _rollout_act(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         output = self.actor(obs)
+        if self.sde is not None:  # gSDE: the rollout's held matrices, output [mean, z]
+            actions, logp = self.sde.sample(output, self.log_std.shape[1])
+            return actions, logp, self._values(obs)
         if self.log_std is None and self.actor.output == "linear":
             output = np.exp(log_softmax(output))  # logits -> probabilities
         actions, logp = sample_rollout_actions(output, self.rng, self.log_std, self.policy)
@@ -90,6 +95,8 @@ class _Worker:
             vec = make_vec_env(self.init["env_factory"], self.init["n_envs"])
             self.rollouts = RolloutRunner(vec, self._rollout_act, self._values, seed=self.seed,
                                           bounds=self.init.get("action_bounds"))
+        if self.sde_every is not None:  # new matrices from the current log std, as the trainer's own rollouts
+            self.sde = StateDependentNoise(self.log_std, self.init["n_envs"], self.rng, self.sde_every)
         fields, finished = self.rollouts.collect(payload["n_steps"])
         return {"fields": fields, "returns": finished}
 

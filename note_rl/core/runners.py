@@ -9,7 +9,10 @@ import numpy as np
 
 from ..buffers.nstep import NStepAccumulator
 
-__all__ = ["EpisodeRunner", "RolloutRunner", "explore_action", "sample_rollout_actions", "gaussian_log_prob"]
+__all__ = ["EpisodeRunner", "RolloutRunner", "StateDependentNoise", "explore_action", "sample_rollout_actions",
+           "gaussian_log_prob", "sde_log_prob", "SDE_EPS"]
+
+SDE_EPS = 1e-6  # gSDE: added to the state-dependent variance (SB3's epsilon)
 
 # (obs batch) -> (actions, log_probs, values)
 RolloutAct = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
@@ -30,6 +33,48 @@ def gaussian_log_prob(actions: np.ndarray, mean: np.ndarray, log_std: np.ndarray
     return (-0.5 * z * z - log_std - 0.5 * np.log(2.0 * np.pi)).sum(axis=-1)
 
 
+def sde_log_prob(actions: np.ndarray, mean: np.ndarray, features: np.ndarray, log_std: np.ndarray) -> np.ndarray:
+    """Log density of ``actions`` under gSDE's Gaussian: per action dimension ``N(mean, features**2 @
+    exp(log_std)**2 + 1e-6)`` (``log_std`` a ``(len(features), action_dim)`` matrix), summed."""
+    var = (np.asarray(features, np.float64) ** 2) @ np.exp(2.0 * np.asarray(log_std, np.float64)) + SDE_EPS
+    return (-0.5 * (actions - mean) ** 2 / var - 0.5 * np.log(var) - 0.5 * np.log(2.0 * np.pi)).sum(axis=-1)
+
+
+class StateDependentNoise:
+    """gSDE's exploration for a batch of env copies (Raffin et al. 2022, on-policy as in SB3's PPO
+    and A2C): copy ``i`` plays ``mean + z_i @ E_i`` where ``z`` is the actor's last hidden layer and
+    ``E_i ~ N(0, exp(log_std)**2)`` is held fixed for ``every`` steps (``-1``: the whole rollout), so
+    that an env copy's action is a smooth function of its state over that stretch.
+
+    :param log_std: the ``(features, action_dim)`` log standard deviations at the rollout's start
+    :param n_envs: env copies (one matrix each)
+    :param rng: the generator the matrices are drawn from
+    :param every: steps between two draws (``-1``: one draw, at construction)
+    """
+
+    def __init__(self, log_std: np.ndarray, n_envs: int, rng: np.random.Generator, every: int = -1) -> None:
+        self.log_std = np.asarray(log_std, np.float32)
+        self.n_envs, self.rng, self.every = int(n_envs), rng, int(every)
+        self.steps = 0
+        self.draw()
+
+    def draw(self) -> None:
+        """New matrices ``E_i`` for every env copy."""
+        std = np.exp(self.log_std.astype(np.float64))
+        self.matrices = (std * self.rng.standard_normal((self.n_envs, *std.shape))).astype(np.float32)
+
+    def sample(self, output: np.ndarray, action_dim: int) -> tuple[np.ndarray, np.ndarray]:
+        """Actions (unclipped, as :func:`sample_rollout_actions`) and their log-probabilities from
+        acting outputs ``[mean, z]`` (one row per env copy)."""
+        if self.every > 0 and self.steps and self.steps % self.every == 0:
+            self.draw()
+        self.steps += 1
+        output = np.asarray(output, np.float32)
+        mean, features = output[:, :action_dim], output[:, action_dim:]
+        actions = mean + np.einsum("bi,bij->bj", features, self.matrices)
+        return actions.astype(np.float32), sde_log_prob(actions, mean, features, self.log_std).astype(np.float32)
+
+
 def sample_rollout_actions(output: np.ndarray, rng: np.random.Generator, log_std: np.ndarray | None = None,
                            policy: Any = None, step_counter: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Actions and their log-probabilities for a batch of policy outputs.
@@ -37,7 +82,10 @@ def sample_rollout_actions(output: np.ndarray, rng: np.random.Generator, log_std
     With ``log_std`` the policy is a diagonal Gaussian (continuous actions): ``output`` is its mean
     and the sampled actions are returned unclipped (the log-probability is of what was sampled; the
     env step clips).  Otherwise ``output`` holds action probabilities and an action is drawn from
-    them, by ``policy`` when one is given."""
+    them, by ``policy`` when one is given.  A 2-D ``log_std`` is gSDE's matrix: ``output`` is ``[mean, z]``
+    and each row draws its own exploration matrix (:class:`StateDependentNoise`, held for one step)."""
+    if log_std is not None and np.ndim(log_std) == 2:
+        return StateDependentNoise(log_std, len(output), rng).sample(output, np.shape(log_std)[1])
     if log_std is not None:
         log_std = np.asarray(log_std, dtype=np.float32)
         actions = output + np.exp(log_std) * rng.standard_normal(output.shape)

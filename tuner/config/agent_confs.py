@@ -80,6 +80,8 @@ class PPOConf(_MLPAgent):
     normalize_advantage: bool = True
     linear_decay: bool = False
     log_std_init: float = 0.0
+    use_sde: bool = False
+    sde_sample_freq: int = -1
 
 
 @dataclass
@@ -99,6 +101,8 @@ class A2CConf(_MLPAgent):
     max_grad_norm: Optional[float] = 0.5
     linear_decay: bool = False
     log_std_init: float = 0.0
+    use_sde: bool = False
+    sde_sample_freq: int = -1
 
 
 @dataclass

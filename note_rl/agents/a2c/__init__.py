@@ -28,11 +28,13 @@ class A2CMixin:
                  entropy_coef: float = 0.0, vf_coef: float = 0.5, normalize_advantage: bool = False,
                  max_grad_norm: float | None = 0.5, linear_decay: bool = False, env: Any = None,
                  seed: int | None = None, activation: str = "tanh", ortho_init: bool = True,
-                 log_std_init: float = 0.0, device: str | None = "auto", network: Any = None) -> None:
+                 log_std_init: float = 0.0, device: str | None = "auto", network: Any = None,
+                 use_sde: bool = False, sde_sample_freq: int = -1) -> None:
         if not n_steps:
             raise ValueError(f"A2C(n_steps={n_steps!r}): A2C trains on rollouts; give their length")
         super().__init__(state_dim, hidden_size, action_dim, gamma=gamma, lam=lam, n_steps=n_steps,  # type: ignore[call-arg]
                          n_envs=n_envs, n_epochs=1, entropy_coef=entropy_coef, vf_coef=vf_coef,
                          normalize_advantage=normalize_advantage, max_grad_norm=max_grad_norm,
                          linear_decay=linear_decay, env=env, seed=seed, activation=activation,
-                         ortho_init=ortho_init, log_std_init=log_std_init, device=device, network=network)
+                         ortho_init=ortho_init, log_std_init=log_std_init, device=device, network=network,
+                         use_sde=use_sde, sde_sample_freq=sde_sample_freq)

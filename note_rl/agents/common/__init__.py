@@ -15,8 +15,8 @@ from ...core.envs import flat_observations, space_dims
 from ...core.schedule import Schedule
 from ...utils import log_softmax
 
-__all__ = ["hidden_sizes", "make_env", "init_mlp", "MLPActor", "LiveActor", "SeededInit", "check_args",
-           "check_env_dims", "LinearDecay", "public_module"]
+__all__ = ["hidden_sizes", "make_env", "init_mlp", "MLPActor", "LiveActor", "SeededInit", "check_args", "check_sde",
+           "with_features", "check_env_dims", "LinearDecay", "public_module"]
 
 
 ACTIVATIONS = ("relu", "tanh")
@@ -56,6 +56,27 @@ def check_args(name: str, gamma: float | None = None, tau: float | None = None,
         raise ValueError(f"{name}(tau={tau!r}): must be in (0, 1]")
     if activation is not None and activation not in ACTIVATIONS:
         raise ValueError(f"{name}(activation={activation!r}): use one of {ACTIVATIONS}")
+
+
+def check_sde(name: str, use_sde: Any, sde_sample_freq: Any) -> tuple[bool, int]:
+    """gSDE's two switches (SAC, PPO, A2C), checked with one-line errors: ``(use_sde, sde_sample_freq)``."""
+    if not isinstance(use_sde, (bool, np.bool_)):
+        raise ValueError(f"{name}(use_sde={use_sde!r}): must be true or false")
+    if isinstance(sde_sample_freq, bool) or not isinstance(sde_sample_freq, (int, np.integer)) \
+            or sde_sample_freq == 0 or sde_sample_freq < -1:
+        raise ValueError(f"{name}(sde_sample_freq={sde_sample_freq!r}): -1 (once per training round) or "
+                         "a positive number of env steps")
+    return bool(use_sde), int(sde_sample_freq)
+
+
+def with_features(weights: list[np.ndarray]) -> list[np.ndarray]:
+    """An MLP's weights with the output layer widened by an identity block, so that one numpy pass
+    gives ``[output, z]``, ``z`` the last hidden layer (``z @ I + 0`` is ``z`` exactly): what gSDE's
+    noise ``z E`` needs while acting."""
+    *body, w, b = weights
+    width = w.shape[0]
+    return [*body, np.concatenate([w, np.eye(width, dtype=np.float32)], axis=1),
+            np.concatenate([b, np.zeros(width, np.float32)])]
 
 
 def pool_form(name: str, gamma: Any, processes: Any, default_gamma: float = 0.99) -> tuple[Any, int | None]:

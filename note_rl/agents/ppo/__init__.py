@@ -25,6 +25,17 @@ is the actor's output and whose log standard deviation is one learned vector, in
 state (``log_std_init`` to start; SB3's ``MlpPolicy``).  Gaussian actions are stored as sampled
 and clipped to the env's bounds only when played; they need rollouts (``n_steps``).
 
+With ``use_sde=True`` (Box actions, rollouts) the Gaussian is gSDE's (Raffin et al. 2022,
+https://jmlr.org/papers/v23/21-0360.html; SB3's ``use_sde`` for PPO and A2C)::
+
+    z = phi(s)                          # the actor's last hidden layer, held constant for the noise
+    E_i ~ N(0, exp(log_std)**2)         # one (len(z), action_dim) matrix per env copy, log_std learned
+    a = mu(s) + z E_i                   # held E_i: drawn at each rollout's start, or every sde_sample_freq steps
+    log pi(a|s) = log N(a; mu(s), z**2 exp(log_std)**2 + 1e-6),   H = its (state-dependent) entropy
+
+so an env copy's exploration is a smooth function of the state over a rollout, not white noise (what
+rl-zoo3's presets use on MountainCarContinuous, Pendulum and the walkers).
+
 Per update, on a mini-batch, both classes minimise the same objective (:class:`PPOLoss`)::
 
     ratio = exp(log pi(a|s) - log pi_old(a|s))
@@ -50,12 +61,12 @@ from typing import Any, Self, Sequence
 import gymnasium as gym
 import numpy as np
 
-from ...core.runners import sample_rollout_actions
+from ...core.runners import StateDependentNoise, sample_rollout_actions
 from ...policy import SoftmaxPolicy
 from ...utils import log_softmax
 from ...update import LossTerm, ParamGroup, TargetUpdate, UpdateSpec
-from ..common import (LinearDecay, LiveActor, MLPActor, SeededInit, check_args, check_env_dims, hidden_sizes,
-                      init_mlp, make_env)
+from ..common import (LinearDecay, LiveActor, MLPActor, SeededInit, check_args, check_env_dims, check_sde,
+                      hidden_sizes, init_mlp, make_env, with_features)
 from ..nets import NetworkSetup
 
 __all__ = ["PPOLoss", "PPOMixin", "ReplayMode", "RolloutMode", "entropy_np"]
@@ -123,6 +134,8 @@ class PPOMixin(PPOLoss, NetworkSetup, SeededInit, LinearDecay):
     :param activation: hidden activation, ``"relu"`` or ``"tanh"``
     :param ortho_init: SB3's orthogonal initialisation
     :param log_std_init: starting log standard deviation of the Gaussian policy (Box actions)
+    :param use_sde: explore with gSDE (Box actions on rollouts, MLP actor; see the module docstring)
+    :param sde_sample_freq: gSDE: env steps between two exploration matrices (-1: one per rollout)
     :param device: ``auto`` (a GPU when one is present), ``cpu``, ``cuda``, ``cuda:N`` or ``mps``
     :param network: ``None`` (the MLPs of ``hidden_size`` / ``activation``) or a network spec or
         ``_target_`` node (:mod:`note_rl.agents.nets`): the actor and the critic each get their own
@@ -131,6 +144,8 @@ class PPOMixin(PPOLoss, NetworkSetup, SeededInit, LinearDecay):
     """
 
     SCHEDULED = ("lr", "clip")  # linear_decay decays both (rl-zoo's lin_ lr and clip_range)
+    use_sde, sde_sample_freq = False, -1  # class defaults: an agent pickled before gSDE loads without it
+    _sde = None
 
     #: the action spaces the agent handles (a builder refuses an env with others in one line)
     action_kinds = ("discrete", "continuous")
@@ -184,7 +199,8 @@ class PPOMixin(PPOLoss, NetworkSetup, SeededInit, LinearDecay):
                  vf_coef: float = 0.5, normalize_advantage: bool = True,
                  max_grad_norm: float | None = None, linear_decay: bool = False, env: Any = None,
                  seed: int | None = None, activation: str = "relu", ortho_init: bool = False,
-                 log_std_init: float = 0.0, device: str | None = "auto", network: Any = None) -> None:
+                 log_std_init: float = 0.0, device: str | None = "auto", network: Any = None,
+                 use_sde: bool = False, sde_sample_freq: int = -1) -> None:
         super().__init__()  # the backend's base class (RL_pytorch / RL)
         self.device = self.backend.resolve_device(device)
         if hidden_size is None and network is not None:
@@ -195,7 +211,7 @@ class PPOMixin(PPOLoss, NetworkSetup, SeededInit, LinearDecay):
         actor, critic = self._setup_ppo(state_dim, hidden_size, action_dim, clip, entropy_coef,
                                         gamma, lam, n_steps, n_envs, n_epochs, vf_coef,
                                         normalize_advantage, max_grad_norm, linear_decay, env, seed,
-                                        activation, ortho_init, log_std_init, network)
+                                        activation, ortho_init, log_std_init, network, use_sde, sde_sample_freq)
         self._build_networks(actor, critic, self.activation)
         self.gamma = self.backend.make_variable(gamma)
         self.clip = self.backend.make_variable(clip, self.device)  # torch.clamp's bounds: on the loss's device
@@ -214,7 +230,8 @@ class PPOMixin(PPOLoss, NetworkSetup, SeededInit, LinearDecay):
                    normalize_advantage: bool, max_grad_norm: float | None, linear_decay: bool,
                    env: Any, seed: int | None, activation: str = "relu",
                    ortho_init: bool = False,
-                   log_std_init: float = 0.0, network: Any = None) -> tuple[list[np.ndarray], list[np.ndarray]]:
+                   log_std_init: float = 0.0, network: Any = None, use_sde: bool = False,
+                   sde_sample_freq: int = -1) -> tuple[list[np.ndarray], list[np.ndarray]]:
         name = type(self).__name__
         check_args(name, gamma=gamma, activation=activation, state_dim=state_dim,
                    numbers={"clip": clip, "entropy_coef": entropy_coef, "lam": lam, "vf_coef": vf_coef,
@@ -235,6 +252,7 @@ class PPOMixin(PPOLoss, NetworkSetup, SeededInit, LinearDecay):
         self.action_dim = int(action_dim)
         self.hidden = hidden_sizes(hidden_size)
         self._setup_network(name, network, self.env, state_dim)
+        self._setup_sde(use_sde, sde_sample_freq, network)
         self.clip_init = float(clip)
         self.entropy_coef = float(entropy_coef)
         self.lam = float(lam)
@@ -266,6 +284,21 @@ class PPOMixin(PPOLoss, NetworkSetup, SeededInit, LinearDecay):
             raise ValueError(f"{name}(action_dim={action_dim}): the env's actions have {size} dimensions")
         self.action_bounds = (space.low.astype(np.float32).ravel(), space.high.astype(np.float32).ravel())
         return size
+
+    def _setup_sde(self, use_sde: bool, sde_sample_freq: int, network: Any) -> None:
+        name = type(self).__name__
+        self.use_sde, self.sde_sample_freq = check_sde(name, use_sde, sde_sample_freq)
+        if self.use_sde and not self.continuous:
+            raise ValueError(f"{name}(use_sde=True): gSDE explores Box actions; the env has {self.env.action_space}")
+        if self.use_sde and self.uses_encoder():
+            raise ValueError(f"{name}(use_sde=True, network={network!r}): gSDE reads the MLP actor's last hidden "
+                             "layer; use network=null (hidden_size, activation)")
+        self._sde: StateDependentNoise | None = None  # the rollout's exploration matrices
+
+    def log_std_shape(self) -> tuple[int, ...]:
+        """The shape of the learned ``log_std``: one per action dimension, or gSDE's ``(features,
+        action_dim)`` matrix."""
+        return (self.hidden[-1], self.action_dim) if self.use_sde else (self.action_dim,)
 
     def initial_weights(self, seed: int | None) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """``(actor, critic)`` weights drawn from ``seed``; ``actor_old`` starts as the actor."""
@@ -316,7 +349,8 @@ class PPOMixin(PPOLoss, NetworkSetup, SeededInit, LinearDecay):
 
     def rollout_log_std(self) -> np.ndarray | None:
         """What sampling needs besides the actor's output (rollout workers, ``predict``): the
-        Gaussian's log std, or ``None``."""
+        Gaussian's log std (gSDE's: a matrix, see :func:`~note_rl.core.runners.sample_rollout_actions`),
+        or ``None``."""
         return self.log_std_weights() if self.continuous else None
 
     # -- acting ------------------------------------------------------------------------------
@@ -336,9 +370,10 @@ class PPOMixin(PPOLoss, NetworkSetup, SeededInit, LinearDecay):
         return MLPActor(self.acting_weights(), self._output(), self.activation)
 
     def greedy_action(self, output: np.ndarray) -> Any:
-        """The mean action clipped to the bounds (Box), or the most probable action."""
+        """The mean action clipped to the bounds (Box; with gSDE the output's first ``action_dim``
+        columns), or the most probable action."""
         if self.continuous:
-            return np.clip(output, *self.action_bounds)
+            return np.clip(np.asarray(output)[..., :self.action_dim], *self.action_bounds)
         return int(np.argmax(output))
 
 
@@ -408,7 +443,9 @@ class RolloutMode(PPOMixin):
         return self.actor
 
     def acting_weights(self) -> list[np.ndarray]:
-        return self.actor_weights()
+        """The actor's weights; with gSDE widened so that the numpy actor outputs ``[mean, z]``."""
+        weights = self.actor_weights()
+        return with_features(weights) if self.use_sde else weights
 
     def worker_critic(self) -> MLPActor | None:
         if self.uses_encoder():
@@ -428,6 +465,9 @@ class RolloutMode(PPOMixin):
 
     def rollout_act(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Actions, their log-probabilities and state values for a batch of observations."""
+        if self.use_sde:
+            actions, logp = self.sde_noise().sample(self.act_output(obs), self.action_dim)
+            return actions, logp, self.rollout_values(obs)
         actions, logp = sample_rollout_actions(self.act_output(obs), self._sample_rng(), self.rollout_log_std(),
                                                None if self.continuous else self.policy, self.step_counter)
         return actions, logp, self.rollout_values(obs)
@@ -438,12 +478,21 @@ class RolloutMode(PPOMixin):
             rng = self._rng = np.random.default_rng(self.seed)
         return rng
 
+    def sde_noise(self) -> StateDependentNoise:
+        """gSDE: the exploration matrices the rollout acts with (drawn at its start)."""
+        if self._sde is None:
+            self._sde = StateDependentNoise(self.log_std_weights(), self.n_envs, self._sample_rng(),
+                                            self.sde_sample_freq)
+        return self._sde
+
     def rollout_values(self, obs: np.ndarray) -> np.ndarray:
         return self._critic()(obs)[:, 0].astype(np.float32)
 
     def on_rollout_start(self, progress_remaining: float) -> None:
-        """Refuse a policy the Gaussian actor cannot use (the lr and clip schedules of
-        ``linear_decay`` are set by the loop right after)."""
+        """Refuse a policy the Gaussian actor cannot use; gSDE draws new exploration matrices, from
+        the current ``log_std`` (SB3's ``reset_noise`` at each rollout).  The lr and clip schedules of
+        ``linear_decay`` are set by the loop right after."""
+        self._sde = None
         if self.continuous and self.policy is not None and not isinstance(self.policy, SoftmaxPolicy):
             raise ValueError(f"{type(self).__name__} samples Box actions from its Gaussian policy; "
                              f"policy={type(self.policy).__name__} applies to discrete actions only")

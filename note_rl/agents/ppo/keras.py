@@ -12,7 +12,8 @@ import tensorflow as tf
 
 from ...keras import RL
 from ..common import public_module
-from ..common.keras import numpy_weights, pick
+from ...core.runners import SDE_EPS
+from ..common.keras import forward_hidden, numpy_weights, pick
 from ..nets.keras import KerasNetworks
 from . import PPOMixin, ReplayMode, RolloutMode
 
@@ -34,7 +35,8 @@ class PPO(KerasNetworks, PPOMixin, RL):
         with tf.device(self.device):
             actor_params = list(self.actor.trainable_weights)
             if self.continuous:  # trained with the actor, in its parameter group
-                self.log_std = tf.Variable(tf.fill([self.action_dim], self.log_std_init), name="log_std")
+                # gSDE's: a (features, action_dim) matrix
+                self.log_std = tf.Variable(tf.fill(list(self.log_std_shape()), self.log_std_init), name="log_std")
                 actor_params.append(self.log_std)
         self.param = [actor_params, self.critic.trainable_weights]
 
@@ -45,7 +47,7 @@ class PPO(KerasNetworks, PPOMixin, RL):
         for net, weights in ((self.actor, actor), (self.actor_old, actor), (self.critic, critic)):
             net.set_weights(weights)
         if self.continuous:
-            self.log_std.assign(tf.fill([self.action_dim], self.log_std_init))
+            self.log_std.assign(tf.fill(list(self.log_std_shape()), self.log_std_init))
 
     def critic_weights(self) -> list[np.ndarray]:
         return numpy_weights(self.critic)
@@ -54,12 +56,31 @@ class PPO(KerasNetworks, PPOMixin, RL):
         return np.array(self.log_std.numpy())
 
     def action(self, s: tf.Tensor) -> tf.Tensor:
-        """Action probabilities, or the Gaussian's mean for Box actions."""
+        """Action probabilities, or the Gaussian's mean for Box actions (gSDE: ``[mean, z]``, whose
+        ``z`` the numpy side draws the noise from)."""
         net = self.acting_actor()
+        if self.use_sde:
+            return tf.concat(forward_hidden(net, s), axis=1)
         return net(s) if self.continuous else tf.nn.softmax(net(s), axis=-1)
 
+    def _policy_out(self, s: tf.Tensor) -> tf.Tensor | tuple[tf.Tensor, tf.Tensor]:
+        """The actor's output the loss reads: logits or the mean, or with gSDE ``(mean, z)``, ``z``
+        held constant (SB3's ``learn_features=False``: the noise's gradient does not train the features)."""
+        if self.use_sde:
+            mean, z = forward_hidden(self.actor, s)
+            return mean, tf.stop_gradient(z)
+        return self.actor(s)
+
+    def _sde_sigma(self, z: tf.Tensor) -> tf.Tensor:
+        """gSDE: the standard deviation of each action dimension at the states whose features are ``z``."""
+        return tf.sqrt(tf.matmul(tf.square(z), tf.exp(2.0 * self.log_std)) + SDE_EPS)
+
     def _log_prob(self, out: tf.Tensor, a: tf.Tensor) -> tf.Tensor:
-        """``log pi(a|s)`` from the actor's output (logits, or the Gaussian's mean)."""
+        """``log pi(a|s)`` from the actor's output (logits, the Gaussian's mean, gSDE's ``(mean, z)``)."""
+        if self.use_sde:
+            mean, z = out
+            sigma = self._sde_sigma(z)
+            return tf.reduce_sum(-0.5 * tf.square((a - mean) / sigma) - tf.math.log(sigma) - _HALF_LOG_2PI, axis=-1)
         if self.continuous:
             z = (a - out) * tf.exp(-self.log_std)
             return tf.reduce_sum(-0.5 * z * z - self.log_std - _HALF_LOG_2PI, axis=-1)
@@ -71,6 +92,9 @@ class PPO(KerasNetworks, PPOMixin, RL):
         return -tf.reduce_mean(tf.minimum(ratio * adv, clipped * adv)), ratio
 
     def _entropy(self, out: tf.Tensor) -> tf.Tensor:
+        if self.use_sde:  # a Gaussian's entropy, 0.5 + log(sqrt(2 pi) sigma), with sigma per state
+            sigma = self._sde_sigma(out[1])
+            return tf.reduce_mean(tf.reduce_sum(tf.math.log(sigma) + 0.5 + _HALF_LOG_2PI, axis=-1))
         if self.continuous:  # the same for every state: the log std does not depend on it
             return tf.reduce_sum(self.log_std + 0.5 + _HALF_LOG_2PI)
         logp = tf.nn.log_softmax(out, axis=-1)
@@ -81,7 +105,7 @@ class PPO(KerasNetworks, PPOMixin, RL):
         """PPO's loss on a mini-batch whose advantages and value targets are given: what
         ``PPO.Rollout`` trains on (GAE advantages, normalised by the collector); the conformance
         tests evaluate it on either class."""
-        out = self.actor(s)
+        out = self._policy_out(s)
         policy_loss = self.policy_loss(self._log_prob(out, a), logp_old, adv)
         value_loss = tf.reduce_mean(tf.square(ret - self.critic(s)[:, 0]))
         return self.objective(policy_loss, value_loss, out)

@@ -14,6 +14,7 @@ import torch
 from ...torch import RL_pytorch
 from ..common import public_module
 from ..nets.torch import TorchNetworks
+from ...core.runners import SDE_EPS
 from . import PPOMixin, ReplayMode, RolloutMode
 
 __all__ = ["PPO"]
@@ -33,8 +34,8 @@ class PPO(TorchNetworks, PPOMixin, RL_pytorch):
         self.critic = self._net(critic)
         actor_params = list(self.actor.parameters())
         if self.continuous:
-            self.log_std = torch.nn.Parameter(
-                torch.full((self.action_dim,), self.log_std_init, dtype=torch.float32, device=self.device))
+            self.log_std = torch.nn.Parameter(  # gSDE's: a (features, action_dim) matrix
+                torch.full(self.log_std_shape(), self.log_std_init, dtype=torch.float32, device=self.device))
             actor_params.append(self.log_std)  # trained with the actor, in its parameter group
         self.param = [actor_params, list(self.critic.parameters())]
 
@@ -55,12 +56,31 @@ class PPO(TorchNetworks, PPOMixin, RL_pytorch):
         return self.log_std.detach().cpu().numpy().copy()
 
     def action(self, s: torch.Tensor) -> torch.Tensor:
-        """Action probabilities, or the Gaussian's mean for Box actions."""
+        """Action probabilities, or the Gaussian's mean for Box actions (gSDE: ``[mean, z]``, whose
+        ``z`` the numpy side draws the noise from)."""
         net = self.acting_actor()
+        if self.use_sde:
+            return torch.cat(net.forward_hidden(s), dim=1)
         return net(s) if self.continuous else torch.softmax(net(s), dim=-1)
 
+    def _policy_out(self, s: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        """The actor's output the loss reads: logits or the mean, or with gSDE ``(mean, z)``, ``z``
+        held constant (SB3's ``learn_features=False``: the noise's gradient does not train the features)."""
+        if self.use_sde:
+            mean, z = self.actor.forward_hidden(s)
+            return mean, z.detach()
+        return self.actor(s)
+
+    def _sde_sigma(self, z: torch.Tensor) -> torch.Tensor:
+        """gSDE: the standard deviation of each action dimension at the states whose features are ``z``."""
+        return torch.sqrt(z.pow(2) @ torch.exp(2.0 * self.log_std) + SDE_EPS)
+
     def _log_prob(self, out: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
-        """``log pi(a|s)`` from the actor's output (logits, or the Gaussian's mean)."""
+        """``log pi(a|s)`` from the actor's output (logits, the Gaussian's mean, gSDE's ``(mean, z)``)."""
+        if self.use_sde:
+            mean, z = out
+            sigma = self._sde_sigma(z)
+            return (-0.5 * ((a - mean) / sigma).pow(2) - sigma.log() - _HALF_LOG_2PI).sum(dim=-1)
         if self.continuous:
             z = (a - out) * torch.exp(-self.log_std)
             return (-0.5 * z * z - self.log_std - _HALF_LOG_2PI).sum(dim=-1)
@@ -73,6 +93,8 @@ class PPO(TorchNetworks, PPOMixin, RL_pytorch):
         return -torch.min(ratio * adv, clipped * adv).mean(), ratio
 
     def _entropy(self, out: torch.Tensor) -> torch.Tensor:
+        if self.use_sde:  # a Gaussian's entropy, 0.5 + log(sqrt(2 pi) sigma), with sigma per state
+            return (self._sde_sigma(out[1]).log() + 0.5 + _HALF_LOG_2PI).sum(dim=-1).mean()
         if self.continuous:  # the same for every state: the log std does not depend on it
             return (self.log_std + 0.5 + _HALF_LOG_2PI).sum()
         logp = torch.log_softmax(out, dim=-1)
@@ -83,7 +105,7 @@ class PPO(TorchNetworks, PPOMixin, RL_pytorch):
         """PPO's loss on a mini-batch whose advantages and value targets are given: what
         ``PPO.Rollout`` trains on (GAE advantages, normalised by the collector); the conformance
         tests evaluate it on either class."""
-        out = self.actor(s)
+        out = self._policy_out(s)
         policy_loss = self.policy_loss(self._log_prob(out, a), logp_old, adv)
         value_loss = ((ret - self.critic(s)[:, 0]) ** 2).mean()
         return self.objective(policy_loss, value_loss, out)

@@ -34,8 +34,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ...core.runners import SDE_EPS
+from ...core.runners import sde_log_prob as _gaussian_sde_log_prob
 from ...update import LossTerm, ParamGroup, TargetUpdate, UpdateSpec
-from ..common import LiveActor, SeededInit, check_args, hidden_sizes, init_mlp
+from ..common import LiveActor, SeededInit, check_args, check_sde, hidden_sizes, init_mlp, with_features
 from ..common.box import BoxActions
 
 __all__ = ["SACMixin", "LOG_STD_MIN", "LOG_STD_MAX", "SDE_CLIP_MEAN", "SDE_EPS", "squashed_log_prob",
@@ -43,7 +45,6 @@ __all__ = ["SACMixin", "LOG_STD_MIN", "LOG_STD_MAX", "SDE_CLIP_MEAN", "SDE_EPS",
 
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0  # SB3's clip of the actor's log standard deviation
 SDE_CLIP_MEAN = 2.0  # gSDE: the mean is clipped to [-2, 2] before tanh (SB3's clip_mean)
-SDE_EPS = 1e-6  # gSDE: added to the state-dependent variance (SB3's epsilon)
 
 
 class SACMixin(BoxActions, SeededInit):
@@ -127,15 +128,9 @@ class SACMixin(BoxActions, SeededInit):
 
     def _setup_sde(self, use_sde: bool, log_std_init: float, sde_sample_freq: int) -> None:
         name = type(self).__name__
-        if not isinstance(use_sde, (bool, np.bool_)):
-            raise ValueError(f"{name}(use_sde={use_sde!r}): must be true or false")
         check_args(name, numbers={"log_std_init": log_std_init})
-        if isinstance(sde_sample_freq, bool) or not isinstance(sde_sample_freq, (int, np.integer)) \
-                or sde_sample_freq == 0 or sde_sample_freq < -1:
-            raise ValueError(f"{name}(sde_sample_freq={sde_sample_freq!r}): -1 (once per training round) or "
-                             "a positive number of env steps")
-        self.use_sde, self.log_std_init = bool(use_sde), float(log_std_init)
-        self.sde_sample_freq = int(sde_sample_freq)
+        self.use_sde, self.sde_sample_freq = check_sde(name, use_sde, sde_sample_freq)
+        self.log_std_init = float(log_std_init)
         self._sde_matrices: dict[int, tuple[int, np.ndarray]] = {}  # env copy -> (period, matrix)
 
     def initial_weights(self, seed: int | None) -> tuple[list[np.ndarray], ...]:
@@ -196,12 +191,7 @@ class SACMixin(BoxActions, SeededInit):
         ``z``, which the noise ``z E`` needs: the output layer is widened by an identity block, so one
         MLP pass gives ``[mean, z]`` (``z @ I + 0`` is ``z`` exactly)."""
         weights = self.actor_weights()
-        if not self.use_sde:
-            return weights
-        *body, w, b = weights
-        width = w.shape[0]
-        return [*body, np.concatenate([w, np.eye(width, dtype=np.float32)], axis=1),
-                np.concatenate([b, np.zeros(width, np.float32)])]
+        return with_features(weights) if self.use_sde else weights
 
     def sample_action(self, output: np.ndarray, copy: int = 0) -> np.ndarray:
         if self.use_sde:
@@ -251,6 +241,4 @@ def squashed_log_prob(u: np.ndarray, mean: np.ndarray, log_std: np.ndarray) -> n
 def sde_log_prob(u: np.ndarray, mean: np.ndarray, z: np.ndarray, log_std: np.ndarray) -> np.ndarray:
     """gSDE's ``log pi(tanh(u))`` (numpy reference for the tests): ``u ~ N(mean, z**2 @ exp(log_std)**2
     + 1e-6)`` per action dimension, then the ``tanh`` correction."""
-    var = (z ** 2) @ np.exp(2 * log_std) + SDE_EPS
-    gauss = -0.5 * (u - mean) ** 2 / var - 0.5 * np.log(var) - 0.5 * np.log(2 * np.pi)
-    return (gauss - np.log(1 - np.tanh(u) ** 2 + 1e-6)).sum(axis=-1)
+    return _gaussian_sde_log_prob(u, mean, z, log_std) - np.log(1 - np.tanh(u) ** 2 + 1e-6).sum(axis=-1)
