@@ -6,8 +6,9 @@ on test seeds nothing was tuned on, beside the rl-zoo3 preset and ARLBench's pub
         [--override 'search.values.agent.hidden_size="choice([64, 64])"' ...]
 
 Tasks: the issue's four (LunarLander PPO, Acrobot DQN, Pendulum SAC, MountainCarContinuous SAC), each
-starting from rl-zoo3's preset, ``mountain_car_continuous_ppo`` (rl-zoo3's PPO preset, with gSDE), and ``acrobot_a2c``, which has no preset: its studies start from A2C's
-defaults, which learn and then fall apart on Acrobot, so tuning has room to win there.
+starting from rl-zoo3's preset, ``mountain_car_continuous_ppo`` (rl-zoo3's PPO preset, with gSDE), and
+``acrobot_a2c``, which has no preset: its studies start from A2C's defaults, which learn and then fall
+apart on Acrobot, so tuning has room to win there.
 
 Methods (each a fresh study in ``<out>/<task>/<method>-r<repeat>``; ``--repeats`` runs each again with
 another sampler seed):
