@@ -190,9 +190,10 @@ def table(task: str, rows: list[dict], a: argparse.Namespace) -> str:
     def f(v):
         return "-" if v is None else f"{v:.1f}"
 
-    arl = TASKS[task][4]
+    agent, env, _, _, arl = TASKS[task]
+    preset = os.path.exists(os.path.join(REPO, "conf", "hyperparams", f"{agent}_{env}.yaml"))
     starts = [r["start_test_mean"] for r in rows if r.get("start_test_mean") is not None]
-    start = "the defaults" if arl is None else "rl-zoo3's preset"
+    start = "rl-zoo3's preset" if preset else "the defaults"
     lines = [f"{task}: {a.steps} env steps per run (full budget {TASKS[task][2]}), {a.trials} trials x {a.seeds} seeds, "
              f"test seeds {TEST_SEEDS[:a.test_seeds]}" + (f", overrides {' '.join(a.override)}" if a.override else ""),
              "| method | repeat | answer's tuning score | answer's test mean | test scores | starting config's test mean "
@@ -216,7 +217,8 @@ def table(task: str, rows: list[dict], a: argparse.Namespace) -> str:
         lines.append(f"\nThe starting config, {start} (trial 0 of each study, retrained on the same test seeds): mean "
                      f"{statistics.fmean(starts):.1f} over {len(starts)} studies")
     if arl is None:
-        lines.append("ARLBench and rl-zoo3 publish nothing for this task: the starting config is the agent's defaults")
+        lines.append("ARLBench publishes nothing for this task" + ("" if preset else
+                     ", nor rl-zoo3: the starting config is the agent's defaults"))
     else:
         lines.append(f"ARLBench (tuning seeds, JAX envs, full budget): RS {arl['RS']}, SMAC {arl['SMAC']}, "
                      f"PBT {arl['PBT']}; rl-zoo3's one SB3 run {arl['zoo']}")
