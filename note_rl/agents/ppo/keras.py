@@ -10,9 +10,9 @@ from ...backends import tf_backend as _tf_backend  # noqa: F401,I001 - imports T
 import numpy as np
 import tensorflow as tf
 
+from ...core.runners import SDE_EPS
 from ...keras import RL
 from ..common import public_module
-from ...core.runners import SDE_EPS
 from ..common.keras import forward_hidden, numpy_weights, pick
 from ..nets.keras import KerasNetworks
 from . import PPOMixin, ReplayMode, RolloutMode

@@ -11,10 +11,10 @@ import numpy as np
 from ...backends import torch_backend as _torch_backend  # noqa: F401,I001 - says how to install PyTorch when missing
 import torch
 
+from ...core.runners import SDE_EPS
 from ...torch import RL_pytorch
 from ..common import public_module
 from ..nets.torch import TorchNetworks
-from ...core.runners import SDE_EPS
 from . import PPOMixin, ReplayMode, RolloutMode
 
 __all__ = ["PPO"]
