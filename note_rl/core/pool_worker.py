@@ -79,7 +79,7 @@ class _Worker:
     def _rollout_act(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         output = self.actor(obs)
         if self.sde is not None:  # gSDE: the rollout's held matrices, output [mean, z]
-            actions, logp = self.sde.sample(output, self.log_std.shape[1])
+            actions, logp = self.sde.sample(output)
             return actions, logp, self._values(obs)
         if self.log_std is None and self.actor.output == "linear":
             output = np.exp(log_softmax(output))  # logits -> probabilities

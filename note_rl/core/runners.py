@@ -63,13 +63,14 @@ class StateDependentNoise:
         std = np.exp(self.log_std.astype(np.float64))
         self.matrices = (std * self.rng.standard_normal((self.n_envs, *std.shape))).astype(np.float32)
 
-    def sample(self, output: np.ndarray, action_dim: int) -> tuple[np.ndarray, np.ndarray]:
+    def sample(self, output: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Actions (unclipped, as :func:`sample_rollout_actions`) and their log-probabilities from
-        acting outputs ``[mean, z]`` (one row per env copy)."""
+        acting outputs ``[mean, z]`` (one row per env copy; the mean has ``log_std``'s columns)."""
         if self.every > 0 and self.steps and self.steps % self.every == 0:
             self.draw()
         self.steps += 1
         output = np.asarray(output, np.float32)
+        action_dim = self.log_std.shape[1]
         mean, features = output[:, :action_dim], output[:, action_dim:]
         actions = mean + np.einsum("bi,bij->bj", features, self.matrices)
         return actions.astype(np.float32), sde_log_prob(actions, mean, features, self.log_std).astype(np.float32)
@@ -85,7 +86,7 @@ def sample_rollout_actions(output: np.ndarray, rng: np.random.Generator, log_std
     them, by ``policy`` when one is given.  A 2-D ``log_std`` is gSDE's matrix: ``output`` is ``[mean, z]``
     and each row draws its own exploration matrix (:class:`StateDependentNoise`, held for one step)."""
     if log_std is not None and np.ndim(log_std) == 2:
-        return StateDependentNoise(log_std, len(output), rng).sample(output, np.shape(log_std)[1])
+        return StateDependentNoise(log_std, len(output), rng).sample(output)
     if log_std is not None:
         log_std = np.asarray(log_std, dtype=np.float32)
         actions = output + np.exp(log_std) * rng.standard_normal(output.shape)

@@ -10,7 +10,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-__all__ = ["mlp", "Critics", "q_values", "mse", "pick", "numpy_weights"]
+from ...core.runners import SDE_EPS
+
+__all__ = ["mlp", "Critics", "q_values", "mse", "pick", "numpy_weights", "forward_hidden", "sde_sigma"]
 
 
 def mlp(weights: Sequence[np.ndarray], activation: str = "relu", output: str = "linear") -> keras.Sequential:
@@ -33,6 +35,12 @@ def forward_hidden(model: keras.Sequential, x: tf.Tensor) -> tuple[tf.Tensor, tf
     for layer in body:
         x = layer(x)
     return last(x), x
+
+
+def sde_sigma(z: tf.Tensor, std: tf.Tensor) -> tf.Tensor:
+    """gSDE: each action dimension's standard deviation at the states whose features are ``z``,
+    ``sqrt(z**2 @ std**2 + 1e-6)`` (``std`` the ``(features, action_dim)`` matrix; SAC, PPO, A2C)."""
+    return tf.sqrt(tf.matmul(tf.square(z), tf.square(std)) + SDE_EPS)
 
 
 def numpy_weights(model: keras.Model) -> list[np.ndarray]:

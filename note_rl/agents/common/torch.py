@@ -10,7 +10,9 @@ import numpy as np
 from ...backends import torch_backend as _torch_backend  # noqa: F401,I001 - says how to install PyTorch when missing
 import torch
 
-__all__ = ["MLP", "Critics", "q_values"]
+from ...core.runners import SDE_EPS
+
+__all__ = ["MLP", "Critics", "q_values", "sde_sigma"]
 
 
 class MLP(torch.nn.Module):
@@ -61,6 +63,12 @@ class MLP(torch.nn.Module):
     def numpy_weights(self) -> list[np.ndarray]:
         # on the CPU zero-copy views (the optimizer updates the parameters in place); copies from a GPU
         return [p.detach().cpu().numpy() for p in self.layers]
+
+
+def sde_sigma(z: torch.Tensor, std: torch.Tensor) -> torch.Tensor:
+    """gSDE: each action dimension's standard deviation at the states whose features are ``z``,
+    ``sqrt(z**2 @ std**2 + 1e-6)`` (``std`` the ``(features, action_dim)`` matrix; SAC, PPO, A2C)."""
+    return torch.sqrt(z.pow(2) @ std.pow(2) + SDE_EPS)
 
 
 def q_values(critics: Any, s: torch.Tensor, a: torch.Tensor) -> list[torch.Tensor]:

@@ -145,7 +145,7 @@ class PPOMixin(PPOLoss, NetworkSetup, SeededInit, LinearDecay):
 
     SCHEDULED = ("lr", "clip")  # linear_decay decays both (rl-zoo's lin_ lr and clip_range)
     use_sde, sde_sample_freq = False, -1  # class defaults: an agent pickled before gSDE loads without it
-    _sde = None
+    _sde: StateDependentNoise | None = None  # the rollout's exploration matrices (drawn by sde_noise())
 
     #: the action spaces the agent handles (a builder refuses an env with others in one line)
     action_kinds = ("discrete", "continuous")
@@ -293,7 +293,6 @@ class PPOMixin(PPOLoss, NetworkSetup, SeededInit, LinearDecay):
         if self.use_sde and self.uses_encoder():
             raise ValueError(f"{name}(use_sde=True, network={network!r}): gSDE reads the MLP actor's last hidden "
                              "layer; use network=null (hidden_size, activation)")
-        self._sde: StateDependentNoise | None = None  # the rollout's exploration matrices
 
     def log_std_shape(self) -> tuple[int, ...]:
         """The shape of the learned ``log_std``: one per action dimension, or gSDE's ``(features,
@@ -466,7 +465,7 @@ class RolloutMode(PPOMixin):
     def rollout_act(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Actions, their log-probabilities and state values for a batch of observations."""
         if self.use_sde:
-            actions, logp = self.sde_noise().sample(self.act_output(obs), self.action_dim)
+            actions, logp = self.sde_noise().sample(self.act_output(obs))
             return actions, logp, self.rollout_values(obs)
         actions, logp = sample_rollout_actions(self.act_output(obs), self._sample_rng(), self.rollout_log_std(),
                                                None if self.continuous else self.policy, self.step_counter)

@@ -10,10 +10,9 @@ from ...backends import tf_backend as _tf_backend  # noqa: F401,I001 - imports T
 import numpy as np
 import tensorflow as tf
 
-from ...core.runners import SDE_EPS
 from ...keras import RL
 from ..common import public_module
-from ..common.keras import forward_hidden, numpy_weights, pick
+from ..common.keras import forward_hidden, numpy_weights, pick, sde_sigma
 from ..nets.keras import KerasNetworks
 from . import PPOMixin, ReplayMode, RolloutMode
 
@@ -71,15 +70,11 @@ class PPO(KerasNetworks, PPOMixin, RL):
             return mean, tf.stop_gradient(z)
         return self.actor(s)
 
-    def _sde_sigma(self, z: tf.Tensor) -> tf.Tensor:
-        """gSDE: the standard deviation of each action dimension at the states whose features are ``z``."""
-        return tf.sqrt(tf.matmul(tf.square(z), tf.exp(2.0 * self.log_std)) + SDE_EPS)
-
     def _log_prob(self, out: tf.Tensor, a: tf.Tensor) -> tf.Tensor:
         """``log pi(a|s)`` from the actor's output (logits, the Gaussian's mean, gSDE's ``(mean, z)``)."""
         if self.use_sde:
             mean, z = out
-            sigma = self._sde_sigma(z)
+            sigma = sde_sigma(z, tf.exp(self.log_std))
             return tf.reduce_sum(-0.5 * tf.square((a - mean) / sigma) - tf.math.log(sigma) - _HALF_LOG_2PI, axis=-1)
         if self.continuous:
             z = (a - out) * tf.exp(-self.log_std)
@@ -93,7 +88,7 @@ class PPO(KerasNetworks, PPOMixin, RL):
 
     def _entropy(self, out: tf.Tensor) -> tf.Tensor:
         if self.use_sde:  # a Gaussian's entropy, 0.5 + log(sqrt(2 pi) sigma), with sigma per state
-            sigma = self._sde_sigma(out[1])
+            sigma = sde_sigma(out[1], tf.exp(self.log_std))
             return tf.reduce_mean(tf.reduce_sum(tf.math.log(sigma) + 0.5 + _HALF_LOG_2PI, axis=-1))
         if self.continuous:  # the same for every state: the log std does not depend on it
             return tf.reduce_sum(self.log_std + 0.5 + _HALF_LOG_2PI)

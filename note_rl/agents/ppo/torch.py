@@ -11,9 +11,9 @@ import numpy as np
 from ...backends import torch_backend as _torch_backend  # noqa: F401,I001 - says how to install PyTorch when missing
 import torch
 
-from ...core.runners import SDE_EPS
 from ...torch import RL_pytorch
 from ..common import public_module
+from ..common.torch import sde_sigma
 from ..nets.torch import TorchNetworks
 from . import PPOMixin, ReplayMode, RolloutMode
 
@@ -71,15 +71,11 @@ class PPO(TorchNetworks, PPOMixin, RL_pytorch):
             return mean, z.detach()
         return self.actor(s)
 
-    def _sde_sigma(self, z: torch.Tensor) -> torch.Tensor:
-        """gSDE: the standard deviation of each action dimension at the states whose features are ``z``."""
-        return torch.sqrt(z.pow(2) @ torch.exp(2.0 * self.log_std) + SDE_EPS)
-
     def _log_prob(self, out: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
         """``log pi(a|s)`` from the actor's output (logits, the Gaussian's mean, gSDE's ``(mean, z)``)."""
         if self.use_sde:
             mean, z = out
-            sigma = self._sde_sigma(z)
+            sigma = sde_sigma(z, self.log_std.exp())
             return (-0.5 * ((a - mean) / sigma).pow(2) - sigma.log() - _HALF_LOG_2PI).sum(dim=-1)
         if self.continuous:
             z = (a - out) * torch.exp(-self.log_std)
@@ -94,7 +90,7 @@ class PPO(TorchNetworks, PPOMixin, RL_pytorch):
 
     def _entropy(self, out: torch.Tensor) -> torch.Tensor:
         if self.use_sde:  # a Gaussian's entropy, 0.5 + log(sqrt(2 pi) sigma), with sigma per state
-            return (self._sde_sigma(out[1]).log() + 0.5 + _HALF_LOG_2PI).sum(dim=-1).mean()
+            return (sde_sigma(out[1], self.log_std.exp()).log() + 0.5 + _HALF_LOG_2PI).sum(dim=-1).mean()
         if self.continuous:  # the same for every state: the log std does not depend on it
             return (self.log_std + 0.5 + _HALF_LOG_2PI).sum()
         logp = torch.log_softmax(out, dim=-1)

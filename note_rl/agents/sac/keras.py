@@ -11,8 +11,8 @@ import tensorflow as tf
 
 from ...keras import RL
 from ..common import public_module
-from ..common.keras import Critics, forward_hidden, mlp, mse, numpy_weights, q_values
-from . import LOG_STD_MAX, LOG_STD_MIN, SDE_CLIP_MEAN, SDE_EPS, SACMixin
+from ..common.keras import Critics, forward_hidden, mlp, mse, numpy_weights, q_values, sde_sigma
+from . import LOG_STD_MAX, LOG_STD_MIN, SDE_CLIP_MEAN, SACMixin
 
 __all__ = ["SAC"]
 
@@ -74,7 +74,7 @@ class SAC(SACMixin, Critics, RL):
         z = tf.stop_gradient(z)  # as SB3 (learn_features=False): the noise's gradient does not train the features
         std = tf.exp(self.sde_log_std)
         noise = tf.matmul(z, std * self._normal(std))
-        sigma = tf.sqrt(tf.matmul(tf.square(z), tf.square(std)) + SDE_EPS)
+        sigma = sde_sigma(z, std)
         action = tf.tanh(mean + noise)
         gauss = -0.5 * tf.square(noise / sigma) - tf.math.log(sigma) - 0.5 * math.log(2 * math.pi)
         return action, tf.reduce_sum(gauss - tf.math.log(1.0 - tf.square(action) + 1e-6), axis=1)

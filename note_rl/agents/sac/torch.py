@@ -12,8 +12,8 @@ import torch
 
 from ...torch import RL_pytorch
 from ..common import public_module
-from ..common.torch import MLP, Critics, q_values
-from . import LOG_STD_MAX, LOG_STD_MIN, SDE_CLIP_MEAN, SDE_EPS, SACMixin
+from ..common.torch import MLP, Critics, q_values, sde_sigma
+from . import LOG_STD_MAX, LOG_STD_MIN, SDE_CLIP_MEAN, SACMixin
 
 __all__ = ["SAC"]
 
@@ -79,7 +79,7 @@ class SAC(SACMixin, Critics, RL_pytorch):
         z = z.detach()  # as SB3 (learn_features=False): the noise's gradient does not train the features
         std = self.sde_log_std.exp()
         noise = z @ (std * self._normal(std))
-        sigma = torch.sqrt(z.pow(2) @ std.pow(2) + SDE_EPS)
+        sigma = sde_sigma(z, std)
         action = torch.tanh(mean + noise)
         gauss = -0.5 * (noise / sigma).pow(2) - sigma.log() - 0.5 * math.log(2 * math.pi)
         return action, (gauss - torch.log(1.0 - action.pow(2) + 1e-6)).sum(dim=1)

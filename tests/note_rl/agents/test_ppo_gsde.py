@@ -70,7 +70,7 @@ def test_the_noise_is_the_features_times_each_copys_matrix() -> None:
     e = noise.matrices  # (copies, features, actions)
     assert e.shape == (2, 2, 1) and not np.array_equal(e[0], e[1])
     out = np.array([[0.1, 1.0, 2.0], [-0.3, 0.5, -1.0]], np.float32)  # [mean, z] per copy
-    actions, logp = noise.sample(out, 1)
+    actions, logp = noise.sample(out)
     assert actions[0, 0] == pytest.approx(0.1 + 1.0 * e[0, 0, 0] + 2.0 * e[0, 1, 0], rel=1e-6)
     assert actions[1, 0] == pytest.approx(-0.3 + 0.5 * e[1, 0, 0] - 1.0 * e[1, 1, 0], rel=1e-6)
     np.testing.assert_allclose(logp, sde_log_prob(actions, out[:, :1], out[:, 1:], log_std), rtol=1e-6)
