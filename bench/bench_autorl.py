@@ -6,7 +6,8 @@ on test seeds nothing was tuned on, beside the rl-zoo3 preset and ARLBench's pub
         [--override 'search.values.agent.hidden_size="choice([64, 64])"' ...]
 
 Tasks: the issue's four (LunarLander PPO, Acrobot DQN, Pendulum SAC, MountainCarContinuous SAC), each
-starting from rl-zoo3's preset, ``mountain_car_continuous_ppo`` (rl-zoo3's PPO preset, with gSDE), and
+starting from rl-zoo3's preset, ``mountain_car_continuous_ppo`` (rl-zoo3's PPO preset, with gSDE),
+``lunar_lander_continuous_ppo`` (rl-zoo3's PPO preset), and
 ``acrobot_a2c``, which has no preset: its studies start from A2C's defaults, which learn and then fall
 apart on Acrobot, so tuning has room to win there.
 
@@ -65,6 +66,9 @@ TASKS = {
     # rl-zoo3's PPO preset with gSDE (conf/hyperparams/ppo_mountain_car_continuous.yaml; ARLBench has no PPO run
     # on this task): it reaches the flag early and loses it again on some seeds (BENCHMARKS.md, bench_gsde.py)
     "mountain_car_continuous_ppo": ("ppo", "mountain_car_continuous", 20_000, 90.0, None),
+    # rl-zoo3's PPO preset (conf/hyperparams/ppo_lunar_lander_continuous.yaml, the discrete task's settings);
+    # ARLBench has no LunarLanderContinuous run.  At a fifth of its budget its long rollouts leave it few updates
+    "lunar_lander_continuous_ppo": ("ppo", "lunar_lander_continuous", 1_000_000, 200.0, None),
     # not one of ARLBench's or rl-zoo3's: A2C has no Acrobot preset (trial 0 / member 0 are A2C's
     # defaults, rl-zoo3's CartPole settings, which learn and then fall apart here), so tuning has headroom
     "acrobot_a2c": ("a2c", "acrobot", 50_000, -100.0, None),
