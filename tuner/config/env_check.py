@@ -10,6 +10,7 @@ checked in-process (no user code; no child start-up cost on every command).
 
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 import re
 from typing import Any
@@ -24,17 +25,39 @@ from .feature_check import agent_facts
 from .memory import check_replay_memory
 from .targets import import_target
 
-__all__ = ["check_env", "check_here"]
+__all__ = ["check_env", "check_here", "env_actions"]
 
 CHILD_TIMEOUT_S = 300.0
 _NO_ANSWER = object()  # the child died before sending its verdict
+Actions = frozenset[str] | None  # {"discrete"}, {"continuous"}, ... or None: the checks did not look
+#: the kinds of action each checked (env, agent) pair has: a search space's ``actions=`` conditions read them
+_ACTIONS: dict[str, Actions] = {}
 
 
-def check_env(cfg: DictConfig) -> None:
-    """Run the env checks, in a child process when the config names user code."""
+def env_actions(cfg: DictConfig) -> Actions:
+    """The kinds of action (``"discrete"``, ``"continuous"``) the config's env has, as the env checks
+    found them: from this process's earlier check of the same env and agent, or by running the checks
+    now.  None where the checks do not look at actions (an agent that declares no action kinds)."""
+    key = _actions_key(cfg)
+    return _ACTIONS[key] if key in _ACTIONS else check_env(cfg)
+
+
+def _actions_key(cfg: DictConfig) -> str:
+    env = OmegaConf.to_container(cfg.env, resolve=True)
+    return json.dumps([env, str(cfg.agent.get("_target_"))], sort_keys=True, default=str)
+
+
+def check_env(cfg: DictConfig) -> Actions:
+    """Run the env checks, in a child process when the config names user code; the kinds of action
+    the env has (see :func:`env_actions`)."""
+    kinds = _check_env(cfg)
+    _ACTIONS[_actions_key(cfg)] = kinds
+    return kinds
+
+
+def _check_env(cfg: DictConfig) -> Actions:
     if not (cfg.env.module or cfg.env.factory):
-        check_here(cfg)
-        return
+        return check_here(cfg)
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(child, OmegaConf.to_container(cfg, resolve=True)), daemon=True)
@@ -52,8 +75,8 @@ def check_env(cfg: DictConfig) -> None:
         proc.join()
         raise ConfigError(f"env.module: checking the env took over {CHILD_TIMEOUT_S:.0f} s (importing "
                           f"{cfg.env.module or cfg.env.factory!r} hangs?)")
-    if message is None:
-        return
+    if isinstance(message, tuple):  # ("ok", kinds)
+        return None if message[1] is None else frozenset(message[1])
     if isinstance(message, str):
         raise ConfigError(message)
     key = "env.module" if cfg.env.module else "env.factory"
@@ -62,8 +85,8 @@ def check_env(cfg: DictConfig) -> None:
 
 def _child(conn: Any, plain: dict[str, Any]) -> None:
     try:
-        check_here(OmegaConf.create(plain))
-        conn.send(None)
+        kinds = check_here(OmegaConf.create(plain))
+        conn.send(("ok", None if kinds is None else sorted(kinds)))
     except ConfigError as exc:
         conn.send(str(exc))
     except BaseException as exc:  # noqa: BLE001 - anything the user's code raises, as one line
@@ -72,8 +95,8 @@ def _child(conn: Any, plain: dict[str, Any]) -> None:
         conn.close()
 
 
-def check_here(cfg: DictConfig) -> None:
-    """The env checks, in this process."""
+def check_here(cfg: DictConfig) -> Actions:
+    """The env checks, in this process; the kinds of action the env has (see :func:`env_actions`)."""
     import importlib
 
     import gymnasium as gym
@@ -91,7 +114,7 @@ def check_here(cfg: DictConfig) -> None:
             raise ConfigError(f"env.factory: cannot import {cfg.env.factory!r} ({error_line(exc)})") from None
     elif cfg.env.id not in gym.registry:
         raise ConfigError(f"env.id: unknown gymnasium environment {cfg.env.id!r}")
-    _check_action_space(cfg)
+    return _check_action_space(cfg)
 
 
 def _make_error_key(cfg: DictConfig, exc: BaseException) -> str:
@@ -102,15 +125,15 @@ def _make_error_key(cfg: DictConfig, exc: BaseException) -> str:
     return f"env.kwargs.{found.group(1)}" if found and found.group(1) in kwargs else "env.id"
 
 
-def _check_action_space(cfg: DictConfig) -> None:
+def _check_action_space(cfg: DictConfig) -> Actions:
     """The env suits the agent: single- or multi-agent, and actions of a kind the agent handles
-    (``Pendulum-v1`` with DQN is one line)."""
+    (``Pendulum-v1`` with DQN is one line); the kinds of action it has."""
     import gymnasium as gym
 
     facts = agent_facts(cfg)
     kinds, multi = facts.action_kinds, facts.multi_agent
     if not kinds and not multi:
-        return
+        return None
     name = cfg.env.id
     try:
         env = make_env(OmegaConf.to_container(cfg.env, resolve=True))
@@ -134,13 +157,16 @@ def _check_action_space(cfg: DictConfig) -> None:
             check_replay_memory(cfg, env.observation_space)  # now that the observations are known
     finally:
         env.close()
+    found = set()
     for space in spaces:
         kind = "discrete" if isinstance(space, gym.spaces.Discrete) else \
             "continuous" if isinstance(space, gym.spaces.Box) else type(space).__name__
         if kinds and kind not in kinds:
             raise ConfigError(f"env.id: {name} has {kind} actions ({space}); {cfg.agent.name} "
                               f"supports {' and '.join(kinds)} actions")
+        found.add(kind)
     _check_images(cfg, observations)
+    return frozenset(found)
 
 
 def _takes_network(cfg: DictConfig) -> bool:

@@ -591,9 +591,8 @@ def _validate(cfg: DictConfig, check_env: bool) -> DictConfig:
     _check_targets(typed)
     _check_jit(typed)
     _check_device(typed)
-    if check_env:
-        check_env_of(typed)
+    actions = check_env_of(typed) if check_env else None
     from .search import parse_space  # optuna: imported by the commands that check a search space
 
-    parse_space(typed.search, typed)  # low > high, bad grammar, unknown paths
+    parse_space(typed.search, typed, actions)  # low > high, bad grammar, unknown paths
     return typed

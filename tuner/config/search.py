@@ -22,13 +22,20 @@ Conditional parameters: ``when`` maps a parameter to the condition under which i
 sampled define-by-run after the others (:func:`suggest_conditional`), only in trials whose other
 parameter took one of the values; elsewhere the config's own value stands.  A parameter conditional on a
 config group may name a key that only that group's options have.
+
+A condition on ``actions`` (``"actions=continuous"``, ``"actions=discrete"``) is on the env's kind of
+action, not on a parameter: it is settled when the space is parsed for a config whose env checks found its
+actions (:func:`tuner.config.env_check.env_actions`).  Where it holds the parameter is searched as any other;
+elsewhere (and where the actions are unknown) it is not searched, nor are the parameters conditional on it.
+So one space serves an agent on Box and Discrete envs, e.g. PPO's gSDE (``agent.use_sde: actions=continuous``,
+then ``agent.sde_sample_freq: agent.use_sde=true``).
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Collection, Mapping
 
 import optuna
 from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -42,6 +49,8 @@ __all__ = ["Param", "parse_space", "group_options", "suggest", "to_overrides", "
            "suggest_conditional", "encode_choice", "decode_choice"]
 
 Distribution = optuna.distributions.BaseDistribution
+ACTIONS = "actions"  # search.when's name for the env's kinds of action
+ACTION_KINDS = ("discrete", "continuous")
 
 
 @dataclass(frozen=True)
@@ -154,12 +163,15 @@ def _check_group(group: str, dist: Distribution | None, fixed: Any) -> None:
                               f"(available: {', '.join(options)})")
 
 
-def parse_space(search: DictConfig | Mapping[str, Any], cfg: DictConfig | None = None) -> list[Param]:
+def parse_space(search: DictConfig | Mapping[str, Any], cfg: DictConfig | None = None,
+                actions: Collection[str] | None = None) -> list[Param]:
     """Parameters of a ``search`` node; with ``cfg``, every value path must exist in it and every
-    group (and each option a group choice names) must exist among the config groups."""
+    group (and each option a group choice names) must exist among the config groups.  ``actions``: the
+    env's kinds of action, which settle ``actions=`` conditions (None: unknown, so those parameters are
+    checked but not searched)."""
     node = OmegaConf.to_container(search, resolve=True) if isinstance(search, DictConfig) else dict(search)
     groups = node.get("groups") or {}
-    when = _conditions(node.get("when") or {}, groups, _flatten(node.get("values") or {}))
+    when, dropped = _conditions(node.get("when") or {}, groups, _flatten(node.get("values") or {}), actions)
     params: list[Param] = []
     for group, expr in groups.items():
         dist, fixed = _parse(group, expr)
@@ -174,27 +186,46 @@ def parse_space(search: DictConfig | Mapping[str, Any], cfg: DictConfig | None =
         if cfg is not None and not on_group:
             _check_bounds(path, expr, dist, fixed)
         params.append(Param(path, dist, fixed, when=when.get(path)))
-    return params
+    return [p for p in params if p.name not in dropped]
 
 
-def _conditions(when: Mapping[str, Any], groups: Mapping[str, Any],
-                values: Mapping[str, Any]) -> dict[str, tuple[str, tuple[Any, ...]]]:
-    """``search.when`` as ``{parameter: (other parameter, allowed values)}``; one line for a condition
-    that names an unknown parameter, is not ``other=value[,value...]``, or depends on a conditional one."""
+def _conditions(when: Mapping[str, Any], groups: Mapping[str, Any], values: Mapping[str, Any],
+                actions: Collection[str] | None) -> tuple[dict[str, tuple[str, tuple[Any, ...]]], set[str]]:
+    """``search.when`` as ``{parameter: (other parameter, allowed values)}``, and the parameters not
+    searched for these ``actions`` (an ``actions=`` condition that does not hold, and the parameters
+    conditional on those); one line for a condition that names an unknown parameter or kind of action, is
+    not ``other=value[,value...]``, or depends on a conditional parameter."""
     import yaml
 
+    parsed = {name: _condition(name, cond, groups, values) for name, cond in when.items()}
     out: dict[str, tuple[str, tuple[Any, ...]]] = {}
-    for name, cond in when.items():
-        if name not in groups and name not in values:
-            raise ConfigError(f"search.when.{name}: not a parameter of this search space")
-        other, sep, text = str(cond).partition("=")
-        other = other.strip()
-        if not sep or not text.strip() or (other not in groups and other not in values):
-            raise ConfigError(f"search.when.{name}: expected '<searched parameter>=<value>[,<value>...]', got {cond!r}")
-        if other in when:
+    dropped: set[str] = set()
+    for name, (other, text) in parsed.items():
+        if other == ACTIONS:
+            if not set(actions or ()) & set(text):
+                dropped.add(name)
+            continue
+        if other in parsed and parsed[other][0] != ACTIONS:  # settled at parse time: no condition at run time
             raise ConfigError(f"search.when.{name}: {other} is conditional itself; conditions are one level deep")
-        out[name] = (other, tuple(encode_choice(yaml.safe_load(v.strip())) for v in text.split(",")))
-    return out
+        out[name] = (other, tuple(encode_choice(yaml.safe_load(v)) for v in text))
+    dropped |= {name for name, (other, _) in out.items() if other in dropped}
+    return {name: c for name, c in out.items() if name not in dropped}, dropped
+
+
+def _condition(name: str, cond: Any, groups: Mapping[str, Any], values: Mapping[str, Any]) -> tuple[str, list[str]]:
+    """One ``search.when`` entry as (the other parameter or ``actions``, its allowed values as text)."""
+    if name not in groups and name not in values:
+        raise ConfigError(f"search.when.{name}: not a parameter of this search space")
+    other, sep, text = str(cond).partition("=")
+    other, allowed = other.strip(), [v.strip() for v in text.split(",")]
+    if other == ACTIONS and sep and not set(allowed) - set(ACTION_KINDS):
+        return other, allowed
+    if other == ACTIONS:
+        raise ConfigError(f"search.when.{name}: expected 'actions=<kind>[,<kind>...]' with kinds "
+                          f"{' or '.join(ACTION_KINDS)}, got {cond!r}")
+    if not sep or not text.strip() or (other not in groups and other not in values):
+        raise ConfigError(f"search.when.{name}: expected '<searched parameter>=<value>[,<value>...]', got {cond!r}")
+    return other, allowed
 
 
 def _check_bounds(path: str, expr: Any, dist: Distribution | None, fixed: Any) -> None:

@@ -29,6 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 from ..common.errors import ConfigError
 from ..common.messages import TrialSpec, seed_configs
 from ..common.redact import scrub
+from ..config.env_check import env_actions
 from ..config.schema import name_part, validate
 from ..config.search import default_params, distributions, parse_space, suggest_conditional, to_overrides
 from ..config.search_cost import check_cost
@@ -70,7 +71,7 @@ class Driver:
     def __init__(self, cfg: DictConfig, settings: TunerSettings, compose: Composer,
                  overrides: list[str]) -> None:
         self.cfg, self.s, self.compose, self.overrides = cfg, settings, compose, list(overrides)
-        self.space = parse_space(cfg.search, cfg)
+        self.space = parse_space(cfg.search, cfg, env_actions(cfg))  # actions: found when cfg was validated
         check_cost(self.space, cfg, settings.max_cost_ratio)  # before anything is created
         self.placer = self._gpus(cfg, settings)  # no GPU for gpus_per_trial: refused before anything is made
         self.identity = self._identity(cfg, settings)  # may give a default-named study its own name

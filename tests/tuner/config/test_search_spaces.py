@@ -10,6 +10,9 @@ import pytest
 from omegaconf import OmegaConf
 
 from tests.tuner.conftest import compose_cfg
+from tuner.common.errors import ConfigError
+from tuner.config.env_check import env_actions
+from tuner.config.schema import validate
 from tuner.config.search import default_params, parse_space
 from tuner.config.search_cost import check_cost
 
@@ -30,9 +33,10 @@ REACH = {"ppo": {"agent.gamma": 0.9999, "agent.n_steps": 2048, "agent.entropy_co
 @pytest.mark.parametrize("agent,env", COMBOS)
 def test_default_space_parses_passes_the_cost_guard_and_holds_the_starting_config(agent, env) -> None:
     cfg = compose_cfg([f"agent={agent}", f"env={env}", "tuner=optuna"])
+    actions = env_actions(validate(cfg))  # outside the block below: Box2D's SWIG module warns on import
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a list choice Optuna's storages could not keep would warn
-        space = parse_space(cfg.search, cfg)
+        space = parse_space(cfg.search, cfg, actions)
     assert check_cost(space, cfg, cfg.tuner.max_cost_ratio) <= 100
     searched = [p for p in space if p.distribution is not None]
     start = default_params(space, cfg)
@@ -44,6 +48,10 @@ def test_default_space_parses_passes_the_cost_guard_and_holds_the_starting_confi
     for name, value in REACH.get(agent, {}).items():
         (d,) = [p.distribution for p in searched if p.name == name]
         assert value in getattr(d, "choices", ()) or getattr(d, "high", None) == value, name
+    if agent in ("ppo", "a2c"):  # gSDE where the actions are Box, and nowhere else (search.when's actions=)
+        names = {p.name for p in searched}
+        gsde = {"agent.use_sde", "agent.sde_sample_freq", "agent.log_std_init"}
+        assert gsde <= names if env in CONTINUOUS else not gsde & names
 
 
 def test_a_conditional_parameter_is_sampled_only_where_its_condition_holds_and_her_envs_keep_her() -> None:
@@ -71,3 +79,28 @@ def test_a_conditional_parameter_is_sampled_only_where_its_condition_holds_and_h
     her = compose_cfg(["agent=dqn", "env=bit_flip", "tuner=optuna"])
     (buffer,) = [p for p in parse_space(her.search, her) if p.name == "buffer"]
     assert buffer.distribution is None and buffer.fixed == "her"
+
+
+def test_an_actions_condition_is_settled_by_the_envs_actions_and_takes_its_dependants_along() -> None:
+    """``when: {x: actions=continuous}`` searches x on a Box env only; a parameter conditional on x goes
+    where x goes and is conditional on it there; actions unknown (a config whose env was not checked):
+    neither is searched, though both are still checked against the config."""
+    search = {"when": {"agent.use_sde": "actions=continuous", "agent.sde_sample_freq": "agent.use_sde=true"},
+              "values": {"agent": {"use_sde": "choice(false, true)", "sde_sample_freq": "choice(-1, 8)",
+                                   "gamma": "choice(0.9, 0.99)"}}}
+    cfg = compose_cfg(["agent=ppo", "env=pendulum"])
+    box = {p.name: p.when for p in parse_space(search, cfg, frozenset({"continuous"}))}
+    assert box == {"agent.use_sde": None, "agent.sde_sample_freq": ("agent.use_sde", (True,)), "agent.gamma": None}
+    for actions in (frozenset({"discrete"}), None):
+        assert [p.name for p in parse_space(search, cfg, actions)] == ["agent.gamma"]
+    assert env_actions(validate(cfg)) == {"continuous"} and env_actions(validate(compose_cfg(["agent=ppo"]))) == {"discrete"}
+    typo = {**search, "values": {"agent": {**search["values"]["agent"], "use_sdee": "choice(false, true)"}},
+            "when": {"agent.use_sdee": "actions=continuous"}}
+    with pytest.raises(ConfigError, match=r"^search.values.agent.use_sdee: no such config key$"):
+        parse_space(typo, cfg, frozenset({"discrete"}))  # not searched here, still a typo
+    for cond, match in (("actions=box", "expected 'actions=<kind>"), ("actions", "expected 'actions=<kind>")):
+        with pytest.raises(ConfigError, match=rf"^search.when.agent.use_sde: {match}"):
+            parse_space({**search, "when": {"agent.use_sde": cond}}, cfg, None)
+    deep = {**search, "when": {"agent.use_sde": "agent.gamma=0.99", "agent.sde_sample_freq": "agent.use_sde=true"}}
+    with pytest.raises(ConfigError, match="conditions are one level deep"):
+        parse_space(deep, cfg, frozenset({"continuous"}))
