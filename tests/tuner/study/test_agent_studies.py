@@ -66,3 +66,19 @@ def test_every_env_preset_has_a_valid_default_study_name(agent) -> None:
         name = cfg.tuner.study_name
         assert tuner_settings(cfg.tuner).study_name == name, (agent, env)  # raises ConfigError if refused
         assert name.startswith(f"{cfg.agent.name}_") and cfg.tuner.study_dir == f"studies/{name}", (agent, env)
+
+
+@pytest.mark.parametrize("agent", ["ppo", "a2c"])
+def test_a_study_searches_gsde_where_the_actions_are_box_only(agent, tmp_path, monkeypatch) -> None:
+    """The driver settles the default space's ``actions=`` conditions by the env its config checked: on
+    Pendulum the study searches gSDE, its resampling period (conditional on it) and the initial log std;
+    on CartPole none of them."""
+    monkeypatch.chdir(tmp_path)
+    gsde = {"agent.use_sde", "agent.sde_sample_freq", "agent.log_std_init"}
+    for env, box in (("pendulum", True), ("cartpole", False)):
+        overrides = [f"agent={agent}", f"env={env}", "tuner=optuna", "logger=none"]
+        cfg = validate(compose_cfg(overrides))
+        driver = Driver(cfg, tuner_settings(cfg.tuner), compose_cfg, overrides)
+        searched = {p.name: p.when for p in driver.space if p.distribution is not None}
+        assert (gsde <= set(searched)) if box else not gsde & set(searched), (agent, env)
+        assert searched.get("agent.sde_sample_freq", ("agent.use_sde", (True,))) == ("agent.use_sde", (True,))
