@@ -5,8 +5,8 @@
 #
 #   TASK=lunar_lander_continuous_ppo REPEATS="2 3" JOBS=4 bash bench/autorl_many_cores.sh
 #
-# TPE: TRIALS x SEEDS (6 x 4); PBT: PBT_TRIALS x SEEDS members (4 x 4 = 16, two thirds of TPE's 24 runs,
-# so that its CPU comes near TPE's: PBT's 24 members used 1.6x and 3.1x TPE's CPU on this task), GENERATIONS
+# TPE: TRIALS x SEEDS (6 x 4); PBT: PBT_TRIALS x SEEDS members (4 x 4 = 16, two thirds of TPE's 24 runs:
+# PBT's 24 members used 1.6x and 3.1x TPE's CPU on this task; 16 still used more, BENCHMARKS.md), GENERATIONS
 # segments; STEPS env steps per run; TEST test seeds.  Where the machine lacks this project's pure-Python
 # dependencies, put their wheels in .whl/ first.  The machine and every process's table land in
 # $OUT/tables.txt (default OUT /tmp/autorl_many_cores), and each process's studies in $OUT/<method><repeat>.tar.gz:
@@ -35,9 +35,20 @@ else
 fi
 export PYTHONUNBUFFERED=1 WANDB_MODE=offline
 { nproc; grep -m1 "model name" /proc/cpuinfo; python3 -V; git log -1 --format=%h 2>/dev/null; } | tee "$OUT/tables.txt"
-# a missing package shows here in seconds, before any study starts
-python3 -m tuner agent=ppo env=lunar_lander_continuous agent.n_envs=1 agent.n_steps=512 budget.steps=1024 logger=none backend.device=cpu \
-    hydra.run.dir="$WORK/preflight" > "$WORK/preflight.txt" 2>&1 || { tail -20 "$WORK/preflight.txt"; exit 1; }
+# a missing package or an unknown TASK shows here in seconds, before any study starts: the task's study
+# config composed and checked (its env made, its search space parsed) as each study's driver will
+python3 - "$TASK" > "$WORK/preflight.txt" 2>&1 <<'EOF' || { tail -20 "$WORK/preflight.txt"; exit 1; }
+import sys
+sys.path.insert(0, "bench")
+from bench_autorl import TASKS
+from hydra import compose, initialize_config_dir
+from tuner.common.files import CONF_DIR
+from tuner.config.schema import validate
+agent, env = TASKS[sys.argv[1]][:2]
+with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+    validate(compose("config", overrides=["tuner=optuna", f"agent={agent}", f"env={env}", "backend.device=cpu"]))
+print("preflight ok:", agent, env)
+EOF
 common=(--steps "$STEPS" --seeds "$SEEDS" --test-seeds "$TEST" --jobs "$JOBS"
         --override backend.device=cpu --override backend.threads=1)
 for r in $REPEATS; do
