@@ -61,11 +61,12 @@ def default_backend(variables: Sequence[torch.Tensor], env: dict[str, str] | Non
     return "nccl" if world <= torch.cuda.device_count() else "gloo"
 
 
-def join_process_group(backend: str | None = None, timeout_s: float = 1800.0) -> None:
+def join_process_group(backend: str | None = None, timeout_s: float = 1800.0, store: Any = None) -> None:
     """Join the default process group if this process is not in one yet, from the environment that
     ``torchrun`` (or :func:`note_rl.distributed.launch`) sets: ``RANK``, ``WORLD_SIZE``,
     ``MASTER_ADDR``, ``MASTER_PORT``.  ``backend``: ``gloo`` (CPU, and CUDA tensors too) or ``nccl``
-    (GPU only); default gloo."""
+    (GPU only); default gloo.  ``store``: a rendezvous store to join through instead of the one rank 0
+    would host at ``MASTER_PORT`` (``launch`` keeps it in the launching process)."""
     if dist.is_initialized():
         return
     missing = [k for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT") if k not in os.environ]
@@ -73,7 +74,11 @@ def join_process_group(backend: str | None = None, timeout_s: float = 1800.0) ->
         raise ValueError("distributed_training: this process is not in a torch.distributed process group "
                          f"and {', '.join(missing)} is not set; launch it with torchrun (torchrun "
                          "--nproc-per-node 2 script.py) or note_rl.distributed.launch(fn, nprocs=2)")
-    dist.init_process_group(backend or "gloo", timeout=timedelta(seconds=timeout_s))
+    if store is None:
+        dist.init_process_group(backend or "gloo", timeout=timedelta(seconds=timeout_s))
+    else:
+        dist.init_process_group(backend or "gloo", store=store, rank=int(os.environ["RANK"]),
+                                world_size=int(os.environ["WORLD_SIZE"]), timeout=timedelta(seconds=timeout_s))
 
 
 class ReplicaGroup:
