@@ -10,10 +10,13 @@ naming both; raising the setting is how a user says the spread is intended.
 The estimate counts forward passes through the hidden layers: one per env step, three per sample of a
 gradient update (forward and backward).  Updates are ``(steps - learning_starts) / train_freq *
 num_updates`` of ``batch`` samples for off-policy agents and ``n_epochs`` passes over every rollout for
-on-policy ones (PPO, A2C; TRPO's ``n_critic_updates``, plus a pass over the rollout per conjugate-gradient
+on-policy ones (PPO; TRPO's ``n_critic_updates``, plus a pass over the rollout per conjugate-gradient
 step and two more for its policy step; ACER's ``1 + replay_ratio`` passes: its on-policy update and the
-replayed ones), capped by ``budget.max_updates``.  Only searched values that enter this formula
-are varied, each at its extremes; group choices (another agent or optimizer) are not estimated.
+replayed ones; A2C's one pass, one update per rollout of ``n_steps x n_envs``), capped by
+``budget.max_updates``.  Only searched values that enter this formula are varied, each at its
+extremes; group choices (another agent or optimizer) are not estimated.
+
+:func:`trial_seconds` weighs the same run by time instead: env steps and gradient updates, as measured.
 """
 
 from __future__ import annotations
@@ -29,12 +32,17 @@ import yaml
 from ..common.errors import ConfigError
 from .search import Param
 
-__all__ = ["trial_cost", "cost_spread", "check_cost"]
+__all__ = ["trial_cost", "trial_seconds", "trial_work", "cost_base", "cost_spread", "check_cost"]
+
+# Wall time of one-thread PPO runs and PBT segments on LunarLanderContinuous, fitted over 113 of them
+# (BENCHMARKS.md, LunarLanderContinuous F): these small networks cost by their gradient updates
+ENV_STEP_S = 125e-6
+UPDATE_S = 0.8e-3
 
 COST_KEYS = ("budget.steps", "budget.max_updates", "agent.batch", "agent.train_freq", "agent.num_updates",
              "agent.learning_starts", "agent.n_epochs", "agent.n_critic_updates", "agent.cg_max_steps",
              "agent.replay_ratio",
-             "agent.n_steps", "agent.hidden_size")
+             "agent.n_steps", "agent.n_envs", "agent.hidden_size")
 MAX_COMBINATIONS = 4096
 _FRACTION = re.compile(r"\$\{train_freq_fraction:\s*([0-9.eE+-]+)\s*\}")
 
@@ -54,6 +62,19 @@ def _num_updates(value: Any, train_freq: float) -> float:
 def trial_cost(values: dict[str, Any]) -> float:
     """Estimated forward passes of one trial, from dotted keys (``agent.batch``, ``budget.steps``, ...);
     ``agent.num_updates`` may be ``${train_freq_fraction:f}`` (a fraction of the trial's ``train_freq``)."""
+    return trial_work(values)[2]
+
+
+def trial_seconds(values: dict[str, Any]) -> float:
+    """Estimated CPU seconds of one trial: :data:`ENV_STEP_S` per env step plus :data:`UPDATE_S` per
+    gradient update.  For ordering runs by cost (PBT starts a generation's dearest members first), not
+    for promising a time: the constants come from one machine."""
+    steps, updates, _ = trial_work(values)
+    return steps * ENV_STEP_S + updates * UPDATE_S
+
+
+def trial_work(values: dict[str, Any]) -> tuple[float, float, float]:
+    """``(env steps, gradient updates, forward passes)`` of one trial, from the keys :func:`trial_cost` reads."""
     steps = float(_get(values, "budget.steps", 0))
     hidden = values.get("agent.hidden_size") or [64]
     hidden = [int(h) for h in (yaml.safe_load(hidden) if isinstance(hidden, str) else hidden)]
@@ -70,6 +91,9 @@ def trial_cost(values: dict[str, Any]) -> float:
         updates = samples / max(1.0, float(_get(values, "agent.batch", 1)))
         if values.get("agent.cg_max_steps") is not None:
             policy = steps * (float(values["agent.cg_max_steps"]) + 2.0)
+    elif values.get("agent.n_steps") is not None and values.get("agent.batch") is None:
+        samples = steps  # A2C: one update on each rollout of n_steps x n_envs env steps
+        updates = steps / max(1.0, float(values["agent.n_steps"]) * float(_get(values, "agent.n_envs", 1)))
     else:
         learn = max(0.0, steps - float(_get(values, "agent.learning_starts", 0)))
         every = float(_get(values, "agent.train_freq", 1))
@@ -79,8 +103,9 @@ def trial_cost(values: dict[str, Any]) -> float:
     if cap is not None and updates > cap:  # the run stops there, its policy steps with it
         samples *= cap / updates
         policy *= cap / updates
+        updates = float(cap)
     samples += policy
-    return net * (steps + 3.0 * samples)
+    return steps, updates, net * (steps + 3.0 * samples)
 
 
 def _extremes(param: Param) -> list[Any]:
@@ -113,9 +138,8 @@ def cost_spread(space: list[Param], base: dict[str, Any]) -> tuple[float, dict[s
     return ratio, worst[1], best[1]
 
 
-def check_cost(space: list[Param], cfg: Any, max_ratio: float) -> float | None:
-    """Raise a one-line :class:`ConfigError` when the space's dearest trial is estimated at more than
-    ``max_ratio`` times its cheapest; returns the ratio (``None``: the space varies no cost key)."""
+def cost_base(cfg: Any) -> dict[str, Any]:
+    """The config's values of :data:`COST_KEYS` (a trial's searched values replace some of them)."""
     from omegaconf import OmegaConf
 
     base = {k: OmegaConf.select(cfg, k) for k in COST_KEYS}
@@ -123,8 +147,13 @@ def check_cost(space: list[Param], cfg: Any, max_ratio: float) -> float | None:
     raw = OmegaConf.to_container(agent, resolve=False).get("num_updates") if OmegaConf.is_config(agent) else None
     if isinstance(raw, str) and _FRACTION.fullmatch(raw):
         base["agent.num_updates"] = raw  # the interpolation itself: it varies with the trial's train_freq
-    base = {k: OmegaConf.to_container(v) if OmegaConf.is_config(v) else v for k, v in base.items()}
-    spread = cost_spread(space, base)
+    return {k: OmegaConf.to_container(v) if OmegaConf.is_config(v) else v for k, v in base.items()}
+
+
+def check_cost(space: list[Param], cfg: Any, max_ratio: float) -> float | None:
+    """Raise a one-line :class:`ConfigError` when the space's dearest trial is estimated at more than
+    ``max_ratio`` times its cheapest; returns the ratio (``None``: the space varies no cost key)."""
+    spread = cost_spread(space, cost_base(cfg))
     if spread is None:
         return None
     ratio, dear, cheap = spread

@@ -20,7 +20,10 @@ Design (the simplest that fits this project's study driver):
 * generations are synchronous: a generation's segments start once every segment of the one before is
   COMPLETE; its plan is recomputed from the stored scores and the seed whenever it is needed, so a
   driver killed at any point and re-run with the same command reuses every COMPLETE segment, fails the
-  RUNNING ones the dead driver left (the runner's zombie check) and runs them again.
+  RUNNING ones the dead driver left (the runner's zombie check) and runs them again;
+* a generation waits for its slowest member, so its segments start dearest first (estimated by
+  :func:`tuner.config.search_cost.trial_seconds`: a member with small minibatches and many epochs
+  makes several times the gradient updates of another), and the cheap ones fill the other slots.
 
 At the end ``pbt_schedule.yaml`` (the winner's hyperparameters per generation, following its lineage),
 ``best_config.yaml`` (the winner's last segment's config) and ``pbt.json`` are written to the study dir;
@@ -44,6 +47,7 @@ from ..common.messages import TrialSpec
 from ..common.redact import scrub
 from ..config.schema import validate
 from ..config.search import default_params, distributions, suggest_conditional, to_overrides
+from ..config.search_cost import cost_base, trial_seconds
 from ..logs.results import write_json
 from ..logs.wandb_logger import trial_meta
 from .attrs import integer, mapping, text
@@ -157,6 +161,8 @@ class PbtDriver(Driver):
         except OSError:
             pass
         self._plans: dict[int, list[Step]] = {}
+        # a segment's env steps, whatever the member's values (the budget's cap spans the whole run)
+        self._cost_base = {**cost_base(cfg), "budget.steps": settings.interval, "budget.max_updates": None}
 
     def _enqueue(self, cfg: DictConfig, settings: TunerSettings) -> None:
         s = self.pbt
@@ -224,8 +230,12 @@ class PbtDriver(Driver):
             todo = [m for m in missing if (m, g) not in running]
             if not todo:
                 return WAIT, None
-            return OPEN, self._new_segment(self.plan(g, done)[todo[0]], g, done, running)
+            return OPEN, self._new_segment(self.dearest(self.plan(g, done), todo), g, done, running)
         return DONE, None
+
+    def dearest(self, steps: list[Step], todo: list[int]) -> Step:
+        """The step of ``todo``'s members estimated dearest (a tie: the lowest member)."""
+        return steps[max(todo, key=lambda m: (trial_seconds({**self._cost_base, **steps[m].params}), -m))]
 
     def _new_segment(self, step: Step, g: int, done: dict, running: set) -> optuna.Trial:
         """A trial for ``step`` (enqueued with its params, then asked).  A queued segment that a killed

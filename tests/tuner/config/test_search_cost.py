@@ -7,7 +7,7 @@ import pytest
 from tests.tuner.conftest import compose_cfg, run_app
 from tuner.common.errors import ConfigError
 from tuner.config.search import parse_space
-from tuner.config.search_cost import check_cost, trial_cost
+from tuner.config.search_cost import check_cost, trial_cost, trial_seconds, trial_work
 
 DQN = {"budget.steps": 1000, "agent.learning_starts": 200, "agent.train_freq": 4, "agent.num_updates": 2,
        "agent.batch": 32, "agent.hidden_size": [16, 8]}
@@ -26,6 +26,19 @@ def test_trial_cost_by_hand() -> None:
     # ACER: every segment once on-policy and replay_ratio times replayed on average
     assert trial_cost({"budget.steps": 1000, "agent.replay_ratio": 4.0, "agent.batch": 64,
                        "agent.hidden_size": "[64, 64]"}) == 4224 * (1000 + 3 * 5_000)
+
+
+def test_updates_and_seconds_by_hand() -> None:
+    # DQN above: 1000 env steps, 400 updates; 125 us per env step + 0.8 ms per update
+    assert trial_work(DQN)[:2] == (1000, 400)
+    assert trial_seconds(DQN) == pytest.approx(1000 * 125e-6 + 400 * 0.8e-3)
+    assert trial_work({**DQN, "budget.max_updates": 100})[:2] == (1000, 100)
+    # PPO: 10 epochs over 1000 env steps in minibatches of 64
+    assert trial_work({"budget.steps": 1000, "agent.n_epochs": 10, "agent.batch": 64})[1] == pytest.approx(10_000 / 64)
+    # A2C: one update per rollout of 5 steps x 8 envs, one pass over its samples; a cap stops the run early
+    a2c = {"budget.steps": 1000, "agent.n_steps": 5, "agent.n_envs": 8, "agent.batch": None, "agent.hidden_size": [16]}
+    assert trial_work(a2c) == (1000, 25, 32 * (1000 + 3 * 1000))
+    assert trial_work({**a2c, "budget.max_updates": 10}) == (1000, 10, 32 * (1000 + 3 * 400))
 
 
 @pytest.mark.parametrize("agent,env", [("dqn", "cartpole"), ("ppo", "cartpole"), ("a2c", "cartpole"),

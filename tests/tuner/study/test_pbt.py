@@ -255,6 +255,12 @@ def test_a_real_pbt_run_records_its_lineage(tmp_path) -> None:
     assert [t.params for t in segments] == [s["params"] for s in schedule["schedule"]]
     assert [t.user_attrs["env_steps"] for t in segments] == [300, 600]
     assert segments[1].user_attrs["init_from"] == segments[0].user_attrs["checkpoint"]
+    # bench/pbt_order.py reads the study back: in one slot every start order takes the sum of the segments
+    order = subprocess.run([sys.executable, os.path.join(REPO, "bench", "pbt_order.py"), "--storage",
+                            journal_of(study_dir), "--study", "lineage", "--n-jobs", "1"],
+                           capture_output=True, text=True, check=True).stdout
+    rows = [line for line in order.splitlines() if line.startswith(("| 0 |", "| 1 |", "| all |"))]
+    assert len(rows) == 3 and rows[-1].count("(+0%)") == 3, order
 
 
 def test_sigkilled_driver_resumes_without_losing_or_repeating_a_segment(tmp_path) -> None:
@@ -336,6 +342,30 @@ def test_segments_queued_by_a_killed_driver_are_used_once(tmp_path) -> None:
     assert third.user_attrs["pbt_member"] == 2
     states = [t.state for t in driver.study.trials]
     assert states == [TrialState.RUNNING] * 3 and driver._ask() == ("wait", None)
+
+
+def test_a_generation_starts_its_dearest_segments_first(tmp_path) -> None:
+    """A generation waits for its slowest member, so its segments start dearest first: DQN at
+    train_freq 1 makes 16x the gradient updates of train_freq 16 in the same interval (ties: the
+    lowest member first)."""
+    from tuner.config.schema import validate
+    from tuner.study.pbt import PbtDriver, pbt_settings
+    from tuner.study.pbt_rules import Step
+
+    overrides = ["tuner=pbt", f"tuner.study_dir={tmp_path / 'dear'}", "tuner.study_name=dear", "search=none",
+                 "+search.values.agent.train_freq='choice(1, 4, 16)'", "tuner.population=6", "tuner.interval=1032",
+                 *TINY_DQN]
+    cfg = validate(compose_cfg(overrides))
+    driver = PbtDriver(cfg, pbt_settings(cfg.tuner), lambda extra: compose_cfg(extra), overrides)
+    steps = [Step(m, m, {"agent.train_freq": f}) for m, f in enumerate([16, 1, 4, 1])]
+    # (1032 - 32 learning starts) / train_freq updates: 62.5, 1000, 250, 1000
+    assert [driver.dearest(steps, todo).member for todo in ([0, 1, 2, 3], [0, 2, 3], [0, 2], [0])] == [1, 3, 2, 0]
+    plan = driver.plan(0, {})
+    freqs = [step.params["agent.train_freq"] for step in plan]
+    assert len(set(freqs)) > 1, freqs  # the draws this test works from: not all alike
+    expected = sorted(range(6), key=lambda m: (freqs[m], m))  # fewest env steps per update first
+    asked = [driver._ask()[1].user_attrs["pbt_member"] for _ in range(6)]
+    assert asked == expected, (freqs, asked)
 
 
 def test_conditional_parameters_follow_their_condition() -> None:
