@@ -7,16 +7,20 @@ that much spends its time on a few of them and its pruner compares unlike things
 space whose dearest trial is estimated at more than ``tuner.max_cost_ratio`` (100) times the cheapest,
 naming both; raising the setting is how a user says the spread is intended.
 
-The estimate counts forward passes through the hidden layers: one per env step, three per sample of a
-gradient update (forward and backward).  Updates are ``(steps - learning_starts) / train_freq *
-num_updates`` of ``batch`` samples for off-policy agents and ``n_epochs`` passes over every rollout for
-on-policy ones (PPO; TRPO's ``n_critic_updates``, plus a pass over the rollout per conjugate-gradient
-step and two more for its policy step; ACER's ``1 + replay_ratio`` passes: its on-policy update and the
-replayed ones; A2C's one pass, one update per rollout of ``n_steps x n_envs``), capped by
-``budget.max_updates``.  Only searched values that enter this formula are varied, each at its
-extremes; group choices (another agent or optimizer) are not estimated.
-
-:func:`trial_seconds` weighs the same run by time instead: env steps and gradient updates, as measured.
+The estimate is CPU time (:func:`trial_seconds`): a cost per env step, per gradient update and per
+multiply-add of the hidden layers, fitted on measured runs of DQN, SAC, PPO and A2C (BENCHMARKS.md, "A
+run's cost").  The multiply-adds (:func:`trial_cost`): one forward pass per env step, three per sample
+of a gradient update (forward and backward).  Updates are ``(steps - learning_starts) / train_freq *
+num_updates`` of ``batch`` samples for off-policy agents and ``n_epochs`` passes over every rollout in
+minibatches of ``batch`` for on-policy ones (PPO; TRPO's ``n_critic_updates``, plus a pass over the
+rollout per conjugate-gradient step and two more for its policy step; ACER's ``1 + replay_ratio``
+passes: its on-policy update and the replayed ones; A2C's one pass, one update per rollout of
+``n_steps x n_envs``), capped by ``budget.max_updates``.  Only searched values that enter this formula
+are varied, each at its extremes; group choices (another agent or optimizer) are not estimated.
+Counting multiply-adds alone, as the guard did before, missed that an update of these small networks
+costs about as much as its arithmetic whatever its size: its rank correlation with measured wall time
+was 0.79 on PPO's runs and negative on A2C's, and it put a lopsided DQN ``train_freq`` space at 2202x
+where time says about 190x.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from typing import Any
+from typing import Any, Callable
 
 import optuna
 import yaml
@@ -34,10 +38,13 @@ from .search import Param
 
 __all__ = ["trial_cost", "trial_seconds", "trial_work", "cost_base", "cost_spread", "check_cost"]
 
-# Wall time of one-thread PPO runs and PBT segments on LunarLanderContinuous, fitted over 113 of them
-# (BENCHMARKS.md, LunarLanderContinuous F): these small networks cost by their gradient updates
+# One framework thread's wall time, fitted on measured runs (BENCHMARKS.md, "A run's cost"): a
+# gradient update costs about 0.8 ms whatever its size (optimizer step, framework overhead), plus its
+# forward and backward passes' multiply-adds (what trial_cost counts); an env step 125 us on
+# LunarLander (Box2D), less on classic control
 ENV_STEP_S = 125e-6
 UPDATE_S = 0.8e-3
+MAC_S = 0.1e-9
 
 COST_KEYS = ("budget.steps", "budget.max_updates", "agent.batch", "agent.train_freq", "agent.num_updates",
              "agent.learning_starts", "agent.n_epochs", "agent.n_critic_updates", "agent.cg_max_steps",
@@ -60,21 +67,23 @@ def _num_updates(value: Any, train_freq: float) -> float:
 
 
 def trial_cost(values: dict[str, Any]) -> float:
-    """Estimated forward passes of one trial, from dotted keys (``agent.batch``, ``budget.steps``, ...);
-    ``agent.num_updates`` may be ``${train_freq_fraction:f}`` (a fraction of the trial's ``train_freq``)."""
+    """Estimated multiply-adds of one trial's hidden layers, from dotted keys (``agent.batch``,
+    ``budget.steps``, ...); ``agent.num_updates`` may be ``${train_freq_fraction:f}`` (a fraction of
+    the trial's ``train_freq``)."""
     return trial_work(values)[2]
 
 
 def trial_seconds(values: dict[str, Any]) -> float:
-    """Estimated CPU seconds of one trial: :data:`ENV_STEP_S` per env step plus :data:`UPDATE_S` per
-    gradient update.  For ordering runs by cost (PBT starts a generation's dearest members first), not
-    for promising a time: the constants come from one machine."""
-    steps, updates, _ = trial_work(values)
-    return steps * ENV_STEP_S + updates * UPDATE_S
+    """Estimated CPU seconds of one trial: :data:`ENV_STEP_S` per env step, :data:`UPDATE_S` per
+    gradient update and :data:`MAC_S` per multiply-add of the hidden layers (:func:`trial_cost`).  For
+    comparing runs (the cost guard's ratio; PBT starts a generation's dearest members first), not for
+    promising a time: the constants come from one machine."""
+    steps, updates, macs = trial_work(values)
+    return steps * ENV_STEP_S + updates * UPDATE_S + macs * MAC_S
 
 
 def trial_work(values: dict[str, Any]) -> tuple[float, float, float]:
-    """``(env steps, gradient updates, forward passes)`` of one trial, from the keys :func:`trial_cost` reads."""
+    """``(env steps, gradient updates, multiply-adds)`` of one trial, from the keys :func:`trial_cost` reads."""
     steps = float(_get(values, "budget.steps", 0))
     hidden = values.get("agent.hidden_size") or [64]
     hidden = [int(h) for h in (yaml.safe_load(hidden) if isinstance(hidden, str) else hidden)]
@@ -117,9 +126,14 @@ def _extremes(param: Param) -> list[Any]:
     return []
 
 
-def cost_spread(space: list[Param], base: dict[str, Any]) -> tuple[float, dict[str, Any], dict[str, Any]] | None:
-    """``(ratio, dearest values, cheapest values)`` over the extremes of the searched cost keys, or
-    ``None`` when the space varies none of them."""
+Spread = tuple[float, dict[str, Any], dict[str, Any]]
+
+
+def cost_spread(space: list[Param], base: dict[str, Any],
+                cost_of: Callable[[dict[str, Any]], float] | None = None) -> Spread | None:
+    """``(ratio, dearest values, cheapest values)`` by ``cost_of`` (default :func:`trial_seconds`)
+    over the extremes of the searched cost keys, or ``None`` when the space varies none of them."""
+    cost_of = cost_of or trial_seconds
     varied = [(p.name, _extremes(p)) for p in space if not p.is_group and p.name in COST_KEYS and _extremes(p)]
     if not varied:
         return None
@@ -128,7 +142,7 @@ def cost_spread(space: list[Param], base: dict[str, Any]) -> tuple[float, dict[s
     worst: tuple[float, dict[str, Any]] | None = None
     for combo in itertools.islice(itertools.product(*(v for _, v in varied)), MAX_COMBINATIONS):
         picked = dict(zip(names, combo))
-        cost = trial_cost({**base, **picked})
+        cost = cost_of({**base, **picked})
         if best is None or cost < best[0]:
             best = (cost, picked)
         if worst is None or cost > worst[0]:
