@@ -156,6 +156,16 @@ def result_of(agent: Any, seed: int, wall: float, start_steps: int = 0, **extra:
     return RunResult(seed, agent.step_counter - start_steps, wall, solved, agent.total_episode, final, extra)
 
 
+def rank_correlation(a: list[float], b: list[float]) -> float:
+    """Spearman's rank correlation of ``a`` and ``b`` (no ties expected: measured times); NaN under 3 pairs."""
+    import numpy as np
+
+    if len(a) < 3:
+        return float("nan")
+    ranks = [np.argsort(np.argsort(np.asarray(x))) for x in (a, b)]
+    return float(np.corrcoef(*ranks)[0, 1])
+
+
 def median(values: list[float]) -> float:
     return float(statistics.median(values)) if values else float("nan")
 

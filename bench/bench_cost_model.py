@@ -24,6 +24,7 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
+from _common import rank_correlation  # noqa: E402
 
 #: (agent, env, overrides): the extremes a search space reaches, a few at a time
 GRID: list[tuple[str, str, list[str]]] = [
@@ -64,29 +65,22 @@ def _run(agent: str, env: str, extra: list[str], steps: int) -> tuple[float, dic
     return float(result["wall_time_s"]), values
 
 
-def _ranks(x: list[float]) -> np.ndarray:
-    return np.argsort(np.argsort(np.asarray(x))).astype(float)
-
-
-def _rank_corr(a: list[float], b: list[float]) -> float:
-    return float(np.corrcoef(_ranks(a), _ranks(b))[0, 1]) if len(a) > 2 else float("nan")
-
-
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=6000, help="env steps per run")
     a = ap.parse_args(argv)
-    from tuner.config.search_cost import trial_cost, trial_seconds, trial_work
+    from tuner.config.search_cost import trial_seconds, trial_work
 
     rows = []
     print("| agent | env | values | env steps | updates | wall | multiply-adds (M) | trial_seconds |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for agent, env, extra in GRID:
         wall, values = _run(agent, env, extra, a.steps)
-        steps, updates, _ = trial_work(values)
-        rows.append((agent, wall, trial_cost(values), trial_seconds(values), steps, updates))
+        steps, updates, macs = trial_work(values)
+        seconds = trial_seconds(values)
+        rows.append((agent, wall, macs, seconds, steps, updates))
         print(f"| {agent} | {env} | {' '.join(e.split('.', 1)[1] for e in extra)} | {steps:,.0f} | {updates:,.0f} | "
-              f"{wall:.1f} s | {trial_cost(values) / 1e6:,.0f} | {trial_seconds(values):.1f} s |", flush=True)
+              f"{wall:.1f} s | {macs / 1e6:,.0f} | {seconds:.1f} s |", flush=True)
     print("\n| runs | rank correlation with wall: multiply-adds (trial_cost) | trial_seconds "
           "| dearest / cheapest: measured | multiply-adds | trial_seconds |")
     print("| --- | --- | --- | --- | --- | --- |")
@@ -94,8 +88,8 @@ def main(argv: list[str] | None = None) -> None:
         sel = [r for r in rows if name in ("all", r[0])]
         walls = [r[1] for r in sel]
         spreads = " | ".join(f"{max(r[i] for r in sel) / min(r[i] for r in sel):.1f}x" for i in (1, 2, 3))
-        print(f"| {name} ({len(sel)}) | {_rank_corr(walls, [r[2] for r in sel]):.2f} | "
-              f"{_rank_corr(walls, [r[3] for r in sel]):.2f} | {spreads} |")
+        print(f"| {name} ({len(sel)}) | {rank_correlation(walls, [r[2] for r in sel]):.2f} | "
+              f"{rank_correlation(walls, [r[3] for r in sel]):.2f} | {spreads} |")
     print("\n| runs | fit: per env step | per gradient update | per million multiply-adds | R^2 |")
     print("| --- | --- | --- | --- | --- |")
     for name in ["all", *dict.fromkeys(r[0] for r in rows)]:

@@ -22,12 +22,13 @@ from typing import Any, Callable, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import numpy as np  # noqa: E402
 import optuna  # noqa: E402
+from _common import rank_correlation  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 from optuna.trial import TrialState  # noqa: E402
 
-from tuner.config.search_cost import cost_base, trial_seconds  # noqa: E402
+from tuner.config.search_cost import trial_seconds  # noqa: E402
+from tuner.study.pbt import segment_cost_base  # noqa: E402
 
 
 def span(times: Sequence[float], order: Sequence[int], slots: int) -> float:
@@ -41,7 +42,7 @@ def span(times: Sequence[float], order: Sequence[int], slots: int) -> float:
 def estimate(trial: Any, interval: int) -> float:
     """``trial_seconds`` of a segment of ``interval`` env steps, from its saved config and searched values."""
     cfg = OmegaConf.load(os.path.join(trial.user_attrs["run_dir"], "config.yaml"))
-    return trial_seconds({**cost_base(cfg), "budget.steps": interval, "budget.max_updates": None, **trial.params})
+    return trial_seconds({**segment_cost_base(cfg, interval), **trial.params})
 
 
 def generations(study: optuna.Study) -> dict[int, list[Any]]:
@@ -83,8 +84,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"| {g} | {len(trials)} | {' | '.join(f'{s:,.0f} s' for s in spans.values())} |")
     base = totals["by member"]
     print(f"| all | | {' | '.join(f'{s:,.0f} s ({s / base - 1:+.0%})' for s in totals.values())} |")
-    measured, estimated = (np.argsort(np.argsort(column)) for column in zip(*pairs))
-    print(f"rank correlation of estimated and measured segment times: {np.corrcoef(measured, estimated)[0, 1]:.2f}")
+    measured, estimated = (list(column) for column in zip(*pairs))
+    print(f"rank correlation of estimated and measured segment times: {rank_correlation(measured, estimated):.2f}")
 
 
 if __name__ == "__main__":

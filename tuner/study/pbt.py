@@ -161,8 +161,7 @@ class PbtDriver(Driver):
         except OSError:
             pass
         self._plans: dict[int, list[Step]] = {}
-        # a segment's env steps, whatever the member's values (the budget's cap spans the whole run)
-        self._cost_base = {**cost_base(cfg), "budget.steps": settings.interval, "budget.max_updates": None}
+        self._cost_base = segment_cost_base(cfg, settings.interval)
 
     def _enqueue(self, cfg: DictConfig, settings: TunerSettings) -> None:
         s = self.pbt
@@ -437,6 +436,12 @@ class PbtDriver(Driver):
             f.write("# trains one member from scratch through the PBT winner's hyperparameter schedule "
                     "(pbt_schedule.yaml):\n# note-tune --config-dir <this dir> --config-name replay_config\n")
             f.write(trial_config_body(OmegaConf.to_container(cfg), trial, "pbt"))
+
+
+def segment_cost_base(cfg: Any, interval: int) -> dict[str, Any]:
+    """The cost keys of a member's segment (``trial_seconds`` over these and the member's params): its
+    ``interval`` env steps whatever the member's values (the budget's cap spans the whole run)."""
+    return {**cost_base(cfg), "budget.steps": interval, "budget.max_updates": None}
 
 
 def lineage(done: dict[tuple[int, int], Any], member: int, generation: int) -> list[dict[str, Any]]:
