@@ -21,7 +21,9 @@ another sampler seed):
   trial on the seeds run so far stops early), the same trials and seeds, so it uses at most that budget
   (it needs 5 seeds per trial to prune at all at p 0.1: ``--seeds 5``); with ``--equal-runs`` every
   Optuna study's budget is trials x seeds training runs instead (``tuner.max_runs``), so the runs
-  Wilcoxon's pruning saves go to more trials: equal budget, as the protocol counts it;
+  Wilcoxon's pruning saves go to more trials: equal budget, as the protocol counts it; with
+  ``--max-cpu S`` it is S CPU seconds of trial processes (``tuner.max_cpu_s``), and with ``--max-cpu pbt``
+  the CPU the same repeat's PBT study used (PBT runs first): equal CPU, by design rather than after the fact;
 - ``pbt``: ``tuner=pbt`` with ``population = trials x seeds`` members (the same env steps in all),
   ``--generations`` segments each; ``--pbt-heldout K``: its held-out stage (tuner/study/pbt_heldout.py)
   chooses the answer among the top K members' schedules and the starting config on ``--heldout-seeds``
@@ -97,13 +99,22 @@ def common(agent: str, env: str, a: argparse.Namespace) -> list[str]:
             *a.override]
 
 
-def run_optuna(method: str, task: str, repeat: int, a: argparse.Namespace, where: str) -> dict:
+def budget(a: argparse.Namespace, cpu_s: float | None) -> list[str]:
+    """An Optuna study's budget: ``cpu_s`` CPU seconds (``--max-cpu``; the trials as many as fit), else
+    trials x seeds training runs (``--equal-runs``), else ``--trials`` trials."""
+    if cpu_s is not None:
+        return [f"tuner.max_cpu_s={cpu_s:.1f}", "tuner.n_trials=1000"]
+    if a.equal_runs:
+        return [f"tuner.n_trials={a.trials * a.seeds}", f"tuner.max_runs={a.trials * a.seeds}"]
+    return [f"tuner.n_trials={a.trials}"]
+
+
+def run_optuna(method: str, task: str, repeat: int, a: argparse.Namespace, where: str,
+               cpu_s: float | None = None) -> dict:
     agent, env = TASKS[task][:2]
     test = TEST_SEEDS[:a.test_seeds]
     args = ["tuner=optuna", *common(agent, env, a), *OPTUNA[method], f"tuner.study_name={task}-{method}-r{repeat}",
-            f"tuner.study_dir={where}", f"tuner.n_seeds={a.seeds}",
-            *([f"tuner.n_trials={a.trials * a.seeds}", f"tuner.max_runs={a.trials * a.seeds}"] if a.equal_runs
-              else [f"tuner.n_trials={a.trials}"]),
+            f"tuner.study_dir={where}", f"tuner.n_seeds={a.seeds}", *budget(a, cpu_s),
             f"tuner.sampler_seed={repeat}", f"tuner.n_startup_trials={a.startup}",
             f"tuner.seeds.test=[{','.join(map(str, test))}]",
             "tuner.reevaluate.top_k=2", f"tuner.reevaluate.seeds={a.heldout_seeds}"]
@@ -137,7 +148,7 @@ def _cpu_seconds(study_dir: str) -> float | None:
     """The trial processes' CPU seconds, as the study's report (its AutoRL checklist) states them."""
     try:
         with open(os.path.join(study_dir, "report", "report.md")) as f:
-            found = re.search(r"([0-9.]+) s CPU in trial processes", f.read())
+            found = re.search(r"([0-9.]+(?:e\+?[0-9]+)?) s CPU in trial processes", f.read())
     except OSError:
         return None
     return float(found.group(1)) if found else None
@@ -275,6 +286,9 @@ def main() -> None:
     parser.add_argument("--equal-runs", action="store_true",
                         help="budget the Optuna studies in training runs, trials x seeds (tuner.max_runs), not in "
                              "trials: a seed the pruner stopped counts one run, so pruning buys more trials")
+    parser.add_argument("--max-cpu", default=None, metavar="SECONDS|pbt",
+                        help="budget the Optuna studies in CPU seconds of their trial processes (tuner.max_cpu_s); "
+                             "pbt: the CPU of the same repeat's PBT study, which then runs first")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out", default=os.path.join(REPO, "bench_autorl"))
     parser.add_argument("--override", action="append", default=[],
@@ -289,16 +303,37 @@ def main() -> None:
     a.startup = a.startup if a.startup is not None else min(5, max(1, a.trials // 3))
     folder = os.path.join(os.path.abspath(a.out), a.task)
     os.makedirs(folder, exist_ok=True)
+    methods = a.methods.split(",")
+    if a.max_cpu == "pbt":
+        if "pbt" not in methods:
+            parser.error("--max-cpu pbt: --methods must include pbt")
+        methods = ["pbt"] + [m for m in methods if m != "pbt"]
+    elif a.max_cpu is not None and not _positive_number(a.max_cpu):
+        parser.error(f"--max-cpu: a number of seconds > 0 or pbt, got {a.max_cpu!r}")
     rows = []
     for repeat in range(a.first_repeat, a.first_repeat + a.repeats):
-        for method in a.methods.split(","):
+        cpu_s = float(a.max_cpu) if a.max_cpu not in (None, "pbt") else None
+        for method in methods:
             where = os.path.join(folder, f"{method}-r{repeat}")
-            row = run_pbt(a.task, repeat, a, where) if method == "pbt" else run_optuna(method, a.task, repeat, a, where)
+            if method == "pbt":
+                row = run_pbt(a.task, repeat, a, where)
+                cpu_s = row.get("cpu_s") if a.max_cpu == "pbt" else cpu_s
+            elif a.max_cpu == "pbt" and cpu_s is None:
+                row = {"method": method, "repeat": repeat, "error": "PBT recorded no CPU to budget by"}
+            else:
+                row = run_optuna(method, a.task, repeat, a, where, cpu_s)
             rows.append(row)
             print(json.dumps(row), flush=True)
             with open(os.path.join(folder, "results.json"), "w") as f:
                 json.dump({"task": a.task, "args": vars(a), "rows": rows}, f, indent=1)
     print(table(a.task, rows, a))
+
+
+def _positive_number(text: str) -> bool:
+    try:
+        return 0 < float(text) < float("inf")
+    except ValueError:
+        return False
 
 
 if __name__ == "__main__":

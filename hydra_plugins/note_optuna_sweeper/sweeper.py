@@ -151,13 +151,15 @@ class NoteOptunaSweeper(Sweeper):
         from tuner.report.report import report_study
         from tuner.study.storage import describe
 
-        full = why_full(study.get_trials(deepcopy=False), c.n_trials, None, c.max_runs, c.n_seeds, "hydra.sweeper")
+        full = why_full(study.get_trials(deepcopy=False), c.n_trials, None, c.max_runs, c.n_seeds, "hydra.sweeper",
+                        c.max_cpu_s)
         if full is not None:  # a re-run of a finished sweep says why it runs nothing
             print(f"note: study {name!r} already holds {full[0]}: no trial to run; {full[1]}, or sweep into a new "
                   "hydra.sweep.dir", flush=True)
         try:
             TrialRunner(study, lock, limits).run(lambda: ask_within(study, c.n_trials, distributions(space),
-                                                                    max_runs=c.max_runs, runs_per_trial=c.n_seeds),
+                                                                    max_runs=c.max_runs, runs_per_trial=c.n_seeds,
+                                                                    max_cpu_s=c.max_cpu_s),
                                                  lambda trial: self._prepare(trial, space, fixed, sweep_dir),
                                                  on_change=progress.update)
         finally:  # also on Ctrl-C / SIGTERM (the runner has killed and failed the running trials)

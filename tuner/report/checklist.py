@@ -97,6 +97,8 @@ def checklist(study: optuna.Study) -> list[str]:
              f"- seeds: tuning {_seeds(tuning)}; held-out (choosing among the top configs) {_seeds(heldout)}; "
              f"test (scoring only) {_seeds(seed_list(test.get('seeds')) or [])}",
              f"- time: {format_cell(wall)} s wall for the trials, {format_cell(cpu)} s CPU in trial processes"
+             + (f" (of {text(opt.get('max_cpu_s_key'), 'tuner.max_cpu_s')}={format_cell(number(opt['max_cpu_s']))})"
+                if number(opt.get("max_cpu_s")) else "")
              + (f"; test stage {format_cell(number(test.get('wall_time_s')))} s wall" if test else "")]
     if answer is not None:
         how = SOURCES.get(answer["source"], answer["source"])

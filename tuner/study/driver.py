@@ -192,7 +192,7 @@ class Driver:
         """A command that will start no trial says why in one line (a re-run, or a command chained
         after a finder, on a study already holding ``n_trials`` used to end at once without a word)."""
         full = why_full(self.study.get_trials(deepcopy=False), self.s.n_trials, self.s.max_total_trials,
-                        self.s.max_runs, runs_per_trial(self.s), "tuner")
+                        self.s.max_runs, runs_per_trial(self.s), "tuner", self.s.max_cpu_s)
         if full is None:
             return
         why, fix = full
@@ -201,7 +201,7 @@ class Driver:
 
     def _ask(self) -> tuple[str, optuna.Trial | None]:
         return ask_within(self.study, self.s.n_trials, distributions(self.space), self.s.max_total_trials,
-                          self.s.max_runs, runs_per_trial(self.s))
+                          self.s.max_runs, runs_per_trial(self.s), self.s.max_cpu_s)
 
     def _compose_trial(self, trial: optuna.Trial, overrides: list[str]) -> Any:
         """The trial's config: the command's overrides plus ``overrides``, composed; the groups' options

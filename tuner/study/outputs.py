@@ -26,7 +26,7 @@ PBT_ANSWER = "pbt_answer"
 def record_optimiser(study: optuna.Study, settings: Any, prefix: str, sampler: Any, n_startup_trials: int) -> None:
     """Record how a study searches (user attr ``optimiser``: the report's AutoRL checklist shows it beside
     the budget; the held-out stage reads its ``aggregation``).  ``settings`` gives the pruner, n_jobs,
-    aggregation and max_runs (``tuner=optuna``'s settings or the sweeper's conf); ``prefix`` names the
+    aggregation, max_runs and max_cpu_s (``tuner=optuna``'s settings or the sweeper's conf); ``prefix`` names the
     budget's key as the user typed it (``tuner``, ``hydra.sweeper``)."""
     def plain(node: Any) -> Any:  # a config node as plain containers, which a study attribute can hold
         return OmegaConf.to_container(node, resolve=True) if OmegaConf.is_config(node) else node
@@ -34,7 +34,8 @@ def record_optimiser(study: optuna.Study, settings: Any, prefix: str, sampler: A
     study.set_user_attr("optimiser", {"sampler": plain(sampler), "pruner": plain(settings.pruner),
                                       "n_startup_trials": n_startup_trials, "n_jobs": settings.n_jobs,
                                       "aggregation": settings.aggregation, "max_runs": settings.max_runs,
-                                      "max_runs_key": f"{prefix}.max_runs"})
+                                      "max_runs_key": f"{prefix}.max_runs", "max_cpu_s": settings.max_cpu_s,
+                                      "max_cpu_s_key": f"{prefix}.max_cpu_s"})
 
 
 def rerun_command(study_dir: str, config_name: str = "best_config") -> str:

@@ -35,7 +35,7 @@ from .attrs import number, seed_list, text
 from .supervisor import Supervisor, start_refusal
 
 __all__ = ["TrialRunner", "RunLimits", "ask_within", "Terminated", "OPEN", "WAIT", "DONE", "HEARTBEAT_GRACE_S",
-           "NO_DRIVER_GRACE_S", "FINISHED", "runs_spent"]
+           "NO_DRIVER_GRACE_S", "FINISHED", "runs_spent", "cpu_spent"]
 
 HEARTBEAT_GRACE_S = 120.0
 # a runner records itself on a trial right after asking for it, so a RUNNING trial that still has
@@ -83,12 +83,13 @@ class RunLimits:
 
 def ask_within(study: optuna.Study, n_trials: int, distributions: dict[str, Any],
                max_total: int | None = None, max_runs: int | None = None,
-               runs_per_trial: int = 1) -> tuple[str, optuna.Trial | None]:
+               runs_per_trial: int = 1, max_cpu_s: float | None = None) -> tuple[str, optuna.Trial | None]:
     """Ask for a trial while the study holds fewer than ``n_trials`` finished trials (COMPLETE +
-    PRUNED, whoever ran them), fewer than ``max_total`` trials in all and, with ``max_runs``, while a
+    PRUNED, whoever ran them), fewer than ``max_total`` trials in all, with ``max_runs`` while a
     new trial's ``runs_per_trial`` training runs still fit the run budget (:func:`runs_spent` plus
-    ``runs_per_trial`` for every running trial); ``WAIT`` while running trials could still fill it
-    (or, pruned early, leave room in the budget)."""
+    ``runs_per_trial`` for every running trial), and with ``max_cpu_s`` while the trials' CPU
+    seconds (:func:`cpu_spent`, running trials estimated) are below it; ``WAIT`` while running
+    trials could still fill a budget (or, pruned early or cheaper than estimated, leave room in it)."""
     trials = study.get_trials(deepcopy=False)
     done = sum(t.state in FINISHED for t in trials)
     active = sum(t.state == TrialState.RUNNING for t in trials)
@@ -96,13 +97,16 @@ def ask_within(study: optuna.Study, n_trials: int, distributions: dict[str, Any]
         return DONE, None
     if max_runs is not None and runs_spent(trials) + (active + 1) * runs_per_trial > max_runs:
         return (WAIT if active else DONE), None
+    if max_cpu_s is not None and cpu_spent(trials) >= max_cpu_s:
+        return (WAIT if active else DONE), None
     if done + active >= n_trials:
         return WAIT, None
     return OPEN, study.ask(distributions)
 
 
 def why_full(trials: list[optuna.trial.FrozenTrial], n_trials: int, max_total: int | None,
-             max_runs: int | None, runs_per_trial: int, prefix: str) -> tuple[str, str] | None:
+             max_runs: int | None, runs_per_trial: int, prefix: str,
+             max_cpu_s: float | None = None) -> tuple[str, str] | None:
     """Why a study holding ``trials`` starts no trial under these limits, and the setting to raise,
     as ``("13 training runs (tuner.max_runs=14)", "raise tuner.max_runs")``; None when one may start.
     ``prefix`` names the keys as the user typed them (``tuner``, ``hydra.sweeper``)."""
@@ -116,6 +120,11 @@ def why_full(trials: list[optuna.trial.FrozenTrial], n_trials: int, max_total: i
         spent = runs_spent(trials)
         if spent + runs_per_trial > max_runs:
             return f"{spent} training runs ({prefix}.max_runs={max_runs})", f"raise {prefix}.max_runs"
+    if max_cpu_s is not None:
+        cpu = cpu_spent(trials)
+        if cpu >= max_cpu_s:
+            return (f"{cpu:.1f} CPU seconds of trials ({prefix}.max_cpu_s={max_cpu_s:g})",
+                    f"raise {prefix}.max_cpu_s")
     return None
 
 
@@ -124,6 +133,20 @@ def runs_spent(trials: list[optuna.trial.FrozenTrial]) -> int:
     by the pruner included (``user_attrs["seeds"]``; a trial pruned by Wilcoxon after 3 of 5 seeds
     counts 3).  Failed trials do not count (``tuner.max_failures`` bounds them)."""
     return sum(_seed_count(t) for t in trials if t.state in FINISHED)
+
+
+def cpu_spent(trials: list[optuna.trial.FrozenTrial], now: float | None = None) -> float:
+    """CPU seconds the trials have used, as the report's AutoRL checklist counts them: each trial's
+    recorded ``cpu_time_s`` (its process and the pool workers it waited for; a failed trial killed
+    before recording counts none), and for a RUNNING trial an estimate until it records its own: the
+    wall time since it started times its share of the machine's cores (what ``backend.threads=null``
+    gives each of the trials running at once).  The estimate errs high, so a budget waits for a
+    running trial's own figure rather than starting a trial that would not have fit."""
+    now = time.time() if now is None else now
+    running = [t for t in trials if t.state == TrialState.RUNNING and t.datetime_start is not None]
+    share = max(1, (os.cpu_count() or 1) // max(1, len(running)))
+    spent = sum(c for c in (number(t.user_attrs.get("cpu_time_s")) for t in trials) if c is not None and math.isfinite(c) and c > 0)
+    return spent + sum(max(0.0, now - t.datetime_start.timestamp()) * share for t in running)
 
 
 def _seed_count(t: optuna.trial.FrozenTrial) -> int:

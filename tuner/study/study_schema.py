@@ -112,6 +112,10 @@ def _positive_bare(v: Any) -> str | None:  # the words these keys' errors have a
     return None if v is None or v > 0 else "must be > 0"
 
 
+def _positive_finite(v: Any) -> str | None:
+    return None if v is None or (math.isfinite(v) and v > 0) else f"must be a finite number > 0, got {v}"
+
+
 def _study_name(v: Any) -> str | None:
     if v is None:  # the sweeper's: a default name is chosen
         return None
@@ -219,6 +223,11 @@ class StudySearch:
     max_runs: Optional[int] = setting(None, check=_positive_bare, doc=(
         "the study's budget in training runs (null: no cap): every seed a trial trains counts one, a "
         "pruned seed too; a trial starts only if all its seeds fit"))
+    # CPU time is the budget the AutoRL protocol compares optimisers at; unlike tuner.timeout it does not
+    # stretch with what else the machine runs, and a run that costs more per env step counts more
+    max_cpu_s: Optional[float] = setting(None, check=_positive_finite, doc=(
+        "the study's budget in CPU seconds of its trial processes (null: no cap): no trial starts once "
+        "the finished trials' CPU plus the running ones' (estimated) reaches it; the running ones finish"))
     report_every: int = setting(5, check=_positive, doc=(
         "episodes between intermediate reports (pruning points) with objective.source=train"))
     n_seeds: int = setting(1, check=lambda v: None if 0 < v <= 1000 else f"must be from 1 to 1000, got {v}",

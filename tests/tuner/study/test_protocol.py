@@ -183,6 +183,68 @@ def test_a_run_budget_counts_the_seeds_trials_trained_so_pruning_buys_trials() -
     assert runs_spent(study.trials) == 10 + 5 + 1
 
 
+def test_a_cpu_budget_counts_recorded_cpu_and_estimates_running_trials(monkeypatch) -> None:
+    """``tuner.max_cpu_s`` by hand: a complete trial (30 CPU s) and a pruned one (10 s) have spent 40;
+    a failed trial that recorded nothing costs nothing, an odd record (a string, NaN) reads as none.
+    A running trial counts its wall time since it started times its share of the cores (4 cores, 2
+    running: 2 each): 20 s in, two running trials add 2 x 20 x 2 = 80.  At 40 of a 40 s budget the
+    study waits for its running trial, at 45 it starts one more; once the running ones have recorded
+    their own CPU (10 and 0) and spent 50, it is done."""
+    import optuna
+    from optuna.trial import TrialState
+
+    from tuner.study.runner import DONE, OPEN, WAIT, ask_within, cpu_spent, why_full
+
+    monkeypatch.setattr("os.cpu_count", lambda: 4)
+    study = optuna.create_study(direction="maximize")
+    for cpu, state in ((30.0, TrialState.COMPLETE), (10, TrialState.PRUNED), (None, TrialState.FAIL),
+                       ("abc", TrialState.COMPLETE), (float("nan"), TrialState.COMPLETE)):
+        trial = study.ask()
+        if cpu is not None:
+            trial.set_user_attr("cpu_time_s", cpu)
+        study.tell(trial, None if state != TrialState.COMPLETE else 1.0, state=state)
+    assert cpu_spent(study.trials) == 40.0
+    assert why_full(study.trials, 100, None, None, 1, "tuner", 40.0) == (
+        "40.0 CPU seconds of trials (tuner.max_cpu_s=40)", "raise tuner.max_cpu_s")
+    assert why_full(study.trials, 100, None, None, 1, "tuner", 41.0) is None
+    assert ask_within(study, 100, {}, max_cpu_s=40.0) == (DONE, None)
+    state, first = ask_within(study, 100, {}, max_cpu_s=45.0)
+    assert state == OPEN
+    state, second = ask_within(study, 100, {}, max_cpu_s=1000.0)
+    assert state == OPEN
+    started = study.trials[first.number].datetime_start.timestamp()
+    assert cpu_spent(study.trials, now=started + 20.0) == pytest.approx(40.0 + 2 * 20.0 * 2, abs=1.0)
+    assert ask_within(study, 100, {}, max_cpu_s=40.0) == (WAIT, None)
+    first.set_user_attr("cpu_time_s", 10.0)
+    study.tell(first, 1.0)
+    second.set_user_attr("cpu_time_s", 0.0)
+    study.tell(second, 1.0)
+    assert cpu_spent(study.trials) == 50.0
+    assert ask_within(study, 100, {}, max_cpu_s=45.0) == (DONE, None)
+    assert ask_within(study, 100, {}, max_cpu_s=None)[0] == OPEN
+
+
+def test_a_cpu_budget_stops_a_real_study_and_the_report_states_it(tmp_path) -> None:
+    """A real study with a budget of a millisecond of CPU: its first trial starts (nothing spent yet)
+    and, a process that trains 300 env steps, spends more than that, so no second trial starts; the
+    checklist states the CPU against the budget and a re-run says why it runs nothing."""
+    import optuna
+
+    args = ["tuner=optuna", "tuner.study_name=cpu", "tuner.n_trials=5", "tuner.n_jobs=1", "tuner.max_cpu_s=0.001",
+            "tuner.reevaluate.top_k=0", "tuner.seeds.test=0", *TINY]
+    run_app(args, cwd=str(tmp_path))
+    study = optuna.load_study(study_name="cpu", storage=optuna.storages.JournalStorage(
+        optuna.storages.journal.JournalFileBackend(str(tmp_path / "studies" / "journal.log"))))
+    assert [t.state.name for t in study.trials] == ["COMPLETE"]
+    cpu = study.trials[0].user_attrs["cpu_time_s"]
+    assert cpu > 0.001
+    report = (tmp_path / "studies" / "cpu" / "report" / "report.md").read_text()
+    assert re.search(r"s CPU in trial processes \(of tuner\.max_cpu_s=0\.001\)", report)
+    again = run_app(args, cwd=str(tmp_path))
+    assert f"note: study 'cpu' already holds {cpu:.1f} CPU seconds of trials (tuner.max_cpu_s=0.001): no trial to " \
+           "run; raise tuner.max_cpu_s" in again.stdout
+
+
 def test_a_wilcoxon_study_spends_the_runs_its_pruning_saves_on_more_trials(tmp_path) -> None:
     """A budget of 14 runs at 5 seeds a trial is two whole trials.  Trial 0 (Steady-v0, 50 on every
     seed) runs its 5; the Broke-v0 trials (0 on every seed) are pruned by Wilcoxon after 4 seeds

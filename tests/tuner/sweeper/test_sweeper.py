@@ -276,3 +276,27 @@ def test_a_sweep_s_budget_in_training_runs(tmp_path) -> None:
                    "agent.gamma=choice(0.9, 0.99)", *TINY], cwd=str(tmp_path), check=False)
     assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
         "error: hydra.sweeper.max_runs: must hold one trial's 2 seed run(s) at least, got 1"]
+
+
+def test_a_sweep_s_budget_in_cpu_seconds(tmp_path) -> None:
+    """``hydra.sweeper.max_cpu_s``, as ``tuner.max_cpu_s``: a millisecond of CPU is spent by the first
+    trial, so a sweep asking for 5 trials ends after 1 (n_jobs=1); the checklist states the budget, a
+    re-run says why it runs nothing, and a budget that is not a positive number is one line, exit 2."""
+    sweep = tmp_path / "sweep"
+    args = ["-m", "hydra/sweeper=optuna", "hydra.sweeper.n_trials=5", "hydra.sweeper.n_jobs=1",
+            "hydra.sweeper.max_cpu_s=0.001", "hydra.sweeper.sampler=random", "hydra.sweeper.study_name=cpu",
+            f"hydra.sweep.dir={sweep}", "agent.gamma=choice(0.9, 0.99)", *TINY]
+    run_app(args, cwd=str(tmp_path))
+    from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+    study = optuna.load_study(study_name="cpu", storage=JournalStorage(JournalFileBackend(journal_of(sweep))))
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE]
+    report = (sweep / "report" / "report.md").read_text()
+    assert "s CPU in trial processes (of hydra.sweeper.max_cpu_s=0.001)" in report
+    again = run_app(args, cwd=str(tmp_path)).stdout
+    assert "CPU seconds of trials (hydra.sweeper.max_cpu_s=0.001): no trial to run; raise hydra.sweeper.max_cpu_s" \
+        in again
+    bad = run_app([*args[:4], "hydra.sweeper.max_cpu_s=-3", *args[5:7], f"hydra.sweep.dir={tmp_path / 'bad'}",
+                   *args[8:]], cwd=str(tmp_path), check=False)
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
+        "error: hydra.sweeper.max_cpu_s: must be a finite number > 0, got -3.0"]
