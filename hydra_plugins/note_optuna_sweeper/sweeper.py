@@ -146,7 +146,7 @@ class NoteOptunaSweeper(Sweeper):
         from tuner.study.progress import StudyProgress
 
         # one line per finished trial off a terminal (a log file, CI), a bar on one
-        progress = StudyProgress(study, c.n_trials)
+        progress = StudyProgress(study, c.n_trials, max_cpu_s=c.max_cpu_s)
         from tuner.common.interrupts import held, keep, raise_held
         from tuner.report.report import report_study
         from tuner.study.storage import describe

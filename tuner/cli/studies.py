@@ -40,7 +40,8 @@ def _run_study(cfg: DictConfig) -> dict[str, Any]:
     if settings.worker:  # one of the drivers a tuner.workers command started: trials only
         return _run_worker(driver, settings)
     pool = _start_workers(settings, overrides, hc.runtime.cwd)
-    progress = StudyProgress(driver.study, settings.n_trials)  # the driver's output, whatever the logger
+    # the driver's output, whatever the logger
+    progress = StudyProgress(driver.study, settings.n_trials, max_cpu_s=settings.max_cpu_s)
     heldout = test = None
     trust = Trust.of(OmegaConf.to_container(cfg, resolve=True))
     jobs = dict(n_jobs=settings.n_jobs, job_timeout=settings.trial_timeout, memory_mb=settings.trial_memory_mb,

@@ -1,4 +1,5 @@
-"""Progress of a study: trials done / pruned / failed and the best value so far.
+"""Progress of a study: trials done / pruned / failed, the best value so far and, under a budget in
+CPU seconds (``tuner.max_cpu_s``), the CPU spent against it.
 
 On a terminal a tqdm bar (total ``n_trials``) is redrawn in place; otherwise (a log file, CI) one
 plain line is printed each time a trial finishes.  The driver calls :meth:`StudyProgress.update`
@@ -16,6 +17,8 @@ from optuna.trial import TrialState
 
 from note_rl.core.progress import use_bar
 
+from .runner import cpu_spent
+
 __all__ = ["StudyProgress"]
 
 
@@ -25,11 +28,12 @@ class StudyProgress:
     :param study: the study (its storage is read on every update)
     :param n_trials: the number of finished trials the study aims for (the bar's total)
     :param quiet: print nothing
+    :param max_cpu_s: the study's budget in CPU seconds, shown beside the CPU spent (None: not shown)
     """
 
     def __init__(self, study: optuna.Study, n_trials: int, quiet: bool = False,
-                 stream: TextIO | None = None) -> None:
-        self.study, self.n_trials, self.quiet = study, n_trials, quiet
+                 stream: TextIO | None = None, max_cpu_s: float | None = None) -> None:
+        self.study, self.n_trials, self.quiet, self.max_cpu_s = study, n_trials, quiet, max_cpu_s
         self.stream = stream or sys.stdout
         self.bar: Any = None
         self.last: tuple[Any, ...] | None = None
@@ -63,13 +67,15 @@ class StudyProgress:
             return
         complete, pruned, failed, running, best, number = counts
         best_text = "-" if best is None else f"{best:.4g} (trial {number})"
+        cpu_text = "" if self.max_cpu_s is None else \
+            f"  CPU {cpu_spent(self.study.get_trials(deepcopy=False)):.0f} of {self.max_cpu_s:g} s"
         if self.bar is not None:
             previous = (self.last[0] + self.last[1]) if self.last else 0
             self.bar.update(max(0, min(complete + pruned, self.n_trials) - min(previous, self.n_trials)))
-            self.bar.set_postfix_str(f"complete {complete} pruned {pruned} failed {failed} best {best_text}")
+            self.bar.set_postfix_str(f"complete {complete} pruned {pruned} failed {failed} best {best_text}{cpu_text}")
         else:
             print(f"[study] {complete + pruned}/{self.n_trials} finished: complete {complete}  pruned {pruned}"
-                  f"  failed {failed}  running {running}  best {best_text}", file=self.stream, flush=True)
+                  f"  failed {failed}  running {running}  best {best_text}{cpu_text}", file=self.stream, flush=True)
         self.last = counts
 
     def close(self) -> None:

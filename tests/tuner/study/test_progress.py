@@ -61,3 +61,20 @@ def test_study_progress_lines_count_outcomes_and_best(monkeypatch) -> None:
     assert out.getvalue().splitlines() == [
         "[study] 2/3 finished: complete 2  pruned 0  failed 0  running 0  best 7 (trial 1)",
         "[study] 3/3 finished: complete 2  pruned 1  failed 1  running 0  best 7 (trial 1)"]
+
+
+def test_study_progress_states_the_cpu_spent_against_a_cpu_budget(monkeypatch) -> None:
+    """With ``tuner.max_cpu_s`` each line adds the trials' recorded CPU seconds against the budget."""
+    monkeypatch.delenv("NOTE_RL_PROGRESS", raising=False)
+    study = optuna.create_study(direction="maximize")
+    out = io.StringIO()
+    progress = StudyProgress(study, n_trials=1000, stream=out, max_cpu_s=1895.0)
+    for value, cpu in ((5.0, 312.4), (7.0, 100.2)):
+        trial = study.ask()
+        trial.set_user_attr("cpu_time_s", cpu)
+        study.tell(trial, value)
+        progress.update()
+    progress.close()
+    assert out.getvalue().splitlines() == [
+        "[study] 1/1000 finished: complete 1  pruned 0  failed 0  running 0  best 5 (trial 0)  CPU 312 of 1895 s",
+        "[study] 2/1000 finished: complete 2  pruned 0  failed 0  running 0  best 7 (trial 1)  CPU 413 of 1895 s"]

@@ -227,17 +227,20 @@ def test_a_cpu_budget_counts_recorded_cpu_and_estimates_running_trials(monkeypat
 def test_a_cpu_budget_stops_a_real_study_and_the_report_states_it(tmp_path) -> None:
     """A real study with a budget of a millisecond of CPU: its first trial starts (nothing spent yet)
     and, a process that trains 300 env steps, spends more than that, so no second trial starts; the
-    checklist states the CPU against the budget and a re-run says why it runs nothing."""
+    progress line and the checklist state the CPU against the budget and a re-run says why it runs
+    nothing."""
     import optuna
 
     args = ["tuner=optuna", "tuner.study_name=cpu", "tuner.n_trials=5", "tuner.n_jobs=1", "tuner.max_cpu_s=0.001",
             "tuner.reevaluate.top_k=0", "tuner.seeds.test=0", *TINY]
-    run_app(args, cwd=str(tmp_path))
+    first = run_app(args, cwd=str(tmp_path))
     study = optuna.load_study(study_name="cpu", storage=optuna.storages.JournalStorage(
         optuna.storages.journal.JournalFileBackend(str(tmp_path / "studies" / "journal.log"))))
     assert [t.state.name for t in study.trials] == ["COMPLETE"]
     cpu = study.trials[0].user_attrs["cpu_time_s"]
     assert cpu > 0.001
+    # the progress line states the CPU spent against the budget
+    assert re.search(r"\[study\] 1/5 finished: .* CPU \d+ of 0\.001 s", first.stdout)
     report = (tmp_path / "studies" / "cpu" / "report" / "report.md").read_text()
     assert re.search(r"s CPU in trial processes \(of tuner\.max_cpu_s=0\.001\)", report)
     again = run_app(args, cwd=str(tmp_path))
