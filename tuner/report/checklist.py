@@ -16,7 +16,7 @@ from optuna.trial import TrialState
 
 from ..study.attrs import integer, mapping, number, seed_list, text
 from ..study.outputs import SOURCES, format_cell, study_answer
-from ..study.runner import runs_spent
+from ..study.runner import recorded_cpu, runs_spent
 
 __all__ = ["checklist"]
 
@@ -54,7 +54,7 @@ def _times(study: optuna.Study) -> tuple[float | None, float | None]:
     starts = [t.datetime_start for t in trials if t.datetime_start]
     ends = [t.datetime_complete for t in trials if t.datetime_complete]
     wall = (max(ends) - min(starts)).total_seconds() if starts and ends else None
-    cpu = [c for c in (number(t.user_attrs.get("cpu_time_s")) for t in trials) if c is not None]
+    cpu = recorded_cpu(trials)
     cpu_total = sum(cpu) if cpu else None
     return wall, cpu_total
 

@@ -35,7 +35,8 @@ from .attrs import number, seed_list, text
 from .supervisor import Supervisor, start_refusal
 
 __all__ = ["TrialRunner", "RunLimits", "ask_within", "Terminated", "OPEN", "WAIT", "DONE", "HEARTBEAT_GRACE_S",
-           "NO_DRIVER_GRACE_S", "FINISHED", "runs_spent", "cpu_spent"]
+           "NO_DRIVER_GRACE_S", "FINISHED", "runs_spent", "cpu_spent",
+           "recorded_cpu"]
 
 HEARTBEAT_GRACE_S = 120.0
 # a runner records itself on a trial right after asking for it, so a RUNNING trial that still has
@@ -145,8 +146,14 @@ def cpu_spent(trials: list[optuna.trial.FrozenTrial], now: float | None = None) 
     now = time.time() if now is None else now
     running = [t for t in trials if t.state == TrialState.RUNNING and t.datetime_start is not None]
     share = max(1, (os.cpu_count() or 1) // max(1, len(running)))
-    spent = sum(c for c in (number(t.user_attrs.get("cpu_time_s")) for t in trials) if c is not None and math.isfinite(c) and c > 0)
-    return spent + sum(max(0.0, now - t.datetime_start.timestamp()) * share for t in running)
+    return sum(recorded_cpu(trials)) + sum(max(0.0, now - t.datetime_start.timestamp()) * share for t in running)
+
+
+def recorded_cpu(trials: list[optuna.trial.FrozenTrial]) -> list[float]:
+    """The ``cpu_time_s`` the trials recorded, one per trial that did.  Stored attrs are data: a value
+    that is not a finite number >= 0 (a hand-edited journal) counts as none."""
+    return [c for c in (number(t.user_attrs.get("cpu_time_s")) for t in trials)
+            if c is not None and math.isfinite(c) and c >= 0]
 
 
 def _seed_count(t: optuna.trial.FrozenTrial) -> int:

@@ -185,7 +185,8 @@ def test_a_run_budget_counts_the_seeds_trials_trained_so_pruning_buys_trials() -
 
 def test_a_cpu_budget_counts_recorded_cpu_and_estimates_running_trials(monkeypatch) -> None:
     """``tuner.max_cpu_s`` by hand: a complete trial (30 CPU s) and a pruned one (10 s) have spent 40;
-    a failed trial that recorded nothing costs nothing, an odd record (a string, NaN) reads as none.
+    a failed trial that recorded nothing costs nothing, an odd record (a string, NaN, a negative)
+    reads as none.
     A running trial counts its wall time since it started times its share of the cores (4 cores, 2
     running: 2 each): 20 s in, two running trials add 2 x 20 x 2 = 80.  At 40 of a 40 s budget the
     study waits for its running trial, at 45 it starts one more; once the running ones have recorded
@@ -198,7 +199,7 @@ def test_a_cpu_budget_counts_recorded_cpu_and_estimates_running_trials(monkeypat
     monkeypatch.setattr("os.cpu_count", lambda: 4)
     study = optuna.create_study(direction="maximize")
     for cpu, state in ((30.0, TrialState.COMPLETE), (10, TrialState.PRUNED), (None, TrialState.FAIL),
-                       ("abc", TrialState.COMPLETE), (float("nan"), TrialState.COMPLETE)):
+                       ("abc", TrialState.COMPLETE), (float("nan"), TrialState.COMPLETE), (-5.0, TrialState.COMPLETE)):
         trial = study.ask()
         if cpu is not None:
             trial.set_user_attr("cpu_time_s", cpu)
