@@ -43,12 +43,12 @@ class StudyProgress:
             self.bar = tqdm(total=n_trials, desc=f"study {study.study_name}", unit="trial",
                             file=self.stream, dynamic_ncols=True)
         if not quiet:
-            self.last = self._counts()  # a resumed study starts from its stored trials
+            # a resumed study starts from its stored trials
+            self.last = self._counts(self.study.get_trials(deepcopy=False))
             if self.bar is not None:
                 self.bar.update(min(self.last[0] + self.last[1], n_trials))
 
-    def _counts(self) -> tuple[int, int, int, int, float | None, int | None]:
-        trials = self.study.get_trials(deepcopy=False)
+    def _counts(self, trials: list[optuna.trial.FrozenTrial]) -> tuple[int, int, int, int, float | None, int | None]:
         count = {s: sum(t.state == s for t in trials) for s in TrialState}
         done = [t for t in trials if t.state == TrialState.COMPLETE and t.value is not None]
         best = None
@@ -62,13 +62,14 @@ class StudyProgress:
         """Read the counts; redraw or print when a trial has finished since the last call."""
         if self.quiet:
             return
-        counts = self._counts()
+        trials = self.study.get_trials(deepcopy=False)  # one read of the storage per update
+        counts = self._counts(trials)
         if counts[:3] == (self.last or (None,) * 3)[:3]:
             return
         complete, pruned, failed, running, best, number = counts
         best_text = "-" if best is None else f"{best:.4g} (trial {number})"
         cpu_text = "" if self.max_cpu_s is None else \
-            f"  CPU {cpu_spent(self.study.get_trials(deepcopy=False)):.0f} of {self.max_cpu_s:g} s"
+            f"  CPU {cpu_spent(trials):.0f} of {self.max_cpu_s:g} s"
         if self.bar is not None:
             previous = (self.last[0] + self.last[1]) if self.last else 0
             self.bar.update(max(0, min(complete + pruned, self.n_trials) - min(previous, self.n_trials)))
