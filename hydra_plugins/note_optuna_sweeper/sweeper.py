@@ -258,6 +258,7 @@ class NoteOptunaSweeper(Sweeper):
         return TrialSpec(trial=trial.number, backend=plain["backend"]["name"], run_dir=run_dir,
                          configs=configs, report_every=c.report_every,
                          aggregation=c.aggregation, memory_mb=c.trial_memory_mb,
+                         interleaved=c.seed_order == "interleaved",
                          log_path=os.path.join(run_dir, "trial.log"),
                          wandb=trial_meta(trial.study.study_name, trial.number, trial.params))
 

@@ -27,6 +27,8 @@ class TrialSpec:
         or ``q<percent>``, a lower quantile such as ``q25``: risk-averse)
     :param instances: each seed's final score is an *instance* reported as step ``i`` (seed index) for
         Optuna's ``WilcoxonPruner``, which may stop the trial between seeds; no per-episode reports
+    :param interleaved: train the seeds in turns, each in a process of its own, and report their scores
+        combined after each round (:mod:`tuner.run.seed_turns`); with a trial and two seeds or more
     :param memory_mb: MiB the trial may allocate beyond its start-up size (``None``: no cap)
     :param log_path: file that receives the trial's stdout and stderr (``None``: inherited)
     :param wandb: the wandb identity of the trial's runs (study, trial number, params)
@@ -58,6 +60,7 @@ class TrialSpec:
     driver_pid: int | None = None
     graceful: bool = False
     instances: bool = False
+    interleaved: bool = False
     gpus: str | None = None
     gpu_fraction: float | None = None
     prefix: str | None = None  # "[job 3] ": each line the process (and its workers) prints starts with it

@@ -72,31 +72,16 @@ def _run_finder(conn: Any, spec: TrialSpec) -> Result:
 
 
 def _run(conn: Any, spec: TrialSpec) -> Result:
-    from .train import run_training
-
     if spec.finder is not None:
         return _run_finder(conn, spec)
+    if spec.interleaved and spec.trial is not None and not spec.instances and len(spec.configs) > 1:
+        from .seed_turns import train_in_turns
 
-    finals, seeds, pruned = [], [], False
-    for i, cfg in enumerate(spec.configs):
-        # a plain job (no trial: Hydra multirun) has no pruner to report to; with instances (Wilcoxon)
-        # the pruner hears each seed's final score, not its learning curve
-        reporter = _reporter(conn, i * SEED_STEP_OFFSET) if spec.trial is not None and not spec.instances else None
-        run_dir = spec.run_dir if len(spec.configs) == 1 else os.path.join(spec.run_dir, f"seed_{cfg['seed']}")
-        res = run_training(cfg, run_dir, reporter, spec.report_every, meta=_seed_meta(spec, cfg, i),
-                           interruptible=spec.graceful)
-        finals.append(res["objective"])
-        seeds.append({k: res[k] for k in ("seed", "objective", "final_eval_mean_return", "final_mean_return",
-                                          "best_mean_return", "env_steps", "gradient_steps", "wall_time_s")})
-        if res["status"] == "pruned":
-            pruned = True
-            break
-        if spec.instances and spec.trial is not None and res["objective"] is not None:
-            # every seed is reported, the last one too: later trials are compared with this one's instances
-            prune = _reporter(conn)(i, float(res["objective"]))
-            if prune and i + 1 < len(spec.configs):
-                pruned = True  # significantly worse than the best trial on the seeds so far (WilcoxonPruner)
-                break
+        seeds, pruned = train_in_turns(spec, _train_seed, _reporter(conn),
+                                       lambda scores: aggregate(scores, spec.aggregation))
+    else:
+        seeds, pruned = _one_after_another(conn, spec)
+    finals = [s["objective"] for s in seeds]
     value = aggregate([f for f in finals if f is not None] or [float("nan")], spec.aggregation)
     attrs = {"seeds": seeds, "env_steps": sum(s["env_steps"] for s in seeds),
              "wall_time_s": sum(s["wall_time_s"] for s in seeds), "cpu_time_s": cpu_seconds()}
@@ -105,6 +90,51 @@ def _run(conn: Any, spec: TrialSpec) -> Result:
         write_json(os.path.join(spec.run_dir, "result.json"),
                    {"status": result.status, "value": value, "attrs": attrs, "trial": spec.trial})
     return result
+
+
+def _one_after_another(conn: Any, spec: TrialSpec) -> tuple[list[dict[str, Any]], bool]:
+    """Train the trial's seeds one after another (``tuner.seed_order=sequential``)."""
+    from .train import run_training
+
+    seeds: list[dict[str, Any]] = []
+    for i, cfg in enumerate(spec.configs):
+        # a plain job (no trial: Hydra multirun) has no pruner to report to; with instances (Wilcoxon)
+        # the pruner hears each seed's final score, not its learning curve
+        reporter = _reporter(conn, i * SEED_STEP_OFFSET) if spec.trial is not None and not spec.instances else None
+        res = run_training(cfg, _seed_dir(spec, cfg), reporter, spec.report_every, meta=_seed_meta(spec, cfg, i),
+                           interruptible=spec.graceful)
+        seeds.append(_summary(res))
+        if res["status"] == "pruned":
+            return seeds, True
+        if spec.instances and spec.trial is not None and res["objective"] is not None:
+            # every seed is reported, the last one too: later trials are compared with this one's instances
+            prune = _reporter(conn)(i, float(res["objective"]))
+            if prune and i + 1 < len(spec.configs):
+                return seeds, True  # significantly worse than the best trial on the seeds so far (WilcoxonPruner)
+    return seeds, False
+
+
+def _train_seed(conn: Any, spec: TrialSpec, i: int) -> dict[str, Any]:
+    """Seed ``i`` of an interleaved trial, in its own process (:mod:`tuner.run.seed_turns`): each
+    report waits for the seed's next turn."""
+    from .train import run_training
+
+    if spec.wandb:  # a spawned process starts without the trial process's state
+        set_process_meta(spec.wandb)
+    default_threads(spec.threads)
+    cfg = spec.configs[i]
+    res = run_training(cfg, _seed_dir(spec, cfg), _reporter(conn), spec.report_every, meta=_seed_meta(spec, cfg, i))
+    return _summary(res)
+
+
+def _seed_dir(spec: TrialSpec, cfg: dict[str, Any]) -> str:
+    return spec.run_dir if len(spec.configs) == 1 else os.path.join(spec.run_dir, f"seed_{cfg['seed']}")
+
+
+def _summary(res: dict[str, Any]) -> dict[str, Any]:
+    """What the trial keeps of one seed's run (``user_attrs["seeds"]``)."""
+    return {k: res[k] for k in ("seed", "objective", "final_eval_mean_return", "final_mean_return",
+                                "best_mean_return", "env_steps", "gradient_steps", "wall_time_s")}
 
 
 def cpu_seconds() -> float:

@@ -235,6 +235,7 @@ class Driver:
                          configs=configs, report_every=self.s.report_every,
                          aggregation=self.s.aggregation, memory_mb=self.s.trial_memory_mb,
                          instances=target_of("pruner", self.s.pruner) == WILCOXON,
+                         interleaved=self.s.seed_order == "interleaved",
                          log_path=os.path.join(run_dir, "trial.log"),
                          wandb=trial_meta(self.s.study_name, trial.number, trial.params),
                          gpus=placement.visible if placement else None,

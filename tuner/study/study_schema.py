@@ -29,6 +29,7 @@ __all__ = ["SAMPLERS", "PRUNERS", "RESUME_MODES", "StudyPlace", "StudyFiles", "T
            "setting", "redefault", "check_fields", "check_value", "aggregation_ok", "run_budget_problem"]
 
 SAMPLERS = ("tpe", "random", "cmaes", "gp", "grid", "qmc")
+SEED_ORDERS = ("sequential", "interleaved")
 PRUNERS = ("median", "percentile", "successive_halving", "hyperband", "threshold", "wilcoxon", "none")
 #: an existing study defined differently than the command: auto refuses, force continues it
 RESUME_MODES = ("auto", "force")
@@ -234,6 +235,13 @@ class StudySearch:
                            doc="seeds per trial (seed, seed + 1, ...), aggregated by `aggregation`")
     aggregation: str = setting("mean", check=_aggregation, doc=(
         "mean, median, min, or a lower quantile q<percent> such as q25 (risk-averse)"))
+    # in turns, the pruner reads the trial's aggregate objective after every round instead of one seed's
+    # curve at a time, and stops all the trial's seeds at once
+    seed_order: str = setting("sequential", check=lambda v: None if v in SEED_ORDERS else
+                              f"{v!r} must be sequential or interleaved", doc=(
+        "how a trial trains its n_seeds seeds: sequential (one after another) or interleaved (in turns, "
+        "each in its own process; after each round of intermediate reports the pruner hears the seeds' "
+        "scores combined by `aggregation`)"))
     preload: bool = setting(True, doc=(
         "start torch trials from a forkserver that has imported torch (fresh process per trial, no import cost)"))
     # trial 0 of a new study plays the config's own values of the searched parameters

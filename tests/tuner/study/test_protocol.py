@@ -117,7 +117,10 @@ def test_lower_quantile_objective_and_seed_robust_settings() -> None:
                                                                 "smallest one-sided p-value is 1/2**3 = 0.125); use "
                                                                 "tuner.n_seeds >= 5"),
                          ({"pruner": "wilcoxon", "n_seeds": 2, "wilcoxon_p": 0.3}, "tuner.pruner: wilcoxon can never "
-                                                                                   "prune with 2 seeds")):
+                                                                                   "prune with 2 seeds"),
+                         ({"pruner": "wilcoxon", "n_seeds": 5, "seed_order": "interleaved"},
+                          "tuner.seed_order: interleaved seeds finish together, so pruner=wilcoxon"),
+                         ({"seed_order": "shuffled"}, "tuner.seed_order: 'shuffled' must be sequential or interleaved")):
         with pytest.raises(ConfigError, match="^" + re.escape(message)):
             tuner_settings(bad)
 

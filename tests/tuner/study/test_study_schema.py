@@ -71,7 +71,7 @@ def test_a_shared_key_is_checked_once_under_the_key_typed(key, value, words) -> 
 @pytest.mark.parametrize("key, value", [("sampler", "bogus"), ("pruner", "bogus"), ("direction", "up"),
                                         ("n_trials", 0), ("n_seeds", 0), ("aggregation", "q75"), ("percentile", 150.0),
                                         ("report_every", 0), ("max_failures", -1), ("n_warmup_steps", -1),
-                                        ("max_runs", 0)])
+                                        ("max_runs", 0), ("seed_order", "shuffled")])
 def test_search_keys_are_checked_alike_for_tuner_optuna_and_the_sweeper(key, value) -> None:
     with pytest.raises(ConfigError) as tuner:
         tuner_settings({key: value})
