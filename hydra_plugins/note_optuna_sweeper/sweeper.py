@@ -176,7 +176,8 @@ class NoteOptunaSweeper(Sweeper):
         backend, budget, objective, seeds per trial and search space."""
         from tuner.study.identity import definition
 
-        return definition(self._base, self.conf.n_seeds, self.conf.aggregation, self._searched)
+        return definition(self._base, self.conf.n_seeds, self.conf.aggregation, self._searched,
+                          seed_order=self.conf.seed_order)
 
     def _check_identity(self, study: "optuna.Study", sweep_dir: str) -> None:
         """A resumed study (a shared storage and ``study_name``) must have been made with this sweep's

@@ -146,7 +146,8 @@ class Driver:
         searched = {f"search.{'groups' if p.is_group else 'values'}.{p.name}":
                     _show(p.distribution) if p.distribution is not None else p.fixed for p in self.space}
         searched.update({f"search.when.{p.name}": f"{p.when[0]} in {list(p.when[1])}" for p in self.space if p.when})
-        defn = definition(cfg, settings.n_seeds, settings.aggregation, searched, settings.seeds.tuning)
+        defn = definition(cfg, settings.n_seeds, settings.aggregation, searched, settings.seeds.tuning,
+                          settings.seed_order)
         variant = default_variant(settings.study_name, settings.study_dir, settings.storage,
                                   f"{cfg.agent.name}_{name_part(cfg.env.id)}", settings.resume, defn)
         if variant is not None:

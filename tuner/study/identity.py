@@ -54,10 +54,11 @@ DEFINING = ("agent.name", "env.id", "env.kwargs", "backend.name", "budget.steps"
 
 
 def definition(cfg: DictConfig, n_seeds: int, aggregation: str, searched: dict[str, str],
-               tuning_seeds: Any = None) -> dict[str, Any]:
+               tuning_seeds: Any = None, seed_order: str = "sequential") -> dict[str, Any]:
     """What defines a ``tuner=optuna`` study: :data:`DEFINING` read off ``cfg``, the settings that
     change a trial's score (seeds per trial and their aggregation), the warm start ``init_from`` when
-    set (:func:`model_identity`), and ``searched`` (the search space, ``search.values.<key>`` /
+    set (:func:`model_identity`), the seeds' order when interleaved (its trials report another curve to
+    the pruner), and ``searched`` (the search space, ``search.values.<key>`` /
     ``search.groups.<group>`` -> its expression)."""
     out: dict[str, Any] = {}
     for key in DEFINING:
@@ -70,6 +71,8 @@ def definition(cfg: DictConfig, n_seeds: int, aggregation: str, searched: dict[s
         out["init_from"] = model_identity(str(init))
     if tuning_seeds:  # recorded only when named, so studies made before tuner.seeds keep their identity
         out["tuner.seeds.tuning"] = [int(x) for x in tuning_seeds]
+    if seed_order != "sequential":  # recorded only when interleaved: older studies keep their identity
+        out["tuner.seed_order"] = seed_order
     out.update(searched)
     return out
 
@@ -161,6 +164,8 @@ def differences(recorded: dict[str, Any] | None, current: dict[str, Any]) -> lis
 
 
 def _value(key: str, value: Any) -> str:
+    if value is None and key == "tuner.seed_order":
+        return "sequential"  # not recorded: the order every study made before the key used
     if value is None:
         return "(not searched)" if key.startswith("search.") else "(unset)"
     return value if isinstance(value, str) else json.dumps(value)

@@ -80,6 +80,9 @@ def test_a_study_made_before_identities_keeps_its_dir(tmp_path) -> None:
     ("budget.steps=400", f"budget.steps: study 's' was made with 300, this command has 400; {HOW}"),
     ("backend=tf", f"backend.name: study 's' was made with torch, this command has tf; {HOW}"),
     ("objective.source=train", f"objective.source: study 's' was made with eval, this command has train; {HOW}"),
+    # interleaved trials report their seeds' combined curve to the pruner, sequential ones each seed's
+    ("tuner.seed_order=interleaved",
+     f"tuner.seed_order: study 's' was made with sequential, this command has interleaved; {HOW}"),
     ("+search.values.agent.tau='interval(0.1, 0.9)'",
      f"search.values.agent.tau: study 's' was made with (not searched), this command has interval(0.1, 0.9); {HOW}"),
 ])
@@ -177,6 +180,7 @@ def test_the_storage_attribute_holds_the_definition(tmp_path) -> None:
     driver = _driver(tmp_path, ["tuner.n_trials=1"])
     defn = driver.study.user_attrs[ATTR]
     assert defn["agent.name"] == "dqn" and defn["backend.name"] == "torch" and defn["tuner.n_seeds"] == 1
+    assert "tuner.seed_order" not in defn  # sequential, as every study made before the key
     journal = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(
         os.path.join(tmp_path, "journal.log")))
     assert optuna.load_study(study_name="s", storage=journal).user_attrs[ATTR] == defn

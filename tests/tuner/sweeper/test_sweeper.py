@@ -300,3 +300,20 @@ def test_a_sweep_s_budget_in_cpu_seconds(tmp_path) -> None:
                    *args[8:]], cwd=str(tmp_path), check=False)
     assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
         "error: hydra.sweeper.max_cpu_s: must be a finite number > 0, got -3.0"]
+
+
+def test_a_sweep_s_trials_can_train_their_seeds_in_turns(tmp_path) -> None:
+    """``hydra.sweeper.seed_order=interleaved``, as ``tuner.seed_order``: each trial's 2 seeds train in
+    turns and the pruner hears their mean after each of the 3 evaluation rounds (steps 0, 1, 2; one
+    after another they would be 0-2 and 10000-10002); the study records the order in its identity."""
+    sweep = tmp_path / "sweep"
+    run_app(["-m", "hydra/sweeper=optuna", "hydra.sweeper.n_trials=1", "hydra.sweeper.n_seeds=2",
+             "hydra.sweeper.seed_order=interleaved", "hydra.sweeper.study_name=turns", f"hydra.sweep.dir={sweep}",
+             "agent.gamma=choice(0.9, 0.99)", "eval.every=100", "eval.episodes=2", *TINY], cwd=str(tmp_path))
+    from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+    study = optuna.load_study(study_name="turns", storage=JournalStorage(JournalFileBackend(journal_of(sweep))))
+    (trial,) = study.trials
+    assert trial.state == TrialState.COMPLETE and sorted(trial.intermediate_values) == [0, 1, 2]
+    assert [s["seed"] for s in trial.user_attrs["seeds"]] == [0, 1]
+    assert study.user_attrs["identity"]["tuner.seed_order"] == "interleaved"
