@@ -26,7 +26,8 @@ another sampler seed):
   the CPU the same repeat's PBT study used (PBT runs first): equal CPU, by design rather than after the fact;
 - ``interleaved``: TPE with the median pruner and ``tuner.seed_order=interleaved``: a trial's seeds train
   in turns and the pruner reads their mean after every round (``tpe`` trains them one after another and
-  the pruner reads one seed's curve at a time);
+  the pruner reads one seed's curve at a time); ``wilcoxon_il``: the same with ``pruner=wilcoxon``, every
+  evaluation of every seed an instance;
 - ``pbt``: ``tuner=pbt`` with ``population = trials x seeds`` members (the same env steps in all),
   ``--generations`` segments each; ``--pbt-heldout K``: its held-out stage (tuner/study/pbt_heldout.py)
   chooses the answer among the top K members' schedules and the starting config on ``--heldout-seeds``
@@ -83,7 +84,8 @@ TASKS = {
 OPTUNA = {"random": ["tuner.sampler=random", "tuner.pruner=median"],
           "tpe": ["tuner.sampler=tpe", "tuner.pruner=median"],
           "wilcoxon": ["tuner.sampler=tpe", "tuner.pruner=wilcoxon"],
-          "interleaved": ["tuner.sampler=tpe", "tuner.pruner=median", "tuner.seed_order=interleaved"]}
+          "interleaved": ["tuner.sampler=tpe", "tuner.pruner=median", "tuner.seed_order=interleaved"],
+          "wilcoxon_il": ["tuner.sampler=tpe", "tuner.pruner=wilcoxon", "tuner.seed_order=interleaved"]}
 
 
 def note_tune(args: list[str], log: str) -> int:

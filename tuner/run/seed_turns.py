@@ -25,7 +25,7 @@ from note_rl.backends import backend_info
 
 from ..common.messages import Decision, Report, TrialSpec
 
-__all__ = ["train_in_turns", "seed_context", "SeedFailed"]
+__all__ = ["train_in_turns", "seed_context", "SeedFailed", "RoundReport"]
 
 # (seed index, its config) -> the seed's result summary; runs in the seed's own process
 SeedTrainer = Callable[[Any, TrialSpec, int], dict[str, Any]]
@@ -59,12 +59,15 @@ def _seed_main(conn: Any, spec: TrialSpec, index: int, trainer: SeedTrainer) -> 
         raise SystemExit(1) from None
 
 
-def train_in_turns(spec: TrialSpec, trainer: SeedTrainer, report: Callable[[int, float], bool],
-                   combine: Callable[[list[float]], float]) -> tuple[list[dict[str, Any]], bool]:
-    """Train every seed of ``spec`` in turns; after each round, ``report(round, combine(scores))``
-    (True: prune every seed at its next report).  Returns the seeds' summaries in seed order and
-    whether the trial was pruned.  A seed that ends before the others (fewer reports) leaves the
-    rounds; the later rounds combine the seeds still training."""
+# (round, {seed index: its score this round}) -> True: prune every seed at its next report
+RoundReport = Callable[[int, dict[int, float]], bool]
+
+
+def train_in_turns(spec: TrialSpec, trainer: SeedTrainer, on_round: RoundReport) -> tuple[list[dict[str, Any]], bool]:
+    """Train every seed of ``spec`` in turns; after each round, ``on_round(round, scores)`` with the
+    round's score of each seed still training (True: prune every seed at its next report).  Returns
+    the seeds' summaries in seed order and whether the trial was pruned.  A seed that ends before the
+    others (fewer reports) leaves the rounds; the later rounds hold the seeds still training."""
     ctx = seed_context(spec.backend)
     pipes, procs = [], []
     try:
@@ -75,7 +78,7 @@ def train_in_turns(spec: TrialSpec, trainer: SeedTrainer, report: Callable[[int,
             child.close()
             pipes.append(parent)
             procs.append(proc)
-        return _rounds(spec, pipes, procs, report, combine)
+        return _rounds(spec, pipes, procs, on_round)
     finally:
         for proc in procs:
             if proc.is_alive():
@@ -83,23 +86,23 @@ def train_in_turns(spec: TrialSpec, trainer: SeedTrainer, report: Callable[[int,
             proc.join()
 
 
-def _rounds(spec: TrialSpec, pipes: list[Any], procs: list[Any], report: Callable[[int, float], bool],
-            combine: Callable[[list[float]], float]) -> tuple[list[dict[str, Any]], bool]:
+def _rounds(spec: TrialSpec, pipes: list[Any], procs: list[Any],
+            on_round: RoundReport) -> tuple[list[dict[str, Any]], bool]:
     results: list[dict[str, Any] | None] = [None] * len(pipes)
     live, prune, round_ = list(range(len(pipes))), False, 0
     while live:
-        scores = []
+        scores: dict[int, float] = {}
         for i in list(live):
             pipes[i].send(Decision(prune))  # the turn: start, or the answer to the seed's last report
             message = _receive(spec, pipes[i], procs[i], i)
             if isinstance(message, Report):
-                scores.append(message.value)
+                scores[i] = message.value
                 continue
             results[i] = message
             live.remove(i)
             procs[i].join()
         if scores and not prune:
-            prune = bool(report(round_, combine(scores)))
+            prune = bool(on_round(round_, scores))
             round_ += 1
     return [r for r in results if r is not None], prune
 

@@ -74,11 +74,10 @@ def _run_finder(conn: Any, spec: TrialSpec) -> Result:
 def _run(conn: Any, spec: TrialSpec) -> Result:
     if spec.finder is not None:
         return _run_finder(conn, spec)
-    if spec.interleaved and spec.trial is not None and not spec.instances and len(spec.configs) > 1:
+    if spec.interleaved and spec.trial is not None and len(spec.configs) > 1:
         from .seed_turns import train_in_turns
 
-        seeds, pruned = train_in_turns(spec, _train_seed, _reporter(conn),
-                                       lambda scores: aggregate(scores, spec.aggregation))
+        seeds, pruned = train_in_turns(spec, _train_seed, _round_reporter(conn, spec))
     else:
         seeds, pruned = _one_after_another(conn, spec)
     finals = [s["objective"] for s in seeds]
@@ -90,6 +89,22 @@ def _run(conn: Any, spec: TrialSpec) -> Result:
         write_json(os.path.join(spec.run_dir, "result.json"),
                    {"status": result.status, "value": value, "attrs": attrs, "trial": spec.trial})
     return result
+
+
+def _round_reporter(conn: Any, spec: TrialSpec) -> Any:
+    """What an interleaved trial reports after each round: the seeds' scores combined by the trial's
+    aggregation (step = the round), or with instances (Wilcoxon) each seed's score as an instance of
+    its own, at step ``seed index * SEED_STEP_OFFSET + round``, paired with the best trial's same seed
+    at the same point of training; the decision after the round's last instance holds."""
+    report = _reporter(conn)
+
+    def combined(round_: int, scores: dict[int, float]) -> bool:
+        return report(round_, aggregate(list(scores.values()), spec.aggregation))
+
+    def instances(round_: int, scores: dict[int, float]) -> bool:
+        return [report(i * SEED_STEP_OFFSET + round_, v) for i, v in scores.items()][-1]
+
+    return instances if spec.instances else combined
 
 
 def _one_after_another(conn: Any, spec: TrialSpec) -> tuple[list[dict[str, Any]], bool]:

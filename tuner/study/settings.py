@@ -31,7 +31,8 @@ class TunerSettings(StudySearch, TrialLimits, StudyFiles):
 
     name: str = "optuna"
     # pruner=wilcoxon: prune a trial whose seeds so far are worse than the best trial's same seeds at this
-    # one-sided p-value (Optuna's WilcoxonPruner; each seed's final score is an instance)
+    # one-sided p-value (Optuna's WilcoxonPruner; each seed's final score is an instance, or with
+    # seed_order=interleaved each seed's every evaluation)
     wilcoxon_p: float = 0.1
     max_total_trials: Optional[int] = None
     timeout: Optional[float] = None
@@ -77,13 +78,10 @@ def tuner_settings(node: Any) -> TunerSettings:
          f"tuner.pruner: wilcoxon compares a trial with the best one seed by seed; it needs tuner.n_seeds >= 2 "
          f"(or tuner.seeds.tuning with two seeds or more), got {seeds}"),
         (0.0 < s.wilcoxon_p < 1.0, f"tuner.wilcoxon_p: must be in (0, 1), got {s.wilcoxon_p}"),
-        # interleaved seeds all end together, and the Wilcoxon pruner stops a trial only between seeds
-        (not wilcoxon or s.seed_order == "sequential",
-         "tuner.seed_order: interleaved seeds finish together, so pruner=wilcoxon (which stops a trial "
-         "between seeds) could never prune; use tuner.seed_order=sequential or a pruner that reads curves "
-         "(median, percentile, ...)"),
-        # a trial stops only between its seeds, so it is judged on n - 1 of them at the most
-        (not wilcoxon or not by_name or not 0.0 < s.wilcoxon_p < 1.0 or seeds > wilcoxon_seeds(s.wilcoxon_p),
+        # one seed after another, a trial stops only between its seeds, so it is judged on n - 1 of them at
+        # the most; in turns, every seed's every evaluation is an instance
+        (not wilcoxon or not by_name or not 0.0 < s.wilcoxon_p < 1.0 or s.seed_order == "interleaved"
+         or seeds > wilcoxon_seeds(s.wilcoxon_p),
          f"tuner.pruner: wilcoxon can never prune with {seeds} seeds at tuner.wilcoxon_p={s.wilcoxon_p:g} "
          f"(a trial stops only before a seed it has not run, so it is judged on {seeds - 1} at the most, "
          f"whose smallest one-sided p-value is 1/2**{seeds - 1} = {0.5 ** (seeds - 1):g}); use "

@@ -40,8 +40,12 @@ def _spec(tmp_path, scores, extra=None) -> TrialSpec:
     return TrialSpec(trial=0, backend="torch", run_dir=str(tmp_path), configs=configs, interleaved=True)
 
 
-def _mean(xs):
-    return sum(xs) / len(xs)
+def _combined(seen, prune_at=None, how=lambda xs: sum(xs) / len(xs)):
+    """A round report that records (round, the seeds' scores combined) and prunes at ``prune_at``."""
+    def on_round(r, scores):
+        seen.append((r, how(list(scores.values()))))
+        return r == prune_at
+    return on_round
 
 
 def _turns(tmp_path):
@@ -51,7 +55,7 @@ def _turns(tmp_path):
 def test_every_round_reports_the_seeds_scores_combined_and_the_seeds_take_turns(tmp_path) -> None:
     seen = []
     results, pruned = train_in_turns(_spec(tmp_path, [[0, 10, 20], [2, 12, 22], [4, 14, 24]]), _scripted,
-                                     lambda r, v: seen.append((r, v)) and False, _mean)
+                                     _combined(seen))
     assert seen == [(0, 2.0), (1, 12.0), (2, 22.0)] and not pruned
     assert [r["seed"] for r in results] == [10, 11, 12] and all(r["reports"] == 3 for r in results)
     # one seed at a time: every seed makes its k-th report before any makes its (k + 1)-th
@@ -60,18 +64,16 @@ def test_every_round_reports_the_seeds_scores_combined_and_the_seeds_take_turns(
 
 def test_a_prune_stops_every_seed_at_its_next_report(tmp_path) -> None:
     seen = []
-    results, pruned = train_in_turns(_spec(tmp_path, [[5, 5, 5, 5]] * 3), _scripted,
-                                     lambda r, v: seen.append(r) or r == 1, min)
+    results, pruned = train_in_turns(_spec(tmp_path, [[5, 5, 5, 5]] * 3), _scripted, _combined(seen, 1, min))
     # round 1's report says prune: each seed hears it as the answer to its second report
-    assert pruned and seen == [0, 1]
+    assert pruned and seen == [(0, 5), (1, 5)]
     assert [(r["reports"], r["pruned"]) for r in results] == [(2, True)] * 3
     assert len(_turns(tmp_path)) == 6
 
 
 def test_a_seed_with_fewer_reports_leaves_the_later_rounds(tmp_path) -> None:
     seen = []
-    results, _ = train_in_turns(_spec(tmp_path, [[1, 3, 5], [7], [2, 4, 6]]), _scripted,
-                                lambda r, v: seen.append((r, v)) and False, _mean)
+    results, _ = train_in_turns(_spec(tmp_path, [[1, 3, 5], [7], [2, 4, 6]]), _scripted, _combined(seen))
     assert seen == [(0, 10 / 3), (1, 3.5), (2, 5.5)]
     assert [r["reports"] for r in results] == [3, 1, 3]
 
@@ -80,8 +82,7 @@ def test_a_seed_with_fewer_reports_leaves_the_later_rounds(tmp_path) -> None:
                                          ("exit", "seed 11 (index 1): its process ended without a result (exit code 3)")])
 def test_a_failing_seed_fails_the_trial_with_its_seed_named(tmp_path, fail, words) -> None:
     with pytest.raises(SeedFailed) as err:
-        train_in_turns(_spec(tmp_path, [[1, 2], [1, 2], [1, 2]], {1: {"fail": fail}}), _scripted,
-                       lambda r, v: False, _mean)
+        train_in_turns(_spec(tmp_path, [[1, 2], [1, 2], [1, 2]], {1: {"fail": fail}}), _scripted, _combined([]))
     assert str(err.value).startswith(words)
 
 
@@ -131,3 +132,21 @@ def test_a_pruned_trial_stops_all_its_seeds_at_their_first_report(tmp_path) -> N
     assert broke.state.name == "PRUNED" and broke.intermediate_values == {0: 0.0}
     assert [s["seed"] for s in broke.user_attrs["seeds"]] == [0, 1, 2]
     assert all(s["env_steps"] == 100 for s in broke.user_attrs["seeds"])
+
+
+def test_wilcoxon_in_turns_pairs_every_evaluation_of_every_seed(tmp_path) -> None:
+    """Trial 0 (Steady-v0) scores 50 at each of the 3 evaluations of its 2 seeds; trial 1 (Broke-v0)
+    scores 0.  In turns with ``pruner=wilcoxon`` each seed's every evaluation is an instance (step
+    seed index x 10000 + round), paired with the best trial's same step.  After round 0, two
+    instances all worse: exact one-sided p = 1/4 (go on); after round 1, four: 1/16 = 0.0625 < 0.1:
+    trial 1 stops both seeds at their second evaluation (200 of 300 env steps)."""
+    study = _study(tmp_path, "wx", [
+        "env.module=tests.tuner.lucky_envs", "env.id=Broke-v0", "+search.values.env.id='choice(Steady-v0, Broke-v0)'",
+        "+tuner.enqueue=[{env.id: Steady-v0}]", "tuner.sampler=random", "tuner.n_trials=2", "tuner.pruner=wilcoxon",
+        "tuner.n_warmup_steps=0", "tuner.n_seeds=2", "tuner.seed_order=interleaved", "eval.every=100",
+        "eval.episodes=1"])
+    steady, broke = study.trials
+    assert steady.state.name == "COMPLETE" and steady.value == 50.0
+    assert steady.intermediate_values == {s: 50.0 for s in (0, 1, 2, 10_000, 10_001, 10_002)}
+    assert broke.state.name == "PRUNED" and broke.intermediate_values == {s: 0.0 for s in (0, 1, 10_000, 10_001)}
+    assert [(s["seed"], s["env_steps"]) for s in broke.user_attrs["seeds"]] == [(0, 200), (1, 200)]
