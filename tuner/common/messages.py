@@ -27,6 +27,7 @@ class TrialSpec:
         or ``q<percent>``, a lower quantile such as ``q25``: risk-averse)
     :param instances: each seed's final score is an *instance* reported as step ``i`` (seed index) for
         Optuna's ``WilcoxonPruner``, which may stop the trial between seeds; no per-episode reports
+        (with ``interleaved``: every evaluation of every seed is one, at step ``i * 10000 + round``)
     :param interleaved: train the seeds in turns, each in a process of its own, and report their scores
         combined after each round (:mod:`tuner.run.seed_turns`); with a trial and two seeds or more
     :param memory_mb: MiB the trial may allocate beyond its start-up size (``None``: no cap)

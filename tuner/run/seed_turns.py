@@ -27,7 +27,8 @@ from ..common.messages import Decision, Report, TrialSpec
 
 __all__ = ["train_in_turns", "seed_context", "SeedFailed", "RoundReport"]
 
-# (seed index, its config) -> the seed's result summary; runs in the seed's own process
+# (pipe to the trial process, the trial's spec, seed index) -> the seed's result summary; runs in the
+# seed's own process, and reports through the pipe (each report waits for the seed's next turn)
 SeedTrainer = Callable[[Any, TrialSpec, int], dict[str, Any]]
 
 
