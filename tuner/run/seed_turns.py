@@ -47,9 +47,7 @@ def _seed_main(conn: Any, spec: TrialSpec, index: int, trainer: SeedTrainer) -> 
     """A seed process: wait for the first turn, train (each report waits for the next turn), send the
     summary, or the error as ``("error", line, traceback)``."""
     try:
-        start = conn.recv()
-        if isinstance(start, Decision) and start.prune:
-            return
+        conn.recv()  # the first turn: round 0 never prunes, so it is always a go
         conn.send(("done", trainer(conn, spec, index)))
     except BaseException as exc:  # noqa: BLE001 - the trial process reports it as the trial's failure
         line = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")

@@ -102,7 +102,10 @@ def _round_reporter(conn: Any, spec: TrialSpec) -> Any:
         return report(round_, aggregate(list(scores.values()), spec.aggregation))
 
     def instances(round_: int, scores: dict[int, float]) -> bool:
-        return [report(i * SEED_STEP_OFFSET + round_, v) for i, v in scores.items()][-1]
+        prune = False
+        for i, value in scores.items():
+            prune = report(i * SEED_STEP_OFFSET + round_, value)
+        return prune
 
     return instances if spec.instances else combined
 

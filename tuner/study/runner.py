@@ -35,8 +35,7 @@ from .attrs import number, seed_list, text
 from .supervisor import Supervisor, start_refusal
 
 __all__ = ["TrialRunner", "RunLimits", "ask_within", "Terminated", "OPEN", "WAIT", "DONE", "HEARTBEAT_GRACE_S",
-           "NO_DRIVER_GRACE_S", "FINISHED", "runs_spent", "cpu_spent",
-           "recorded_cpu"]
+           "NO_DRIVER_GRACE_S", "FINISHED", "runs_spent", "cpu_spent", "recorded_cpu"]
 
 HEARTBEAT_GRACE_S = 120.0
 # a runner records itself on a trial right after asking for it, so a RUNNING trial that still has
