@@ -31,7 +31,9 @@ another sampler seed):
 - ``pbt``: ``tuner=pbt`` with ``population = trials x seeds`` members (the same env steps in all),
   ``--generations`` segments each; ``--pbt-heldout K``: its held-out stage (tuner/study/pbt_heldout.py)
   chooses the answer among the top K members' schedules and the starting config on ``--heldout-seeds``
-  seeds, as the Optuna studies' held-out stage chooses among their top 2 trials and trial 0.
+  seeds, as the Optuna studies' held-out stage chooses among their top 2 trials and trial 0;
+  ``--pbt-seeds K``: each member trains K seeds of its own (``tuner.n_seeds``) and is ranked on their mean,
+  so ``population = trials x seeds / K``: the same runs, K times fewer configs.
 
 Every Optuna study runs the protocol (``tuner.seeds.test``): its answer (the held-out winner of the
 top 2) and its starting config (trial 0: the rl-zoo3 preset, which conf/hyperparams holds for each task
@@ -173,10 +175,10 @@ def run_pbt(task: str, repeat: int, a: argparse.Namespace, where: str) -> dict:
     """``tuner=pbt`` with its test stage (``tuner.seeds.test``): the driver replays the winner's schedule
     from scratch on each test seed and scores it as the Optuna studies' test stage does (pbt.json's ``test``)."""
     agent, env = TASKS[task][:2]
-    population = a.trials * a.seeds
+    population = a.trials * a.seeds // a.pbt_seeds
     test = TEST_SEEDS[:a.test_seeds]
     args = ["tuner=pbt", *common(agent, env, a), f"tuner.study_name={task}-pbt-r{repeat}", f"tuner.study_dir={where}",
-            f"tuner.population={population}", f"tuner.generations={a.generations}",
+            f"tuner.population={population}", f"tuner.n_seeds={a.pbt_seeds}", f"tuner.generations={a.generations}",
             f"tuner.interval={a.steps // a.generations}", f"tuner.seed={repeat}",
             f"tuner.seeds.test=[{','.join(map(str, test))}]",
             f"tuner.reevaluate.top_k={a.pbt_heldout}", f"tuner.reevaluate.seeds={a.heldout_seeds}"]
@@ -193,7 +195,8 @@ def run_pbt(task: str, repeat: int, a: argparse.Namespace, where: str) -> dict:
     scores = {str(s): (answer.get("scores") or {}).get(str(s)) for s in test}  # None: that replay failed
     return {"method": "pbt", "repeat": repeat, "wall_s": wall, "exit": code, "test_seeds": t.get("seeds"),
             "answer_tuning": pbt.get("winner_score"), "answer_test_mean": answer.get("mean"),
-            "answer_test_scores": scores, "seed_runs": population, "verdict": t.get("verdict"),
+            "answer_test_scores": scores, "seed_runs": population * a.pbt_seeds, "member_seeds": a.pbt_seeds,
+            "verdict": t.get("verdict"),
             "cpu_s": _cpu_seconds(where),
             **_start_row(t)}  # the preset (member 0's first values) held constant, replayed on the same seeds
 
@@ -229,7 +232,8 @@ def table(task: str, rows: list[dict], a: argparse.Namespace) -> str:
             continue
         scores = ", ".join(f(v) for v in (r.get("answer_test_scores") or {}).values())
         cpu = "-" if r.get("cpu_s") is None else f"{r['cpu_s']:.0f} s"
-        lines.append(f"| {r['method']} | {r['repeat']} | {f(r.get('answer_tuning'))} | **{f(r.get('answer_test_mean'))}** | "
+        method = r["method"] + (f" ({r['member_seeds']} seeds a member)" if (r.get("member_seeds") or 1) > 1 else "")
+        lines.append(f"| {method} | {r['repeat']} | {f(r.get('answer_tuning'))} | **{f(r.get('answer_test_mean'))}** | "
                      f"{scores} | {f(r.get('start_test_mean'))} | {r.get('seed_runs') or '-'} | "
                      f"{cpu} | {r['wall_s'] / 60:.1f} min |")
     for r in rows:
@@ -286,6 +290,9 @@ def main() -> None:
     parser.add_argument("--pbt-heldout", type=int, default=0,
                         help="PBT's held-out stage: the top K members' schedules and the starting config replayed "
                              "on --heldout-seeds seeds, the answer chosen there (0: the best last score)")
+    parser.add_argument("--pbt-seeds", type=int, default=1,
+                        help="seeds each PBT member trains, ranked on their mean (tuner.n_seeds): a population of "
+                             "trials x seeds / K members, the same training runs")
     parser.add_argument("--startup", type=int, default=None,
                         help="TPE's random startup trials (default: min(5, trials // 3); with Optuna's 5 and 6 "
                              "trials, TPE samples what random search samples)")
@@ -316,6 +323,8 @@ def main() -> None:
         methods = ["pbt"] + [m for m in methods if m != "pbt"]
     elif a.max_cpu is not None and not _positive_number(a.max_cpu):
         parser.error(f"--max-cpu: a number of seconds > 0 or pbt, got {a.max_cpu!r}")
+    if a.pbt_seeds < 1 or (a.trials * a.seeds) % a.pbt_seeds:
+        parser.error(f"--pbt-seeds: a count >= 1 that divides trials x seeds ({a.trials * a.seeds}), got {a.pbt_seeds}")
     rows = []
     for repeat in range(a.first_repeat, a.first_repeat + a.repeats):
         cpu_s = float(a.max_cpu) if a.max_cpu not in (None, "pbt") else None

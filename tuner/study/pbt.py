@@ -5,13 +5,17 @@ https://arxiv.org/abs/1711.09846).
 ``tuner.generations`` segments each.  After every generation the members are ranked by their segment
 score; the bottom quantile copies the weights, optimizer state and hyperparameters of a top member
 (exploit) and perturbs the hyperparameters (explore): :mod:`tuner.study.pbt_rules`, seeded, pure.
+With ``tuner.n_seeds`` > 1 a member is its config and schedule trained on that many seeds, each with its
+own weights (seed ``i`` continues its parent's seed ``i``), and its score their ``tuner.aggregation``:
+exploit then ranks members on several seeds, not on one seed's luck.
 
 Design (the simplest that fits this project's study driver):
 
 * **one Optuna trial per member segment**, in the configured storage (the journal by default): params =
   the hyperparameters in force, value = the segment's score, user attrs ``pbt_member``,
   ``pbt_generation``, ``pbt_parent`` (the member it continued from: itself unless it exploited),
-  ``pbt_parent_trial``, ``pbt_changes`` (what explore perturbed), ``init_from`` and ``checkpoint``; so
+  ``pbt_parent_trial``, ``pbt_changes`` (what explore perturbed), ``init_from`` and ``checkpoint`` (and
+  ``checkpoints``, one per seed, when a member trains several); so
   optuna-dashboard shows the population, and the storage *is* the PBT state;
 * every segment trains in a fresh process through the same :class:`~tuner.study.runner.TrialRunner` as
   every ``tuner=optuna`` trial (liveness, heartbeats, timeouts, ``n_jobs`` at once, Ctrl-C), and writes
@@ -33,6 +37,7 @@ and scored (:mod:`tuner.study.pbt_test`).
 
 from __future__ import annotations
 
+import copy
 import os
 from dataclasses import dataclass, field, fields
 from typing import Any, Sequence
@@ -59,7 +64,7 @@ from .protocol import no_test_stage, pick_test_seeds
 from .runner import DONE, HEARTBEAT_GRACE_S, NO_DRIVER_GRACE_S, OPEN, WAIT, RunLimits, TrialRunner
 from .settings import TunerSettings, tuner_settings
 
-__all__ = ["PbtSettings", "pbt_settings", "PbtDriver", "lineage", "check_test_seeds"]
+__all__ = ["PbtSettings", "pbt_settings", "PbtDriver", "lineage", "check_test_seeds", "member_checkpoints"]
 
 MEMBER, GENERATION, PARENT = "pbt_member", "pbt_generation", "pbt_parent"
 #: study user attr of the held-out stage's choice (tuner/study/pbt_heldout.py): {"generation", "winner"}
@@ -115,7 +120,9 @@ def pbt_settings(node: Any) -> PbtSettings:
         (0.0 < s.quantile <= 0.5, f"tuner.quantile: must be in (0, 0.5], got {s.quantile}"),
         (0.0 <= s.resample_p <= 1.0, f"tuner.resample_p: must be in [0, 1], got {s.resample_p}"),
         (s.explore in ("pbt", "pb2"), f"tuner.explore: must be pbt or pb2, got {s.explore!r}"),
-        (s.n_seeds == 1 and not s.seeds.tuning, "tuner.n_seeds: a PBT member trains one seed (its own); use 1"),
+        (isinstance(s.n_seeds, int) and s.n_seeds >= 1 and not s.seeds.tuning,
+         "tuner.n_seeds: the seeds each PBT member trains (its own: seed + member x n_seeds + i); a count >= 1, "
+         "not tuner.seeds.tuning"),
     ]
     for ok, message in checks:
         if not ok:
@@ -125,9 +132,10 @@ def pbt_settings(node: Any) -> PbtSettings:
 
 
 def check_test_seeds(settings: PbtSettings, seed: int) -> None:
-    """:class:`ConfigError` (one line) when a listed test seed is one a member trains on (``seed + m``)."""
+    """:class:`ConfigError` (one line) when a listed test seed is one a member trains on (``seed + k`` for
+    the population's ``population x n_seeds`` seeds)."""
     if not no_test_stage(settings.seeds):
-        pick_test_seeds(settings.seeds.test, {seed + m for m in range(settings.population)})
+        pick_test_seeds(settings.seeds.test, {seed + k for k in range(settings.population * settings.n_seeds)})
 
 
 def _read_schedule(s: PbtSettings) -> None:
@@ -167,9 +175,10 @@ class PbtDriver(Driver):
         s = self.pbt
         mine = {"population": s.population, "interval": s.interval, "quantile": s.quantile,
                 "resample_p": s.resample_p, "frozen": list(s.frozen), "seed": self.seed,
-                "replay": s.schedule or None, "enqueue_defaults": settings.enqueue_defaults}
+                "replay": s.schedule or None, "enqueue_defaults": settings.enqueue_defaults, "n_seeds": s.n_seeds}
         old = mapping(self.study.user_attrs.get("pbt"))  # an odd record (a hand-edited journal) checks nothing
         if old and settings.resume != "force":
+            old = {"n_seeds": 1, **old}  # studies from before members could train several seeds trained one
             # tuner.generations may grow (train on); anything else would change segments already recorded
             for key, value in mine.items():
                 if key in old and old[key] != value:
@@ -179,7 +188,7 @@ class PbtDriver(Driver):
         self.study.set_user_attr("pbt", {**mine, "generations": s.generations})
         # the report's AutoRL checklist names the optimiser: PBT's, not the Optuna sampler it never asks
         self.study.set_user_attr("optimiser", {"sampler": s.explore, "pruner": "none (exploit replaces the bottom "
-                                               "quantile)", "n_jobs": s.n_jobs, "aggregation": "mean"})
+                                               "quantile)", "n_jobs": s.n_jobs, "aggregation": s.aggregation})
         self.first = default_params(self.space, cfg) if settings.enqueue_defaults else {}
         # a config-group choice (optimizer, buffer) builds other objects, whose state a copied checkpoint
         # cannot fill: exploit copies it, explore leaves it alone
@@ -258,23 +267,30 @@ class PbtDriver(Driver):
         m, g = trial.user_attrs[MEMBER], trial.user_attrs[GENERATION]
         step = self.plan(g, self.segments())[m]
         run_dir = self._run_dir(m, g)
-        init_from = None
+        n = self.pbt.n_seeds
+        init_from: list[str | None] = [None] * n
         if g > 0:
             parent = self.segments()[(step.parent, g - 1)]
-            init_from = text(parent.user_attrs.get("checkpoint"))
+            init_from = member_checkpoints(parent)
             trial.set_user_attr("pbt_parent_trial", parent.number)
-            if not init_from or not os.path.isfile(init_from):
-                raise ConfigError(f"member {step.parent}'s checkpoint of generation {g - 1} is missing: {init_from}")
+            if len(init_from) != n:
+                raise ConfigError(f"member {step.parent}'s segment of generation {g - 1} saved {len(init_from)} "
+                                  f"checkpoint(s); a member of this study trains {n} seeds")
+            missing = [p for p in init_from if not p or not os.path.isfile(p)]
+            if missing:
+                raise ConfigError(f"member {step.parent}'s checkpoint of generation {g - 1} is missing: {missing[0]}")
         trial.set_user_attr("pbt_changes", {k: list(v) for k, v in step.changes.items()})
         trial.set_user_attr("run_dir", run_dir)
-        trial.set_user_attr("checkpoint", os.path.join(run_dir, "checkpoint.npz"))
-        trial.set_user_attr("init_from", init_from)
+        trial.set_user_attr("init_from", init_from[0] if n == 1 else init_from)
         overrides = to_overrides(trial.params, self.space)
         trial.set_user_attr("overrides", overrides)
         cfg = validate(self._compose_trial(trial, overrides), check_env=False)
         cfg.tuner = {"name": "none"}
         cfg.logger.p = 0
-        cfg.seed = self._member_seed(int(cfg.seed), m)  # each member its own seed; evaluations share eval.seed
+        # each member its own seeds (evaluations share eval.seed): seed i of a member continues seed i of
+        # its parent, so a member of several seeds is several runs of one schedule, scored by their aggregate
+        first = self._member_seed(int(cfg.seed), m)
+        cfg.seed = first
         # values relative to the budget (${budget_fraction:...}: DQN's epsilon decay) and linear_decay's
         # schedules span the member's whole training, as in one run of that length; the segment trains
         # its interval of it (the saved config.yaml is the member's whole run)
@@ -283,14 +299,22 @@ class PbtDriver(Driver):
         OmegaConf.save(OmegaConf.create(scrub(OmegaConf.to_container(cfg), ())), os.path.join(run_dir, "config.yaml"))
         plain = OmegaConf.to_container(cfg, resolve=True)
         plain["budget"]["steps"], plain["schedule_steps"] = self.pbt.interval, whole
-        # read by tuner.run.train only (not the config's init_from: that warm start of weights applies too,
-        # before this full checkpoint replaces them)
-        plain = self._segment_config(plain, m, g)
-        plain.update(continue_from=init_from, save_checkpoint=True)
-        trial.set_user_attr("tuning_seeds", [plain["seed"]])
-        return TrialSpec(trial=trial.number, backend=plain["backend"]["name"], run_dir=run_dir, configs=[plain],
-                         report_every=self.s.report_every, aggregation="mean", memory_mb=self.s.trial_memory_mb,
-                         log_path=os.path.join(run_dir, "trial.log"),
+        configs = []
+        for i in range(n):
+            # read by tuner.run.train only (not the config's init_from: that warm start of weights applies
+            # too, before this full checkpoint replaces them)
+            one = self._segment_config(copy.deepcopy(plain), m, g)
+            one.update(seed=first + i, continue_from=init_from[i], save_checkpoint=True)
+            configs.append(one)
+        # the trial worker trains a config per seed in <run_dir>/seed_<seed>/ when there are several
+        saved = [os.path.join(run_dir, *([f"seed_{c['seed']}"] if n > 1 else []), "checkpoint.npz") for c in configs]
+        trial.set_user_attr("checkpoint", saved[0])  # the member's weights (its first seed's), as the outputs name them
+        if n > 1:
+            trial.set_user_attr("checkpoints", saved)
+        trial.set_user_attr("tuning_seeds", [c["seed"] for c in configs])
+        return TrialSpec(trial=trial.number, backend=plain["backend"]["name"], run_dir=run_dir, configs=configs,
+                         report_every=self.s.report_every, aggregation=self.pbt.aggregation,
+                         memory_mb=self.s.trial_memory_mb, log_path=os.path.join(run_dir, "trial.log"),
                          wandb=trial_meta(self.s.study_name, trial.number, trial.params))
 
     def _run_dir(self, member: int, generation: int) -> str:
@@ -298,8 +322,9 @@ class PbtDriver(Driver):
         return os.path.join(self.members_dir, str(member), f"gen_{generation}")
 
     def _member_seed(self, seed: int, member: int) -> int:
-        """The seed member ``member`` trains on: the config's ``seed + member``."""
-        return seed + member
+        """The first seed member ``member`` trains on: the config's ``seed + member x n_seeds`` (its others
+        follow it)."""
+        return seed + member * self.pbt.n_seeds
 
     def _segment_config(self, plain: dict[str, Any], member: int, generation: int) -> dict[str, Any]:
         """A hook on a segment's resolved config (a test stage's driver sets its last evaluation)."""
@@ -457,6 +482,15 @@ def lineage(done: dict[tuple[int, int], Any], member: int, generation: int) -> l
                     "params": dict(t.params), "parent": parent})
         m = parent
     return out[::-1]
+
+
+def member_checkpoints(segment: Any) -> list[str]:
+    """The checkpoints a segment saved, one per seed of its member (``checkpoints``; a member of one seed
+    records only ``checkpoint``).  Stored attrs are data: anything but paths reads as none."""
+    many = segment.user_attrs.get("checkpoints")
+    if isinstance(many, list):
+        return [text(p) for p in many]
+    return [text(segment.user_attrs.get("checkpoint"))]
 
 
 def segment_key(t: Any) -> tuple[int, int] | None:

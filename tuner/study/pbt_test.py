@@ -190,6 +190,7 @@ def _replay(driver: PbtDriver, entry: _Entry, seeds: list[int], schedule: list[d
     t.study_name, t.study_dir = f"{s.study_name}-{stage}-{name}", test_dir
     t.storage = os.path.join(test_dir, "journal.log")  # its own journal, as the replay_config.yaml study's
     t.enqueue_defaults, t.seeds = False, SeedSettings(tuning=None, test=0)
+    t.n_seeds = 1  # one member per seed here, whatever the population's members trained
     t.n_jobs = s.reevaluate.n_jobs or s.n_jobs
     t.timeout = s.reevaluate.timeout
     test = TestReplayDriver(driver, t, seeds, s.reevaluate.episodes, model, STAGES[stage][1])
