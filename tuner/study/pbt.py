@@ -120,9 +120,9 @@ def pbt_settings(node: Any) -> PbtSettings:
         (0.0 < s.quantile <= 0.5, f"tuner.quantile: must be in (0, 0.5], got {s.quantile}"),
         (0.0 <= s.resample_p <= 1.0, f"tuner.resample_p: must be in [0, 1], got {s.resample_p}"),
         (s.explore in ("pbt", "pb2"), f"tuner.explore: must be pbt or pb2, got {s.explore!r}"),
-        (isinstance(s.n_seeds, int) and s.n_seeds >= 1 and not s.seeds.tuning,
-         "tuner.n_seeds: the seeds each PBT member trains (its own: seed + member x n_seeds + i); a count >= 1, "
-         "not tuner.seeds.tuning"),
+        # tuner.n_seeds' range is the shared search keys' check (tuner_settings above)
+        (not s.seeds.tuning, "tuner.seeds.tuning: PBT members train seeds of their own (seed + member x "
+                             "tuner.n_seeds + i); leave the list empty and set tuner.n_seeds"),
     ]
     for ok, message in checks:
         if not ok:

@@ -11,7 +11,7 @@ from optuna.trial import TrialState
 from tests.tuner.conftest import run_app
 from tests.tuner.study.test_pbt import _args, _study
 from tuner.common.errors import ConfigError
-from tuner.study.pbt import check_test_seeds, member_checkpoints
+from tuner.study.pbt import check_test_seeds, member_checkpoints, pbt_settings
 from tuner.study.protocol import SeedSettings
 
 
@@ -64,6 +64,15 @@ def test_test_seeds_must_avoid_every_seed_of_every_member() -> None:
     with pytest.raises(ConfigError, match="5"):
         check_test_seeds(settings, 0)  # members train seeds 0-2 and 3-5
     check_test_seeds(SimpleNamespace(population=2, n_seeds=3, seeds=SeedSettings(tuning=None, test=[6])), 0)
+
+
+@pytest.mark.parametrize("node, key", [({"n_seeds": 0}, "tuner.n_seeds: "),
+                                       ({"seeds": {"tuning": [1, 2]}}, "tuner.seeds.tuning: "),
+                                       ({"n_seeds": 2, "seeds": {"tuning": [1, 2]}}, "tuner.seeds.tuning: ")])
+def test_members_seeds_are_named_by_n_seeds_only(node, key) -> None:
+    with pytest.raises(ConfigError) as err:
+        pbt_settings({"name": "pbt", "population": 2, **node})
+    assert str(err.value).startswith(key) and "\n" not in str(err.value)
 
 
 def test_member_checkpoints_read_as_data() -> None:
