@@ -35,7 +35,7 @@ from .attrs import number, seed_list, text
 from .supervisor import Supervisor, start_refusal
 
 __all__ = ["TrialRunner", "RunLimits", "ask_within", "Terminated", "OPEN", "WAIT", "DONE", "HEARTBEAT_GRACE_S",
-           "NO_DRIVER_GRACE_S", "FINISHED", "runs_spent", "cpu_spent", "recorded_cpu"]
+           "NO_DRIVER_GRACE_S", "FINISHED", "runs_spent", "cpu_spent", "cpu_committed", "recorded_cpu"]
 
 HEARTBEAT_GRACE_S = 120.0
 # a runner records itself on a trial right after asking for it, so a RUNNING trial that still has
@@ -87,9 +87,10 @@ def ask_within(study: optuna.Study, n_trials: int, distributions: dict[str, Any]
     """Ask for a trial while the study holds fewer than ``n_trials`` finished trials (COMPLETE +
     PRUNED, whoever ran them), fewer than ``max_total`` trials in all, with ``max_runs`` while a
     new trial's ``runs_per_trial`` training runs still fit the run budget (:func:`runs_spent` plus
-    ``runs_per_trial`` for every running trial), and with ``max_cpu_s`` while the trials' CPU
-    seconds (:func:`cpu_spent`, running trials estimated) are below it; ``WAIT`` while running
-    trials could still fill a budget (or, pruned early or cheaper than estimated, leave room in it)."""
+    ``runs_per_trial`` for every running trial), and with ``max_cpu_s`` while a new trial is expected
+    to end the study nearer the budget than not starting it would (:func:`cpu_committed`); ``WAIT``
+    while running trials could still fill a budget (or, pruned early or cheaper than estimated, leave
+    room in it)."""
     trials = study.get_trials(deepcopy=False)
     done = sum(t.state in FINISHED for t in trials)
     active = sum(t.state == TrialState.RUNNING for t in trials)
@@ -97,8 +98,10 @@ def ask_within(study: optuna.Study, n_trials: int, distributions: dict[str, Any]
         return DONE, None
     if max_runs is not None and runs_spent(trials) + (active + 1) * runs_per_trial > max_runs:
         return (WAIT if active else DONE), None
-    if max_cpu_s is not None and cpu_spent(trials) >= max_cpu_s:
-        return (WAIT if active else DONE), None
+    if max_cpu_s is not None:
+        committed, typical = cpu_committed(trials)
+        if committed + typical / 2 >= max_cpu_s:
+            return (WAIT if active else DONE), None
     if done + active >= n_trials:
         return WAIT, None
     return OPEN, study.ask(distributions)
@@ -121,9 +124,13 @@ def why_full(trials: list[optuna.trial.FrozenTrial], n_trials: int, max_total: i
         if spent + runs_per_trial > max_runs:
             return f"{spent} training runs ({prefix}.max_runs={max_runs})", f"raise {prefix}.max_runs"
     if max_cpu_s is not None:
-        cpu = cpu_spent(trials)
+        cpu, typical = cpu_committed(trials)
         if cpu >= max_cpu_s:
             return (f"{cpu:.1f} CPU seconds of trials ({prefix}.max_cpu_s={max_cpu_s:g})",
+                    f"raise {prefix}.max_cpu_s")
+        if cpu + typical / 2 >= max_cpu_s:
+            return (f"{cpu:.1f} CPU seconds of trials ({prefix}.max_cpu_s={max_cpu_s:g}; the "
+                    f"{max_cpu_s - cpu:.1f} left is under half a finished trial's median, {typical:.1f})",
                     f"raise {prefix}.max_cpu_s")
     return None
 
@@ -146,6 +153,37 @@ def cpu_spent(trials: list[optuna.trial.FrozenTrial], now: float | None = None) 
     running = [t for t in trials if t.state == TrialState.RUNNING and t.datetime_start is not None]
     share = max(1, (os.cpu_count() or 1) // max(1, len(running)))
     return sum(recorded_cpu(trials)) + sum(max(0.0, now - t.datetime_start.timestamp()) * share for t in running)
+
+
+def cpu_committed(trials: list[optuna.trial.FrozenTrial], now: float | None = None) -> tuple[float, float]:
+    """The CPU seconds the trials will have used once the running ones end, and a typical trial's
+    cost: the median ``cpu_time_s`` of the finished (COMPLETE, PRUNED) trials that recorded one (0
+    with none yet).  A running trial counts the larger of its :func:`cpu_spent` estimate and that
+    median.
+
+    ``tuner.max_cpu_s`` starts a trial while ``committed + typical / 2`` is below the budget: a new
+    trial then ends the study nearer the budget than stopping would, so two methods given the same
+    budget spend it within about half a trial each way, where "below the budget so far" let every job
+    start one more trial at its very end (1.65x the budget once, BENCHMARKS.md)."""
+    now = time.time() if now is None else now
+    typical = _median(recorded_cpu([t for t in trials if t.state in FINISHED]))
+    running = [t for t in trials if t.state == TrialState.RUNNING]
+    committed = sum(recorded_cpu([t for t in trials if t.state != TrialState.RUNNING]))
+    share = max(1, (os.cpu_count() or 1) // max(1, len(running)))
+    for t in running:
+        own = recorded_cpu([t])  # recorded just before its result is told: past estimating
+        started = t.datetime_start.timestamp() if t.datetime_start is not None else now
+        committed += max(own[0] if own else max(0.0, now - started) * share, typical)
+    return committed, typical
+
+
+def _median(values: list[float]) -> float:
+    """The median of ``values`` (0.0 for none)."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 def recorded_cpu(trials: list[optuna.trial.FrozenTrial]) -> list[float]:

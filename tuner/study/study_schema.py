@@ -227,8 +227,9 @@ class StudySearch:
     # CPU time is the budget the AutoRL protocol compares optimisers at; unlike tuner.timeout it does not
     # stretch with what else the machine runs, and a run that costs more per env step counts more
     max_cpu_s: Optional[float] = setting(None, check=_positive_finite, doc=(
-        "the study's budget in CPU seconds of its trial processes (null: no cap): no trial starts once "
-        "the finished trials' CPU plus the running ones' (estimated) reaches it; the running ones finish"))
+        "the study's budget in CPU seconds of its trial processes (null: no cap): a trial starts while the "
+        "CPU committed (running trials estimated, at least the finished trials' median) plus half that "
+        "median is below it; the running ones finish"))
     report_every: int = setting(5, check=_positive, doc=(
         "episodes between intermediate reports (pruning points) with objective.source=train"))
     n_seeds: int = setting(1, check=lambda v: None if 0 < v <= 1000 else f"must be from 1 to 1000, got {v}",

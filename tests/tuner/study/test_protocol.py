@@ -187,17 +187,20 @@ def test_a_run_budget_counts_the_seeds_trials_trained_so_pruning_buys_trials() -
 
 
 def test_a_cpu_budget_counts_recorded_cpu_and_estimates_running_trials(monkeypatch) -> None:
-    """``tuner.max_cpu_s`` by hand: a complete trial (30 CPU s) and a pruned one (10 s) have spent 40;
-    a failed trial that recorded nothing costs nothing, an odd record (a string, NaN, a negative)
-    reads as none.
-    A running trial counts its wall time since it started times its share of the cores (4 cores, 2
-    running: 2 each): 20 s in, two running trials add 2 x 20 x 2 = 80.  At 40 of a 40 s budget the
-    study waits for its running trial, at 45 it starts one more; once the running ones have recorded
-    their own CPU (10 and 0) and spent 50, it is done."""
+    """``tuner.max_cpu_s`` by hand: a complete trial (30 CPU s) and a pruned one (10 s) have spent 40,
+    and their median, 20, is what a trial is expected to cost; a failed trial that recorded nothing
+    costs nothing, an odd record (a string, NaN, a negative) reads as none.
+    A trial starts while the CPU committed plus half the expected cost is below the budget (a new
+    trial then ends nearer the budget than stopping would): 40 + 10 is not below 49, it is below 51.
+    A running trial commits the larger of its estimate (its wall time since it started times its share
+    of the cores: 4 cores, 2 running, 2 each) and the expected 20: just started, two running trials
+    commit 40 + 20 + 20 = 80, so a budget of 90 waits; 20 s in they commit 40 + 2 x 20 x 2 = 120.
+    Once they have recorded their own CPU (10 and 0), 50 is spent, the median of 30, 10, 10, 0 is 10,
+    and a budget of 55 is done (50 + 5), one of 56 is not."""
     import optuna
     from optuna.trial import TrialState
 
-    from tuner.study.runner import DONE, OPEN, WAIT, ask_within, cpu_spent, why_full
+    from tuner.study.runner import DONE, OPEN, WAIT, ask_within, cpu_committed, cpu_spent, why_full
 
     monkeypatch.setattr("os.cpu_count", lambda: 4)
     study = optuna.create_study(direction="maximize")
@@ -207,24 +210,30 @@ def test_a_cpu_budget_counts_recorded_cpu_and_estimates_running_trials(monkeypat
         if cpu is not None:
             trial.set_user_attr("cpu_time_s", cpu)
         study.tell(trial, None if state != TrialState.COMPLETE else 1.0, state=state)
-    assert cpu_spent(study.trials) == 40.0
+    assert cpu_spent(study.trials) == 40.0 and cpu_committed(study.trials) == (40.0, 20.0)
     assert why_full(study.trials, 100, None, None, 1, "tuner", 40.0) == (
         "40.0 CPU seconds of trials (tuner.max_cpu_s=40)", "raise tuner.max_cpu_s")
-    assert why_full(study.trials, 100, None, None, 1, "tuner", 41.0) is None
-    assert ask_within(study, 100, {}, max_cpu_s=40.0) == (DONE, None)
-    state, first = ask_within(study, 100, {}, max_cpu_s=45.0)
+    assert why_full(study.trials, 100, None, None, 1, "tuner", 49.0) == (
+        "40.0 CPU seconds of trials (tuner.max_cpu_s=49; the 9.0 left is under half a finished trial's "
+        "median, 20.0)", "raise tuner.max_cpu_s")
+    assert why_full(study.trials, 100, None, None, 1, "tuner", 51.0) is None
+    assert ask_within(study, 100, {}, max_cpu_s=49.0) == (DONE, None)
+    state, first = ask_within(study, 100, {}, max_cpu_s=51.0)
     assert state == OPEN
     state, second = ask_within(study, 100, {}, max_cpu_s=1000.0)
     assert state == OPEN
     started = study.trials[first.number].datetime_start.timestamp()
+    assert cpu_committed(study.trials, now=started) == (80.0, 20.0)
+    assert ask_within(study, 100, {}, max_cpu_s=90.0) == (WAIT, None)
     assert cpu_spent(study.trials, now=started + 20.0) == pytest.approx(40.0 + 2 * 20.0 * 2, abs=1.0)
-    assert ask_within(study, 100, {}, max_cpu_s=40.0) == (WAIT, None)
+    assert cpu_committed(study.trials, now=started + 20.0)[0] == pytest.approx(40.0 + 2 * 20.0 * 2, abs=1.0)
     first.set_user_attr("cpu_time_s", 10.0)
     study.tell(first, 1.0)
     second.set_user_attr("cpu_time_s", 0.0)
     study.tell(second, 1.0)
-    assert cpu_spent(study.trials) == 50.0
-    assert ask_within(study, 100, {}, max_cpu_s=45.0) == (DONE, None)
+    assert cpu_spent(study.trials) == 50.0 and cpu_committed(study.trials) == (50.0, 10.0)
+    assert ask_within(study, 100, {}, max_cpu_s=55.0) == (DONE, None)
+    assert ask_within(study, 100, {}, max_cpu_s=56.0)[0] == OPEN
     assert ask_within(study, 100, {}, max_cpu_s=None)[0] == OPEN
 
 
