@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import os
 import socket
+import statistics
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -166,7 +167,8 @@ def cpu_committed(trials: list[optuna.trial.FrozenTrial], now: float | None = No
     budget spend it within about half a trial each way, where "below the budget so far" let every job
     start one more trial at its very end (1.65x the budget once, BENCHMARKS.md)."""
     now = time.time() if now is None else now
-    typical = _median(recorded_cpu([t for t in trials if t.state in FINISHED]))
+    finished = recorded_cpu([t for t in trials if t.state in FINISHED])
+    typical = statistics.median(finished) if finished else 0.0
     running = [t for t in trials if t.state == TrialState.RUNNING]
     committed = sum(recorded_cpu([t for t in trials if t.state != TrialState.RUNNING]))
     share = max(1, (os.cpu_count() or 1) // max(1, len(running)))
@@ -175,15 +177,6 @@ def cpu_committed(trials: list[optuna.trial.FrozenTrial], now: float | None = No
         started = t.datetime_start.timestamp() if t.datetime_start is not None else now
         committed += max(own[0] if own else max(0.0, now - started) * share, typical)
     return committed, typical
-
-
-def _median(values: list[float]) -> float:
-    """The median of ``values`` (0.0 for none)."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
 def recorded_cpu(trials: list[optuna.trial.FrozenTrial]) -> list[float]:
