@@ -152,8 +152,15 @@ def cpu_spent(trials: list[optuna.trial.FrozenTrial], now: float | None = None) 
     running trial's own figure rather than starting a trial that would not have fit."""
     now = time.time() if now is None else now
     running = [t for t in trials if t.state == TrialState.RUNNING and t.datetime_start is not None]
+    return sum(recorded_cpu(trials)) + sum(_running_estimates(running, now))
+
+
+def _running_estimates(running: list[optuna.trial.FrozenTrial], now: float) -> list[float]:
+    """Each running trial's CPU so far, estimated: the wall time since it started times its share of
+    the machine's cores among ``running`` (0 for one not started yet)."""
     share = max(1, (os.cpu_count() or 1) // max(1, len(running)))
-    return sum(recorded_cpu(trials)) + sum(max(0.0, now - t.datetime_start.timestamp()) * share for t in running)
+    return [max(0.0, now - t.datetime_start.timestamp()) * share if t.datetime_start is not None else 0.0
+            for t in running]
 
 
 def cpu_committed(trials: list[optuna.trial.FrozenTrial], now: float | None = None) -> tuple[float, float]:
@@ -171,11 +178,9 @@ def cpu_committed(trials: list[optuna.trial.FrozenTrial], now: float | None = No
     typical = statistics.median(finished) if finished else 0.0
     running = [t for t in trials if t.state == TrialState.RUNNING]
     committed = sum(recorded_cpu([t for t in trials if t.state != TrialState.RUNNING]))
-    share = max(1, (os.cpu_count() or 1) // max(1, len(running)))
-    for t in running:
+    for t, guess in zip(running, _running_estimates(running, now)):
         own = recorded_cpu([t])  # recorded just before its result is told: past estimating
-        started = t.datetime_start.timestamp() if t.datetime_start is not None else now
-        committed += max(own[0] if own else max(0.0, now - started) * share, typical)
+        committed += max(own[0] if own else guess, typical)
     return committed, typical
 
 
