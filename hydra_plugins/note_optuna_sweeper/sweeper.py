@@ -88,6 +88,7 @@ class NoteOptunaSweeper(Sweeper):
         import optuna
 
         from tuner.config.search import distributions
+        from tuner.config.search_cost import cost_base, trial_seconds
         from tuner.study.outputs import record_optimiser
         from tuner.study.runner import RunLimits, TrialRunner, ask_within, why_full
         from tuner.study.settings import TunerSettings, make_pruner, make_sampler
@@ -151,15 +152,21 @@ class NoteOptunaSweeper(Sweeper):
         from tuner.report.report import report_study
         from tuner.study.storage import describe
 
+        base = cost_base(self._base)
+
+        def cost_of(params: dict[str, Any]) -> float:  # a trial's estimated seconds (max_cpu_s's per-trial check)
+            return trial_seconds({**base, **params})
+
         full = why_full(study.get_trials(deepcopy=False), c.n_trials, None, c.max_runs, c.n_seeds, "hydra.sweeper",
-                        c.max_cpu_s)
+                        c.max_cpu_s, cost_of)
         if full is not None:  # a re-run of a finished sweep says why it runs nothing
             print(f"note: study {name!r} already holds {full[0]}: no trial to run; {full[1]}, or sweep into a new "
                   "hydra.sweep.dir", flush=True)
         try:
             TrialRunner(study, lock, limits).run(lambda: ask_within(study, c.n_trials, distributions(space),
                                                                     max_runs=c.max_runs, runs_per_trial=c.n_seeds,
-                                                                    max_cpu_s=c.max_cpu_s),
+                                                                    max_cpu_s=c.max_cpu_s, cost_of=cost_of,
+                                                                    prefix="hydra.sweeper"),
                                                  lambda trial: self._prepare(trial, space, fixed, sweep_dir),
                                                  on_change=progress.update)
         finally:  # also on Ctrl-C / SIGTERM (the runner has killed and failed the running trials)

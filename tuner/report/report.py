@@ -26,7 +26,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from ..common.redact import redact_text, scrub
 from ..logs.curves import pyplot, reward_curve, training_figure
-from ..study.attrs import text
+from ..study.attrs import number, text
 from ..study.outputs import (
     SOURCES,
     describe_answer,
@@ -34,6 +34,7 @@ from ..study.outputs import (
     study_answer,
     study_summary,
 )
+from ..study.runner import NOT_STARTED
 from .checklist import checklist
 
 __all__ = ["write_report", "log_study_run", "report_study", "trials_table", "PLOTS"]
@@ -221,9 +222,20 @@ def trials_table(study: optuna.Study) -> tuple[list[str], list[list[Any]]]:
     rows = []
     for t in trials:
         secs = t.duration.total_seconds() if t.duration else None
-        rows.append([t.number, t.state.name, t.value, secs, t.user_attrs.get("fail_reason", ""),
+        rows.append([t.number, t.state.name, t.value, secs, t.user_attrs.get("fail_reason", "") or _not_started(t),
                      *[t.params.get(n) for n in names]])
     return columns, rows
+
+
+def _not_started(t: FrozenTrial) -> str:
+    """Why a WAITING trial was put back by ``max_cpu_s`` (its ``not_started`` record), else ""."""
+    record = t.user_attrs.get(NOT_STARTED) if t.state == TrialState.WAITING else None
+    if not isinstance(record, dict):
+        return ""
+    guess, left = number(record.get("predicted_cpu_s")), number(record.get("cpu_left_s"))
+    if guess is None or left is None:
+        return ""
+    return f"not started: predicted {guess:.1f} CPU s, {left:.1f} left of the budget"
 
 
 def _markdown(study: optuna.Study, summary: dict[str, Any], images: dict[str, str], skipped: dict[str, str],

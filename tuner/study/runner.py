@@ -36,7 +36,8 @@ from .attrs import number, seed_list, text
 from .supervisor import Supervisor, start_refusal
 
 __all__ = ["TrialRunner", "RunLimits", "ask_within", "Terminated", "OPEN", "WAIT", "DONE", "HEARTBEAT_GRACE_S",
-           "NO_DRIVER_GRACE_S", "FINISHED", "runs_spent", "cpu_spent", "cpu_committed", "recorded_cpu"]
+           "NO_DRIVER_GRACE_S", "FINISHED", "runs_spent", "cpu_spent", "cpu_committed", "recorded_cpu",
+           "predicted_cpu", "CostOf", "NOT_STARTED"]
 
 HEARTBEAT_GRACE_S = 120.0
 # a runner records itself on a trial right after asking for it, so a RUNNING trial that still has
@@ -51,6 +52,12 @@ FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 Asker = Callable[[], tuple[str, "optuna.Trial | None"]]
 # trial -> what it trains; raising fails that trial ("config error: ...") and the study goes on
 Preparer = Callable[["optuna.Trial"], TrialSpec]
+# a trial's sampled values -> its estimated cost in seconds (tuner.config.search_cost.trial_seconds over
+# the command's config with these values in it); only its ratio between trials is used
+CostOf = Callable[[dict[str, Any]], float]
+# the user attr of a sampled trial put back to WAITING because its config's predicted CPU did not fit
+# tuner.max_cpu_s: {"predicted_cpu_s": ..., "cpu_left_s": ...}; the next ask that has room pops it
+NOT_STARTED = "not_started"
 
 
 @dataclass
@@ -84,33 +91,97 @@ class RunLimits:
 
 def ask_within(study: optuna.Study, n_trials: int, distributions: dict[str, Any],
                max_total: int | None = None, max_runs: int | None = None,
-               runs_per_trial: int = 1, max_cpu_s: float | None = None) -> tuple[str, optuna.Trial | None]:
+               runs_per_trial: int = 1, max_cpu_s: float | None = None,
+               cost_of: CostOf | None = None, prefix: str = "tuner") -> tuple[str, optuna.Trial | None]:
     """Ask for a trial while the study holds fewer than ``n_trials`` finished trials (COMPLETE +
     PRUNED, whoever ran them), fewer than ``max_total`` trials in all, with ``max_runs`` while a
     new trial's ``runs_per_trial`` training runs still fit the run budget (:func:`runs_spent` plus
     ``runs_per_trial`` for every running trial), and with ``max_cpu_s`` while a new trial is expected
     to end the study nearer the budget than not starting it would (:func:`cpu_committed`); ``WAIT``
     while running trials could still fill a budget (or, pruned early or cheaper than estimated, leave
-    room in it)."""
+    room in it).
+
+    With ``max_cpu_s`` and ``cost_of``, the sampled trial is also judged by its own values: where half
+    its :func:`predicted_cpu` does not fit what is left, it goes back to WAITING with a
+    :data:`NOT_STARTED` record (and a note naming ``prefix.max_cpu_s``), and no trial starts until it
+    fits; Optuna pops it before sampling another, so a resumed study with a larger budget runs it
+    first.  A sampled config cannot be un-asked, and sampling again until a cheap one came up would
+    bias the study toward cheap configs."""
     trials = study.get_trials(deepcopy=False)
     done = sum(t.state in FINISHED for t in trials)
     active = sum(t.state == TrialState.RUNNING for t in trials)
+    full = (WAIT if active else DONE), None
     if done >= n_trials or (max_total is not None and len(trials) >= max_total):
         return DONE, None
     if max_runs is not None and runs_spent(trials) + (active + 1) * runs_per_trial > max_runs:
-        return (WAIT if active else DONE), None
+        return full
+    committed = 0.0
     if max_cpu_s is not None:
         committed, typical = cpu_committed(trials)
         if committed + typical / 2 >= max_cpu_s:
-            return (WAIT if active else DONE), None
+            return full
     if done + active >= n_trials:
         return WAIT, None
-    return OPEN, study.ask(distributions)
+    judged = max_cpu_s is not None and cost_of is not None
+    if judged and _waiting_too_dear(trials, cost_of, committed, max_cpu_s) is not None:
+        return full  # the trial refused before is next out of ask() and still does not fit
+    trial = study.ask(distributions)
+    if judged:
+        guess = predicted_cpu(trials, trial.params, cost_of)
+        if guess is not None and committed + guess / 2 >= max_cpu_s:
+            left = max(0.0, max_cpu_s - committed)
+            trial.set_user_attr(NOT_STARTED, {"predicted_cpu_s": round(guess, 1), "cpu_left_s": round(left, 1)})
+            study._storage.set_trial_state_values(trial._trial_id, TrialState.WAITING)
+            print(f"note: trial {trial.number} not started: its config is predicted to take {guess:.1f} CPU s and "
+                  f"{left:.1f} are left of {prefix}.max_cpu_s={max_cpu_s:g}; it waits in the study (raise "
+                  f"{prefix}.max_cpu_s and resume to run it)", flush=True)
+            return full
+    return OPEN, trial
+
+
+def predicted_cpu(trials: list[optuna.trial.FrozenTrial], params: dict[str, Any], cost_of: CostOf) -> float | None:
+    """The CPU seconds a trial with these sampled values is expected to take: ``cost_of(params)`` times
+    the median, over the COMPLETE trials that recorded their CPU, of recorded CPU over ``cost_of`` of
+    their values.  The ratio carries what the estimate leaves out (this machine's speed, seeds per
+    trial, evaluation episodes), and the estimate what the median trial leaves out: a sampled config's
+    own batch, epochs and rollout length (ranked right in 0.94 of pairs, BENCHMARKS.md "A run's cost").
+    Pruned trials do not calibrate (they stopped before their cost).  None before a trial completes,
+    or when ``cost_of`` cannot read the values."""
+    ratios = []
+    for t in trials:
+        cpu = recorded_cpu([t]) if t.state == TrialState.COMPLETE else []
+        estimate = _estimate(cost_of, t.params) if cpu else None
+        if estimate:
+            ratios.append(cpu[0] / estimate)
+    own = _estimate(cost_of, params)
+    return statistics.median(ratios) * own if ratios and own is not None else None
+
+
+def _estimate(cost_of: CostOf, params: dict[str, Any]) -> float | None:
+    """``cost_of(params)`` when it is a positive finite number (stored values are data: one the
+    estimate cannot read gives none)."""
+    try:
+        value = float(cost_of(dict(params)))
+    except (TypeError, ValueError, AttributeError):
+        return None
+    return value if math.isfinite(value) and value > 0 else None
+
+
+def _waiting_too_dear(trials: list[optuna.trial.FrozenTrial], cost_of: CostOf, committed: float,
+                      max_cpu_s: float) -> tuple[int, float] | None:
+    """``(number, predicted CPU)`` of the trial ``ask()`` would pop next when it was refused for its
+    cost before and half its predicted CPU still does not fit; else None."""
+    waiting = [t for t in trials if t.state == TrialState.WAITING]
+    if not waiting:
+        return None
+    nxt = min(waiting, key=lambda t: t.number)
+    guess = predicted_cpu(trials, nxt.params, cost_of) if NOT_STARTED in nxt.user_attrs else None
+    return (nxt.number, guess) if guess is not None and committed + guess / 2 >= max_cpu_s else None
 
 
 def why_full(trials: list[optuna.trial.FrozenTrial], n_trials: int, max_total: int | None,
              max_runs: int | None, runs_per_trial: int, prefix: str,
-             max_cpu_s: float | None = None) -> tuple[str, str] | None:
+             max_cpu_s: float | None = None, cost_of: CostOf | None = None) -> tuple[str, str] | None:
     """Why a study holding ``trials`` starts no trial under these limits, and the setting to raise,
     as ``("13 training runs (tuner.max_runs=14)", "raise tuner.max_runs")``; None when one may start.
     ``prefix`` names the keys as the user typed them (``tuner``, ``hydra.sweeper``)."""
@@ -132,6 +203,11 @@ def why_full(trials: list[optuna.trial.FrozenTrial], n_trials: int, max_total: i
         if cpu + typical / 2 >= max_cpu_s:
             return (f"{cpu:.1f} CPU seconds of trials ({prefix}.max_cpu_s={max_cpu_s:g}; the "
                     f"{max_cpu_s - cpu:.1f} left is under half a finished trial's median, {typical:.1f})",
+                    f"raise {prefix}.max_cpu_s")
+        dear = _waiting_too_dear(trials, cost_of, cpu, max_cpu_s) if cost_of is not None else None
+        if dear is not None:
+            return (f"{cpu:.1f} CPU seconds of trials ({prefix}.max_cpu_s={max_cpu_s:g}; the {max_cpu_s - cpu:.1f} "
+                    f"left is under half of waiting trial {dear[0]}'s predicted {dear[1]:.1f})",
                     f"raise {prefix}.max_cpu_s")
     return None
 

@@ -229,7 +229,8 @@ class StudySearch:
     max_cpu_s: Optional[float] = setting(None, check=_positive_finite, doc=(
         "the study's budget in CPU seconds of its trial processes (null: no cap): a trial starts while the "
         "CPU committed (running trials estimated, at least the finished trials' median) plus half that "
-        "median is below it; the running ones finish"))
+        "median is below it, and the sampled config's own predicted CPU must fit the same way (else it "
+        "waits in the study); the running ones finish"))
     report_every: int = setting(5, check=_positive, doc=(
         "episodes between intermediate reports (pruning points) with objective.source=train"))
     n_seeds: int = setting(1, check=lambda v: None if 0 < v <= 1000 else f"must be from 1 to 1000, got {v}",

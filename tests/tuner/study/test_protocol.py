@@ -237,6 +237,87 @@ def test_a_cpu_budget_counts_recorded_cpu_and_estimates_running_trials(monkeypat
     assert ask_within(study, 100, {}, max_cpu_s=None)[0] == OPEN
 
 
+def test_a_cpu_budget_judges_a_sampled_config_by_its_predicted_cost(tmp_path, capsys) -> None:
+    """``tuner.max_cpu_s`` with a cost estimate (``cost_of``; here the value of ``x`` itself): complete
+    trials at x 10 and 20 took 20 and 60 CPU s, so a second of estimate costs 2 and 3 there, median 2.5;
+    a pruned trial (x 50, 5 s) stopped early and does not calibrate.  Committed: 85 s; the half-trial
+    rule (85 + median 20 / 2 = 95) lets a trial start under a budget of 100.  The next config, x 40,
+    is predicted at 2.5 x 40 = 100 s: 85 + 50 is not below 100, so it goes back to WAITING with the
+    prediction and the 15 s left recorded, a note and the report's table of trials say so, and no trial
+    starts (DONE: none running).
+    Asked again, the same refused trial is next and no new one is created; under a budget of 136 (85 +
+    50 below it) that same trial, with its x, starts.  In a journal, as a study's storage is."""
+    import optuna
+    from optuna.distributions import FloatDistribution
+    from optuna.trial import TrialState, create_trial
+
+    from tuner.report.report import trials_table
+    from tuner.study.runner import DONE, NOT_STARTED, OPEN, ask_within, predicted_cpu, why_full
+
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(tmp_path / "j.log")))
+    study = optuna.create_study(direction="maximize", storage=storage)
+    space = {"x": FloatDistribution(1.0, 100.0)}
+
+    def cost_of(params):
+        return params["x"]
+
+    assert predicted_cpu(study.trials, {"x": 40.0}, cost_of) is None  # nothing completed yet
+    for x, cpu, state in ((10.0, 20.0, TrialState.COMPLETE), (20.0, 60.0, TrialState.COMPLETE),
+                          (50.0, 5.0, TrialState.PRUNED)):
+        study.add_trial(create_trial(state=state, value=1.0 if state == TrialState.COMPLETE else None,
+                                     params={"x": x}, distributions=space, user_attrs={"cpu_time_s": cpu}))
+    assert predicted_cpu(study.trials, {"x": 40.0}, cost_of) == pytest.approx(100.0)
+    study.enqueue_trial({"x": 40.0})
+    assert ask_within(study, 100, space, max_cpu_s=100.0, cost_of=cost_of) == (DONE, None)
+    refused = study.trials[3]
+    assert refused.state == TrialState.WAITING and refused.user_attrs[NOT_STARTED] == {
+        "predicted_cpu_s": 100.0, "cpu_left_s": 15.0}
+    assert ("note: trial 3 not started: its config is predicted to take 100.0 CPU s and 15.0 are left of "
+            "tuner.max_cpu_s=100; it waits in the study (raise tuner.max_cpu_s and resume to run it)"
+            in capsys.readouterr().out)
+    assert ask_within(study, 100, space, max_cpu_s=100.0, cost_of=cost_of) == (DONE, None)
+    assert len(study.trials) == 4 and study.trials[3].state == TrialState.WAITING
+    assert why_full(study.trials, 100, None, None, 1, "tuner", 100.0, cost_of) == (
+        "85.0 CPU seconds of trials (tuner.max_cpu_s=100; the 15.0 left is under half of waiting trial 3's "
+        "predicted 100.0)", "raise tuner.max_cpu_s")
+    assert why_full(study.trials, 100, None, None, 1, "tuner", 100.0) is None  # the median rule alone: room
+    columns, rows = trials_table(study)  # the report's table of trials says why it waits
+    assert dict(zip(columns, rows[3]))["fail_reason"] == "not started: predicted 100.0 CPU s, 15.0 left of the budget"
+    state, trial = ask_within(study, 100, space, max_cpu_s=136.0, cost_of=cost_of)
+    assert state == OPEN and trial.number == 3 and trial.params == {"x": 40.0}
+    assert len(study.trials) == 4
+
+
+def test_a_real_study_leaves_a_config_predicted_over_its_cpu_budget_waiting(tmp_path, capsys) -> None:
+    """The driver's estimate on real trials (DQN, 300 env steps, [16] network, batch 16): trial 0 makes
+    (300 - 32) / 4 = 67 updates, trial 1 (``num_updates=1000``) 67,000, which ``trial_seconds`` puts at
+    53.65 s against 0.0911 s (589x: 125 us a step, 0.8 ms an update).  Trial 0 completes in c CPU
+    seconds (about 0.2 here: its process forks from a preloaded server), so under a budget of 10 s the
+    half-trial rule (c + c / 2, below 10 for any c under 6.6) lets a trial start, but trial 1 is predicted
+    at 589 c, and c + 294 c is over 10 for any c above 0.034: it waits, with its prediction, and the
+    study ends.  A re-run says why it starts nothing."""
+    from optuna.trial import TrialState
+
+    from tests.tuner.study.test_study_settings import _driver
+    from tuner.study.runner import NOT_STARTED
+
+    args = ["tuner.n_trials=3", "tuner.n_jobs=1", "tuner.pruner=none", "tuner.enqueue_defaults=false", "tuner.max_cpu_s=10",
+            "tuner.max_cost_ratio=100000", "tuner.trial_timeout=300", "+search.values.agent.num_updates='choice(1, 1000)'",
+            "tuner.enqueue=[{agent.num_updates: 1}, {agent.num_updates: 1000}]"]
+    driver = _driver(tmp_path, args)
+    driver.run()
+    first, second = driver.study.trials
+    assert first.state == TrialState.COMPLETE and second.state == TrialState.WAITING
+    c = first.user_attrs["cpu_time_s"]
+    assert second.params == {"agent.num_updates": 1000}
+    assert second.user_attrs[NOT_STARTED]["predicted_cpu_s"] == pytest.approx(c * 53.6485 / 0.091111, rel=1e-3)
+    assert "note: trial 1 not started: its config is predicted to take" in capsys.readouterr().out
+    _driver(tmp_path, args)._say_if_full()
+    assert re.search(r"note: study 's' already holds [0-9.]+ CPU seconds of trials \(tuner.max_cpu_s=10; the [0-9.]+ "
+                     r"left is under half of waiting trial 1's predicted [0-9.]+\): no trial to run; raise "
+                     r"tuner.max_cpu_s", capsys.readouterr().out)
+
+
 def test_a_cpu_budget_stops_a_real_study_and_the_report_states_it(tmp_path) -> None:
     """A real study with a budget of a millisecond of CPU: its first trial starts (nothing spent yet)
     and, a process that trains 300 env steps, spends more than that, so no second trial starts; the
