@@ -16,7 +16,7 @@ from optuna.trial import TrialState
 
 from ..study.attrs import integer, mapping, number, seed_list, text
 from ..study.outputs import SOURCES, format_cell, study_answer
-from ..study.runner import recorded_cpu, runs_spent
+from ..study.runner import NOT_STARTED, recorded_cpu, runs_spent
 
 __all__ = ["checklist"]
 
@@ -73,6 +73,15 @@ def trained_steps(trials: list[Any]) -> int:
     return total
 
 
+def _waiting(trials: list[optuna.trial.FrozenTrial]) -> str:
+    """"; trial 9 not started (...)" for the trials the CPU budget left waiting, else ""."""
+    numbers = [str(t.number) for t in trials if t.state == TrialState.WAITING and NOT_STARTED in t.user_attrs]
+    if not numbers:
+        return ""
+    return (f"; trial{'s' if len(numbers) > 1 else ''} {', '.join(numbers)} not started (the config's predicted "
+            "CPU did not fit what was left)")
+
+
 def checklist(study: optuna.Study) -> list[str]:
     """Markdown lines of the checklist section."""
     trials = study.get_trials(deepcopy=False)
@@ -99,6 +108,7 @@ def checklist(study: optuna.Study) -> list[str]:
              f"- time: {format_cell(wall)} s wall for the trials, {format_cell(cpu)} s CPU in trial processes"
              + (f" (of {text(opt.get('max_cpu_s_key'), 'tuner.max_cpu_s')}={format_cell(number(opt['max_cpu_s']))})"
                 if number(opt.get("max_cpu_s")) else "")
+             + _waiting(trials)
              + (f"; test stage {format_cell(number(test.get('wall_time_s')))} s wall" if test else "")]
     if answer is not None:
         how = SOURCES.get(answer["source"], answer["source"])

@@ -243,7 +243,7 @@ def test_a_cpu_budget_judges_a_sampled_config_by_its_predicted_cost(tmp_path, ca
     a pruned trial (x 50, 5 s) stopped early and does not calibrate.  Committed: 85 s; the half-trial
     rule (85 + median 20 / 2 = 95) lets a trial start under a budget of 100.  The next config, x 40,
     is predicted at 2.5 x 40 = 100 s: 85 + 50 is not below 100, so it goes back to WAITING with the
-    prediction and the 15 s left recorded, a note and the report's table of trials say so, and no trial
+    prediction and the 15 s left recorded, a note, the report's table of trials and its checklist say so, and no trial
     starts (DONE: none running).
     Asked again, the same refused trial is next and no new one is created; under a budget of 136 (85 +
     50 below it) that same trial, with its x, starts.  In a journal, as a study's storage is."""
@@ -251,6 +251,7 @@ def test_a_cpu_budget_judges_a_sampled_config_by_its_predicted_cost(tmp_path, ca
     from optuna.distributions import FloatDistribution
     from optuna.trial import TrialState, create_trial
 
+    from tuner.report.checklist import checklist
     from tuner.report.report import trials_table
     from tuner.study.runner import DONE, NOT_STARTED, OPEN, ask_within, predicted_cpu, why_full
 
@@ -283,6 +284,8 @@ def test_a_cpu_budget_judges_a_sampled_config_by_its_predicted_cost(tmp_path, ca
     assert why_full(study.trials, 100, None, None, 1, "tuner", 100.0) is None  # the median rule alone: room
     columns, rows = trials_table(study)  # the report's table of trials says why it waits
     assert dict(zip(columns, rows[3]))["fail_reason"] == "not started: predicted 100.0 CPU s, 15.0 left of the budget"
+    assert "CPU in trial processes; trial 3 not started (the config's predicted CPU did not fit what was left)" \
+        in "\n".join(checklist(study))
     state, trial = ask_within(study, 100, space, max_cpu_s=136.0, cost_of=cost_of)
     assert state == OPEN and trial.number == 3 and trial.params == {"x": 40.0}
     assert len(study.trials) == 4
