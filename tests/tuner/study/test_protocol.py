@@ -293,32 +293,37 @@ def test_a_cpu_budget_judges_a_sampled_config_by_its_predicted_cost(tmp_path, ca
 
 def test_a_real_study_leaves_a_config_predicted_over_its_cpu_budget_waiting(tmp_path, capsys) -> None:
     """The driver's estimate on real trials (DQN, 300 env steps, [16] network, batch 16): trial 0 makes
-    (300 - 32) / 4 = 67 updates, trial 1 (``num_updates=1000``) 67,000, which ``trial_seconds`` puts at
-    53.65 s against 0.0911 s (589x: 125 us a step, 0.8 ms an update).  Trial 0 completes in c CPU
-    seconds (about 0.2 here: its process forks from a preloaded server), so under a budget of 10 s the
-    half-trial rule (c + c / 2, below 10 for any c under 6.6) lets a trial start, but trial 1 is predicted
-    at 589 c, and c + 294 c is over 10 for any c above 0.034: it waits, with its prediction, and the
-    study ends.  A re-run says why it starts nothing."""
+    (300 - 32) / 4 = 67 updates, trial 1 (``num_updates=300``) 20,100, which ``trial_seconds`` puts at
+    16.12 s against 0.0911 s (177x: 125 us a step, 0.8 ms an update).  Trial 0 completes in c CPU
+    seconds (about 0.2 here: its process forks from a preloaded server), so under a budget of 5 s the
+    half-trial rule (c + c / 2, below 5 for any c under 3.3) lets a trial start, but trial 1 is predicted
+    at 177 c, and c + 88.5 c is over 5 for any c above 0.056: it waits, with its prediction, and the
+    study ends.  A re-run says why it starts nothing; resumed with a larger budget, the study runs that
+    same trial next."""
     from optuna.trial import TrialState
 
     from tests.tuner.study.test_study_settings import _driver
     from tuner.study.runner import NOT_STARTED
 
-    args = ["tuner.n_trials=3", "tuner.n_jobs=1", "tuner.pruner=none", "tuner.enqueue_defaults=false", "tuner.max_cpu_s=10",
-            "tuner.max_cost_ratio=100000", "tuner.trial_timeout=300", "+search.values.agent.num_updates='choice(1, 1000)'",
-            "tuner.enqueue=[{agent.num_updates: 1}, {agent.num_updates: 1000}]"]
-    driver = _driver(tmp_path, args)
+    args = ["tuner.n_trials=2", "tuner.n_jobs=1", "tuner.pruner=none", "tuner.enqueue_defaults=false",
+            "tuner.max_cost_ratio=1000", "tuner.trial_timeout=300", "+search.values.agent.num_updates='choice(1, 300)'",
+            "tuner.enqueue=[{agent.num_updates: 1}, {agent.num_updates: 300}]"]
+    driver = _driver(tmp_path, [*args, "tuner.max_cpu_s=5"])
     driver.run()
     first, second = driver.study.trials
     assert first.state == TrialState.COMPLETE and second.state == TrialState.WAITING
     c = first.user_attrs["cpu_time_s"]
-    assert second.params == {"agent.num_updates": 1000}
-    assert second.user_attrs[NOT_STARTED]["predicted_cpu_s"] == pytest.approx(c * 53.6485 / 0.091111, rel=1e-3)
+    assert second.params == {"agent.num_updates": 300}
+    assert second.user_attrs[NOT_STARTED]["predicted_cpu_s"] == pytest.approx(c * 16.120588 / 0.0911113, rel=1e-3)
     assert "note: trial 1 not started: its config is predicted to take" in capsys.readouterr().out
-    _driver(tmp_path, args)._say_if_full()
-    assert re.search(r"note: study 's' already holds [0-9.]+ CPU seconds of trials \(tuner.max_cpu_s=10; the [0-9.]+ "
+    _driver(tmp_path, [*args, "tuner.max_cpu_s=5"])._say_if_full()
+    assert re.search(r"note: study 's' already holds [0-9.]+ CPU seconds of trials \(tuner.max_cpu_s=5; the [0-9.]+ "
                      r"left is under half of waiting trial 1's predicted [0-9.]+\): no trial to run; raise "
                      r"tuner.max_cpu_s", capsys.readouterr().out)
+    resumed = _driver(tmp_path, [*args, "tuner.max_cpu_s=1000"])
+    resumed.run()
+    assert [(t.number, t.state, t.params["agent.num_updates"]) for t in resumed.study.trials] == [
+        (0, TrialState.COMPLETE, 1), (1, TrialState.COMPLETE, 300)]
 
 
 def test_a_cpu_budget_stops_a_real_study_and_the_report_states_it(tmp_path) -> None:
