@@ -163,7 +163,7 @@ def _estimate(cost_of: CostOf, params: dict[str, Any]) -> float | None:
     estimate cannot read gives none)."""
     try:
         value = float(cost_of(dict(params)))
-    except (TypeError, ValueError, AttributeError):
+    except Exception:  # noqa: BLE001 - a hand-edited value (a list that is not YAML, a string batch) reads as none
         return None
     return value if math.isfinite(value) and value > 0 else None
 

@@ -268,6 +268,7 @@ def test_a_cpu_budget_judges_a_sampled_config_by_its_predicted_cost(tmp_path, ca
         study.add_trial(create_trial(state=state, value=1.0 if state == TrialState.COMPLETE else None,
                                      params={"x": x}, distributions=space, user_attrs={"cpu_time_s": cpu}))
     assert predicted_cpu(study.trials, {"x": 40.0}, cost_of) == pytest.approx(100.0)
+    assert predicted_cpu(study.trials, {"y": 40.0}, cost_of) is None  # values the estimate cannot read: none
     study.enqueue_trial({"x": 40.0})
     assert ask_within(study, 100, space, max_cpu_s=100.0, cost_of=cost_of) == (DONE, None)
     refused = study.trials[3]
