@@ -35,15 +35,20 @@ def test_pytorch_paths_name_the_builtin_agents() -> None:
 def test_ddpg_her_trains_with_her_as_the_seed_writes_it() -> None:
     """000's "HER (DDPG + HER)" PyTorch snippet with 6 episodes instead of 2000: the class carries a
     goal env (as Note_rl's did), so ``set(HER=True)`` trains; Note_rl 001's positional form and an
-    explicit ``env`` work too."""
+    explicit ``env`` work too.  Seeded (torch, numpy's noise, the env's resets): unseeded, an episode that
+    reached its target early once left fewer than the batch's 256 transitions, so no update ran."""
+    import numpy as np
     import torch
 
     from note_rl.examples import GOAL_ENV
     from note_rl.examples.pytorch.DDPG_HER import DDPG
     from note_rl.noise import GaussianWhiteNoiseProcess
 
+    torch.manual_seed(0)
+    np.random.seed(0)
     model = DDPG(hidden_size=128, tau=0.1, gamma=0.98, lr=0.005)
-    model.set(noise=GaussianWhiteNoiseProcess(), pool_size=10000, batch=256, trial_count=10, criterion=-5.0, HER=True)
+    model.set(noise=GaussianWhiteNoiseProcess(), pool_size=10000, batch=256, trial_count=10, criterion=-5.0, HER=True,
+              seed=0)
     optimizer = [torch.optim.Adam(model.param[0]), torch.optim.Adam(model.param[1])]
     model.train(optimizer=optimizer, episodes=6, pool_network=False, p=0)
     assert model.total_episode == 6 and model.batch_counter > 0 and model.env.spec.id == GOAL_ENV
