@@ -26,7 +26,7 @@ import optuna  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 from optuna.trial import TrialState  # noqa: E402
 
-from tuner.config.search_cost import cost_base, trial_seconds  # noqa: E402
+from tuner.config.search_cost import cost_base, seconds_with  # noqa: E402
 from tuner.study.runner import FINISHED, predicted_cpu, recorded_cpu  # noqa: E402
 
 
@@ -41,14 +41,14 @@ def errors(study: optuna.Study) -> list[tuple[float, float]] | None:
     path = os.path.join(saved, "config.yaml") if saved else None
     if path is None or not os.path.exists(path):
         return None
-    base = cost_base(OmegaConf.load(path))
+    cost_of = seconds_with(cost_base(OmegaConf.load(path)))
     out = []
     for t in trials:
         spent = recorded_cpu([t]) if t.state == TrialState.COMPLETE else []
         if not spent or t.datetime_start is None:
             continue
         before = [u for u in trials if u.datetime_complete is not None and u.datetime_complete < t.datetime_start]
-        own = predicted_cpu(before, t.params, lambda p: trial_seconds({**base, **p}))
+        own = predicted_cpu(before, t.params, cost_of)
         finished = recorded_cpu([u for u in before if u.state in FINISHED])
         if own is None or not finished or spent[0] <= 0:
             continue

@@ -88,7 +88,7 @@ class NoteOptunaSweeper(Sweeper):
         import optuna
 
         from tuner.config.search import distributions
-        from tuner.config.search_cost import cost_base, trial_seconds
+        from tuner.config.search_cost import cost_base, seconds_with
         from tuner.study.outputs import record_optimiser
         from tuner.study.runner import RunLimits, TrialRunner, ask_within, why_full
         from tuner.study.settings import TunerSettings, make_pruner, make_sampler
@@ -152,10 +152,7 @@ class NoteOptunaSweeper(Sweeper):
         from tuner.report.report import report_study
         from tuner.study.storage import describe
 
-        base = cost_base(self._base)
-
-        def cost_of(params: dict[str, Any]) -> float:  # a trial's estimated seconds (max_cpu_s's per-trial check)
-            return trial_seconds({**base, **params})
+        cost_of = seconds_with(cost_base(self._base))  # a sampled config's estimate (max_cpu_s's check)
 
         full = why_full(study.get_trials(deepcopy=False), c.n_trials, None, c.max_runs, c.n_seeds, "hydra.sweeper",
                         c.max_cpu_s, cost_of)

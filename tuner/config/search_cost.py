@@ -36,7 +36,7 @@ import yaml
 from ..common.errors import ConfigError
 from .search import Param
 
-__all__ = ["trial_cost", "trial_seconds", "trial_work", "cost_base", "cost_spread", "check_cost"]
+__all__ = ["trial_cost", "trial_seconds", "seconds_with", "trial_work", "cost_base", "cost_spread", "check_cost"]
 
 # One framework thread's wall time, fitted on measured runs (BENCHMARKS.md, "A run's cost"): a
 # gradient update costs about 0.8 ms whatever its size (optimizer step, framework overhead), plus its
@@ -80,6 +80,12 @@ def trial_seconds(values: dict[str, Any]) -> float:
     promising a time: the constants come from one machine."""
     steps, updates, macs = trial_work(values)
     return steps * ENV_STEP_S + updates * UPDATE_S + macs * MAC_S
+
+
+def seconds_with(base: dict[str, Any]) -> Callable[[dict[str, Any]], float]:
+    """:func:`trial_seconds` of ``base`` (a config's :func:`cost_base`) with a trial's searched values in
+    it: how the driver, the sweeper and PBT estimate a sampled trial or a member's segment."""
+    return lambda values: trial_seconds({**base, **values})
 
 
 def trial_work(values: dict[str, Any]) -> tuple[float, float, float]:

@@ -16,7 +16,7 @@ from optuna.trial import TrialState
 
 from ..study.attrs import integer, mapping, number, seed_list, text
 from ..study.outputs import SOURCES, format_cell, study_answer
-from ..study.runner import NOT_STARTED, recorded_cpu, runs_spent
+from ..study.runner import cpu_refusal, recorded_cpu, runs_spent
 
 __all__ = ["checklist"]
 
@@ -75,7 +75,7 @@ def trained_steps(trials: list[Any]) -> int:
 
 def _waiting(trials: list[optuna.trial.FrozenTrial]) -> str:
     """"; trial 9 not started (...)" for the trials the CPU budget left waiting, else ""."""
-    numbers = [str(t.number) for t in trials if t.state == TrialState.WAITING and NOT_STARTED in t.user_attrs]
+    numbers = [str(t.number) for t in trials if cpu_refusal(t) is not None]
     if not numbers:
         return ""
     return (f"; trial{'s' if len(numbers) > 1 else ''} {', '.join(numbers)} not started (the config's predicted "

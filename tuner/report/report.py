@@ -34,7 +34,7 @@ from ..study.outputs import (
     study_answer,
     study_summary,
 )
-from ..study.runner import NOT_STARTED
+from ..study.runner import cpu_refusal
 from .checklist import checklist
 
 __all__ = ["write_report", "log_study_run", "report_study", "trials_table", "PLOTS"]
@@ -229,8 +229,8 @@ def trials_table(study: optuna.Study) -> tuple[list[str], list[list[Any]]]:
 
 def _not_started(t: FrozenTrial) -> str:
     """Why a WAITING trial was put back by ``max_cpu_s`` (its ``not_started`` record), else ""."""
-    record = t.user_attrs.get(NOT_STARTED) if t.state == TrialState.WAITING else None
-    if not isinstance(record, dict):
+    record = cpu_refusal(t)
+    if record is None:
         return ""
     guess, left = number(record.get("predicted_cpu_s")), number(record.get("cpu_left_s"))
     if guess is None or left is None:

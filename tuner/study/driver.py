@@ -32,7 +32,7 @@ from ..common.redact import scrub
 from ..config.env_check import env_actions
 from ..config.schema import name_part, validate
 from ..config.search import default_params, distributions, parse_space, suggest_conditional, to_overrides
-from ..config.search_cost import check_cost, cost_base, trial_seconds
+from ..config.search_cost import check_cost, cost_base, seconds_with
 from ..logs.wandb_logger import trial_meta
 from .identity import ATTR, StudyIdentity, default_variant, definition
 from .runner import (
@@ -73,7 +73,7 @@ class Driver:
         self.cfg, self.s, self.compose, self.overrides = cfg, settings, compose, list(overrides)
         self.space = parse_space(cfg.search, cfg, env_actions(cfg))  # actions: found when cfg was validated
         check_cost(self.space, cfg, settings.max_cost_ratio)  # before anything is created
-        self._cost_base = cost_base(cfg)  # a sampled config's predicted CPU (tuner.max_cpu_s) starts from it
+        self._cost_of = seconds_with(cost_base(cfg))  # a sampled config's estimate (tuner.max_cpu_s's check)
         self.placer = self._gpus(cfg, settings)  # no GPU for gpus_per_trial: refused before anything is made
         self.identity = self._identity(cfg, settings)  # may give a default-named study its own name
         self.study_dir = os.path.abspath(settings.study_dir)
@@ -204,10 +204,6 @@ class Driver:
     def _ask(self) -> tuple[str, optuna.Trial | None]:
         return ask_within(self.study, self.s.n_trials, distributions(self.space), self.s.max_total_trials,
                           self.s.max_runs, runs_per_trial(self.s), self.s.max_cpu_s, self._cost_of)
-
-    def _cost_of(self, params: dict[str, Any]) -> float:
-        """A trial's estimated seconds: the command's cost keys with its sampled values in them."""
-        return trial_seconds({**self._cost_base, **params})
 
     def _compose_trial(self, trial: optuna.Trial, overrides: list[str]) -> Any:
         """The trial's config: the command's overrides plus ``overrides``, composed; the groups' options

@@ -52,7 +52,7 @@ from ..common.messages import TrialSpec
 from ..common.redact import scrub
 from ..config.schema import validate
 from ..config.search import default_params, distributions, suggest_conditional, to_overrides
-from ..config.search_cost import cost_base, trial_seconds
+from ..config.search_cost import cost_base, seconds_with
 from ..logs.results import write_json
 from ..logs.wandb_logger import trial_meta
 from .attrs import integer, mapping, text
@@ -169,7 +169,7 @@ class PbtDriver(Driver):
         except OSError:
             pass
         self._plans: dict[int, list[Step]] = {}
-        self._cost_base = segment_cost_base(cfg, settings.interval)
+        self._cost_of = seconds_with(segment_cost_base(cfg, settings.interval))
 
     def _enqueue(self, cfg: DictConfig, settings: TunerSettings) -> None:
         s = self.pbt
@@ -243,7 +243,7 @@ class PbtDriver(Driver):
 
     def dearest(self, steps: list[Step], todo: list[int]) -> Step:
         """The step of ``todo``'s members estimated dearest (a tie: the lowest member)."""
-        return steps[max(todo, key=lambda m: (trial_seconds({**self._cost_base, **steps[m].params}), -m))]
+        return steps[max(todo, key=lambda m: (self._cost_of(steps[m].params), -m))]
 
     def _new_segment(self, step: Step, g: int, done: dict, running: set) -> optuna.Trial:
         """A trial for ``step`` (enqueued with its params, then asked).  A queued segment that a killed

@@ -37,7 +37,7 @@ from .supervisor import Supervisor, start_refusal
 
 __all__ = ["TrialRunner", "RunLimits", "ask_within", "Terminated", "OPEN", "WAIT", "DONE", "HEARTBEAT_GRACE_S",
            "NO_DRIVER_GRACE_S", "FINISHED", "runs_spent", "cpu_spent", "cpu_committed", "recorded_cpu",
-           "predicted_cpu", "CostOf", "NOT_STARTED"]
+           "predicted_cpu", "CostOf", "NOT_STARTED", "cpu_refusal"]
 
 HEARTBEAT_GRACE_S = 120.0
 # a runner records itself on a trial right after asking for it, so a RUNNING trial that still has
@@ -168,6 +168,13 @@ def _estimate(cost_of: CostOf, params: dict[str, Any]) -> float | None:
     return value if math.isfinite(value) and value > 0 else None
 
 
+def cpu_refusal(t: optuna.trial.FrozenTrial) -> dict[str, Any] | None:
+    """The :data:`NOT_STARTED` record of a trial that ``max_cpu_s`` put back to WAITING, else None (a
+    trial that started since, or a record that is not a mapping: stored attrs are data)."""
+    record = t.user_attrs.get(NOT_STARTED) if t.state == TrialState.WAITING else None
+    return record if isinstance(record, dict) else None
+
+
 def _waiting_too_dear(trials: list[optuna.trial.FrozenTrial], cost_of: CostOf, committed: float,
                       max_cpu_s: float) -> tuple[int, float] | None:
     """``(number, predicted CPU)`` of the trial ``ask()`` would pop next when it was refused for its
@@ -176,7 +183,7 @@ def _waiting_too_dear(trials: list[optuna.trial.FrozenTrial], cost_of: CostOf, c
     if not waiting:
         return None
     nxt = min(waiting, key=lambda t: t.number)
-    guess = predicted_cpu(trials, nxt.params, cost_of) if NOT_STARTED in nxt.user_attrs else None
+    guess = predicted_cpu(trials, nxt.params, cost_of) if cpu_refusal(nxt) is not None else None
     return (nxt.number, guess) if guess is not None and committed + guess / 2 >= max_cpu_s else None
 
 
