@@ -116,13 +116,13 @@ def ask_within(study: optuna.Study, n_trials: int, distributions: dict[str, Any]
     if max_runs is not None and runs_spent(trials) + (active + 1) * runs_per_trial > max_runs:
         return full
     committed = 0.0
+    judged = max_cpu_s is not None and cost_of is not None
     if max_cpu_s is not None:
-        committed, typical = cpu_committed(trials)
+        committed, typical = cpu_committed(trials, cost_of=cost_of)
         if committed + typical / 2 >= max_cpu_s:
             return full
     if done + active >= n_trials:
         return WAIT, None
-    judged = max_cpu_s is not None and cost_of is not None
     if judged and _waiting_too_dear(trials, cost_of, committed, max_cpu_s) is not None:
         return full  # the trial refused before is next out of ask() and still does not fit
     trial = study.ask(distributions)
@@ -204,7 +204,7 @@ def why_full(trials: list[optuna.trial.FrozenTrial], n_trials: int, max_total: i
         if spent + runs_per_trial > max_runs:
             return f"{spent} training runs ({prefix}.max_runs={max_runs})", f"raise {prefix}.max_runs"
     if max_cpu_s is not None:
-        cpu, typical = cpu_committed(trials)
+        cpu, typical = cpu_committed(trials, cost_of=cost_of)
         if cpu >= max_cpu_s:
             return (f"{cpu:.1f} CPU seconds of trials ({prefix}.max_cpu_s={max_cpu_s:g})",
                     f"raise {prefix}.max_cpu_s")
@@ -247,11 +247,14 @@ def _running_estimates(running: list[optuna.trial.FrozenTrial], now: float) -> l
             for t in running]
 
 
-def cpu_committed(trials: list[optuna.trial.FrozenTrial], now: float | None = None) -> tuple[float, float]:
+def cpu_committed(trials: list[optuna.trial.FrozenTrial], now: float | None = None,
+                  cost_of: CostOf | None = None) -> tuple[float, float]:
     """The CPU seconds the trials will have used once the running ones end, and a typical trial's
     cost: the median ``cpu_time_s`` of the finished (COMPLETE, PRUNED) trials that recorded one (0
-    with none yet).  A running trial counts the larger of its :func:`cpu_spent` estimate and that
-    median.
+    with none yet).  A running trial counts the larger of its :func:`cpu_spent` estimate and what it
+    is expected to cost in all: its config's :func:`predicted_cpu` where ``cost_of`` gives one (a dear
+    config started near the end of the budget is not counted as a typical one, which let the other
+    job start a trial too: 1.19x the budget once, BENCHMARKS.md), else that median.
 
     ``tuner.max_cpu_s`` starts a trial while ``committed + typical / 2`` is below the budget: a new
     trial then ends the study nearer the budget than stopping would, so two methods given the same
@@ -264,7 +267,8 @@ def cpu_committed(trials: list[optuna.trial.FrozenTrial], now: float | None = No
     committed = sum(recorded_cpu([t for t in trials if t.state != TrialState.RUNNING]))
     for t, guess in zip(running, _running_estimates(running, now)):
         own = recorded_cpu([t])  # recorded just before its result is told: past estimating
-        committed += max(own[0] if own else guess, typical)
+        expected = predicted_cpu(trials, t.params, cost_of) if cost_of is not None and not own else None
+        committed += max(own[0] if own else guess, typical if expected is None else expected)
     return committed, typical
 
 

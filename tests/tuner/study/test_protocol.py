@@ -292,6 +292,42 @@ def test_a_cpu_budget_judges_a_sampled_config_by_its_predicted_cost(tmp_path, ca
     assert len(study.trials) == 4
 
 
+def test_a_running_trial_commits_its_own_predicted_cpu(tmp_path) -> None:
+    """A running trial counts the CPU its config is predicted to take, not a typical trial's: complete
+    trials at x 10 and 20 took 20 and 60 s (2.5 s a unit of estimate, median), a pruned one at x 50 5 s
+    (85 s spent; the finished median 20).  Trial 3 (x 40, predicted 100: 85 + 50 is below 200) starts;
+    just started, it commits 100, so 185 in all, where the median would have counted 20 (105).  Under a
+    budget of 190 the next trial waits for it (185 + 20 / 2 is not below 190); counted at the median, a
+    second trial would have started beside the dear one (105 + 10).  Without an estimate
+    (``cost_of`` None) the median stands, as before."""
+    import optuna
+    from optuna.distributions import FloatDistribution
+    from optuna.trial import TrialState, create_trial
+
+    from tuner.study.runner import OPEN, WAIT, ask_within, cpu_committed
+
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(tmp_path / "j.log")))
+    study = optuna.create_study(direction="maximize", storage=storage)
+    space = {"x": FloatDistribution(1.0, 100.0)}
+
+    def cost_of(params):
+        return params["x"]
+
+    for x, cpu, state in ((10.0, 20.0, TrialState.COMPLETE), (20.0, 60.0, TrialState.COMPLETE),
+                          (50.0, 5.0, TrialState.PRUNED)):
+        study.add_trial(create_trial(state=state, value=1.0 if state == TrialState.COMPLETE else None,
+                                     params={"x": x}, distributions=space, user_attrs={"cpu_time_s": cpu}))
+    study.enqueue_trial({"x": 40.0})
+    state, dear = ask_within(study, 100, space, max_cpu_s=200.0, cost_of=cost_of)
+    assert state == OPEN and dear.params == {"x": 40.0}
+    started = study.trials[3].datetime_start.timestamp()
+    assert cpu_committed(study.trials, now=started, cost_of=cost_of) == pytest.approx((185.0, 20.0))
+    assert cpu_committed(study.trials, now=started) == pytest.approx((105.0, 20.0))
+    assert ask_within(study, 100, space, max_cpu_s=190.0, cost_of=cost_of) == (WAIT, None)
+    assert len(study.trials) == 4
+    assert ask_within(study, 100, space, max_cpu_s=190.0)[0] == OPEN  # no estimate: the median rule
+
+
 def test_a_real_study_leaves_a_config_predicted_over_its_cpu_budget_waiting(tmp_path, capsys) -> None:
     """The driver's estimate on real trials (DQN, 300 env steps, [16] network, batch 16): trial 0 makes
     (300 - 32) / 4 = 67 updates, trial 1 (``num_updates=300``) 20,100, which ``trial_seconds`` puts at
