@@ -23,7 +23,7 @@ def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().split()[2] != "Z"  # a zombie has exited (its parent has not reaped it)
-    except FileNotFoundError:
+    except OSError:  # gone: no /proc entry, or (ESRCH) it exited between open and read
         return False
 
 
@@ -33,7 +33,7 @@ def _ids(pid: int) -> tuple[int, int] | None:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()  # after "(comm)": state, ppid, pgrp, session
         return int(fields[2]), int(fields[3])
-    except (FileNotFoundError, IndexError, ValueError):
+    except (OSError, IndexError, ValueError):  # OSError: gone before or while read (ESRCH)
         return None
 
 
