@@ -37,7 +37,7 @@ ALLOWED = {
     "play": ("model", "out", "seed", "max_steps", "fps", "trust_code"),
     "export": ("model", "format", "out", "trust_code"),
     "reevaluate": ("study_name", "storage", "study_dir", "top_k", "seeds", "episodes", "timeout", "n_jobs", "model",
-                   "tie_seeds", "keep_start", "trust_code"),
+                   "tie_seeds", "keep_start", "aggregation", "trust_code"),
     "summary": ("out", "metric"),  # and the directories, as plain arguments
 }
 
@@ -64,7 +64,7 @@ USAGE = {
                "config may name only note_rl's own classes unless trust_code=true."),
     "reevaluate": ("note-tune reevaluate study_name=NAME [storage=URL|FILE] [study_dir=DIR] [top_k=5] "
                    "[seeds=3|[100,101]] [episodes=20] [timeout=SECONDS] [n_jobs=N] [model=final|best] [tie_seeds=1] "
-                   "[keep_start=1.0] [trust_code=false]",
+                   "[keep_start=1.0] [aggregation=mean|median|min|lcb|q25] [trust_code=false]",
                    "Retrain a study's top configs on held-out seeds and pick best_config.yaml by their scores. "
                    "The trials' configs may name only note_rl's own classes unless trust_code=true."),
     "summary": ("note-tune summary DIR [DIR ...] [out=DIR] [metric=final_eval_mean_return]",
@@ -287,7 +287,7 @@ def reevaluate_study(args: dict[str, str]) -> int:
     from .model_commands import flag
 
     values: dict[str, object] = {}
-    for key in ("top_k", "seeds", "episodes", "timeout", "n_jobs", "model", "tie_seeds", "keep_start"):
+    for key in ("top_k", "seeds", "episodes", "timeout", "n_jobs", "model", "tie_seeds", "keep_start", "aggregation"):
         if key in args:
             try:
                 values[key] = yaml.safe_load(args[key])

@@ -24,7 +24,8 @@ class TrialSpec:
     :param configs: the resolved config of each training run (one per seed, see :func:`seed_configs`)
     :param report_every: episodes between two intermediate reports
     :param aggregation: how the seeds' scores combine into the objective (``mean``, ``median``, ``min``,
-        or ``q<percent>``, a lower quantile such as ``q25``: risk-averse)
+        ``lcb``, the mean less one standard error, or ``q<percent>``, a lower quantile such as ``q25``: the
+        last three risk-averse)
     :param instances: each seed's final score is an *instance* reported as step ``i`` (seed index) for
         Optuna's ``WilcoxonPruner``, which may stop the trial between seeds; no per-episode reports
         (with ``interleaved``: every evaluation of every seed is one, at step ``i * 10000 + round``)

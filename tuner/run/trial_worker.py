@@ -37,11 +37,16 @@ AGGREGATIONS = {"mean": np.mean, "median": np.median, "min": np.min}
 
 
 def aggregate(values: list[float], how: str) -> float:
-    """The seeds' scores combined: ``mean``, ``median``, ``min``, or ``q<percent>`` (``q25``: the
-    lower quartile, linear interpolation as numpy's percentile; a risk-averse objective)."""
+    """The seeds' scores combined: ``mean``, ``median``, ``min``, ``q<percent>`` (``q25``: the lower
+    quartile, linear interpolation as numpy's percentile) or ``lcb``, the mean less one standard error
+    of the mean (sample standard deviation / sqrt(n); one score: itself), a lower confidence bound.  All
+    but the mean and median are risk-averse: a config whose seeds disagree scores lower."""
     data = np.asarray(values, dtype=float)
     if how.startswith("q"):
         return float(np.percentile(data, float(how[1:])))
+    if how == "lcb":
+        spread = float(np.std(data, ddof=1) / np.sqrt(data.size)) if data.size > 1 else 0.0
+        return float(np.mean(data)) - spread
     return float(AGGREGATIONS[how](data))
 
 

@@ -10,9 +10,10 @@ starting config held constant (member 0's first values with ``tuner.enqueue_defa
 the preset) are each replayed from scratch on ``tuner.reevaluate.seeds`` held-out seeds (10000, 10001, ...
 skipping every member's and every listed test seed) by the test stage's replay machinery
 (:mod:`.pbt_test`), and scored by ``tuner.reevaluate.episodes`` deterministic episodes of
-``tuner.reevaluate.model``.  The answer is the best held-out score (``tuner.aggregation`` of PBT: the
-mean), under the one-standard-error rule against the starting config (``tuner.reevaluate.keep_start``,
-:func:`.reevaluate.keep_start`); a score only equal to the starting config's keeps the start.  Cost: (``top_k`` + 1) x seeds full runs.
+``tuner.reevaluate.model``.  The answer is the best held-out score (its seeds combined by
+``tuner.reevaluate.aggregation``, else by PBT's ``tuner.aggregation``), under the one-standard-error
+rule against the starting config (``tuner.reevaluate.keep_start``, :func:`.reevaluate.keep_start`); a
+score only equal to the starting config's keeps the start.  Cost: (``top_k`` + 1) x seeds full runs.
 
 Recorded as the Optuna held-out stage records its own (``heldout:<trial>``, ``heldout_winner``,
 ``heldout_seeds``: so the report, ``study_answer`` and the dashboard note show it), plus ``pbt_heldout``

@@ -8,7 +8,9 @@ deterministic evaluation episodes on reset seeds of its own (:data:`HELDOUT_EVAL
 from the tuning evaluations').  The config with the best held-out score is the study's answer:
 ``best_config.yaml`` is written from it.  A config's held-out score combines its seeds the way the
 study's trial scores do (``tuner.aggregation``: the mean by default; a risk-averse study that scores
-trials by their worst seed, ``min``, or a lower quantile also chooses its answer that way).
+trials by their worst seed, ``min``, or a lower quantile also chooses its answer that way), unless
+``tuner.reevaluate.aggregation`` names a way of its own (``lcb``: the mean less one standard error, so
+that a finalist whose seeds disagree does not win on a lucky one).
 
 Results live in the study itself, as study user attributes (``heldout:<trial>``, shown by
 optuna-dashboard with a note on the study page): a finished Optuna trial cannot be changed.  A
@@ -66,6 +68,12 @@ class ReevalSettings:
     # when its held-out lead is more than keep_start standard errors of their paired per-seed
     # differences (0: the best held-out score wins, however small its lead)
     keep_start: float = 1.0
+    # how a config's held-out seeds combine into the score the answer is chosen by (mean, median, min,
+    # lcb, q<percent>); None: the study's own tuner.aggregation.  lcb (the mean less one standard error)
+    # passes over a finalist whose seeds disagree: a 3-point lead of two seeds' means (93.7 / -121.6
+    # against -7.5 / -26.5) chose a LunarLander policy that scored -1,206.5 on the test seeds, where the
+    # other scored 22.4 (BENCHMARKS.md)
+    aggregation: Optional[str] = None
 
 
 MAX_COUNT = 1000  # configs, seeds, jobs or race seeds of one held-out stage
@@ -98,6 +106,9 @@ def check_reeval(r: ReevalSettings) -> None:
         (isinstance(r.keep_start, (int, float)) and not isinstance(r.keep_start, bool)
          and math.isfinite(r.keep_start) and 0 <= r.keep_start <= 100,
          f"tuner.reevaluate.keep_start: must be a number of standard errors from 0 to 100, got {r.keep_start!r}"),
+        (r.aggregation is None or (isinstance(r.aggregation, str) and aggregation_ok(r.aggregation)),
+         f"tuner.reevaluate.aggregation: must be null (the study's tuner.aggregation), mean, median, min, lcb "
+         f"(the mean less one standard error) or a lower quantile q<percent> (q25), got {r.aggregation!r}"),
     ]
     if isinstance(seeds, list):
         checks += [(bool(seeds) and len(seeds) <= MAX_COUNT and all(whole(s) and 0 <= s < SEED_LIMIT for s in seeds)
@@ -278,7 +289,7 @@ def reevaluate(study: optuna.Study, study_dir: str, settings: ReevalSettings, n_
         run(entries, seeds, f"held-out re-evaluation: {len(entries)} configs x {len(seeds)} seeds")
         extra = [s for s in heldout_seeds(len(seeds) + settings.tie_seeds, used) if s not in seeds]
         for seed in extra[:settings.tie_seeds]:
-            leaders = _leaders(study, entries, seeds, raced)
+            leaders = _leaders(study, entries, seeds, raced, settings)
             if len(leaders) < 2 or (deadline is not None and time.monotonic() >= deadline):
                 break
             raced.append(seed)
@@ -387,6 +398,13 @@ def estimate(study: optuna.Study, runs: int, n_jobs: int) -> str:
     return f"; about {seconds:.0f} s at n_jobs={n_jobs}" if seconds >= 1 else f"; under a second at n_jobs={n_jobs}"
 
 
+def selection_of(study: optuna.Study, settings: ReevalSettings) -> str:
+    """How the held-out stage combines a config's seeds: ``tuner.reevaluate.aggregation``, else the
+    study's own (:func:`aggregation_of`)."""
+    how = settings.aggregation
+    return how if isinstance(how, str) and aggregation_ok(how) else aggregation_of(study)
+
+
 def aggregation_of(study: optuna.Study) -> str:
     """How the study combines a config's seeds (``tuner.aggregation``, recorded by the driver with the
     optimiser); ``mean`` for a study that recorded none (a PBT study, an older one) or a value the setting's
@@ -395,11 +413,12 @@ def aggregation_of(study: optuna.Study) -> str:
     return how if isinstance(how, str) and aggregation_ok(how) else "mean"
 
 
-def _leaders(study: optuna.Study, entries: list[_Entry], seeds: list[int], raced: list[int]) -> list[_Entry]:
+def _leaders(study: optuna.Study, entries: list[_Entry], seeds: list[int], raced: list[int],
+             settings: ReevalSettings) -> list[_Entry]:
     """The configs still tied for the best: scored on every base seed and every raced seed so far,
     with the best score over those (exactly equal scores: a saturated return such as CartPole's 500)."""
     sign = -1.0 if study.direction == optuna.study.StudyDirection.MAXIMIZE else 1.0
-    all_seeds, how = [*seeds, *raced], aggregation_of(study)
+    all_seeds, how = [*seeds, *raced], selection_of(study, settings)
     scores = {id(e): aggregate([e.scores[s] for s in all_seeds], how)
               for e in entries if all(s in e.scores for s in all_seeds)}
     if not scores:
@@ -412,7 +431,7 @@ def _summary(study: optuna.Study, entries: list[_Entry], seeds: list[int], s: Re
              wall: float, raced: list[int] | None = None, start: int | None = None) -> dict[str, Any]:
     """The stage's summary: every config's held-out scores and the winner.  ``start``: the trial that
     stands for the starting config (``None``: the one :func:`is_start` marks; a PBT study names its own)."""
-    configs, how = [], aggregation_of(study)
+    configs, how = [], selection_of(study, s)
     for e in entries:
         values = [e.scores[seed] for seed in seeds if seed in e.scores]
         mean = float(np.mean(values)) if values else None
@@ -462,7 +481,7 @@ def keep_start(ranked: list[dict[str, Any]], seeds: list[int], sign: float, marg
     more than the seeds' noise: a 20-minute Acrobot study answered with a config 10.9 ahead of the
     defaults on 3 held-out seeds (standard error 11.5) that scored 26.7 below them on 10 test seeds.
 
-    The lead is the difference of the two held-out scores (the study's aggregation); the standard
+    The lead is the difference of the two held-out scores (the stage's aggregation); the standard
     error is that of the mean of the per-seed differences.  Returns what the decision rests on, or
     ``None`` when the rule does not apply: it is off (``margin`` 0), the best config is the start, the
     start did not finish every seed, their scores tie (a race decides that, as between any tied
@@ -516,7 +535,7 @@ def format_reevaluation(summary: dict[str, Any]) -> str:
     lines = ["  ".join([c.ljust(w) for c, w in zip(r, widths)] + [r[-1]]) for r in rows]
     head = (f"held-out re-evaluation: seeds {summary['seeds']}, {summary['episodes']} deterministic episodes "
             f"per run ({summary.get('model', 'final')} weights), {summary['wall_time_s']:.1f} s"
-            + (f"; the answer is the best held-out {how} over seeds (tuner.aggregation)" if how != "mean" else "")
+            + (f"; the answer is the best held-out {how} over seeds" if how != "mean" else "")
             + (f"; configs tied for the best raced on seeds {summary['tie_seeds']}" if summary.get("tie_seeds") else "")
             + ("" if summary["complete"] else f" (interrupted by {summary['interrupted']}: incomplete)"
                if summary.get("interrupted") else " (time limit: incomplete)"))

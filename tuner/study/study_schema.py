@@ -148,8 +148,9 @@ def run_budget_problem(max_runs: int | None, runs_per_trial: int) -> str | None:
 
 
 def aggregation_ok(how: str) -> bool:
-    """``mean``, ``median``, ``min`` or ``q<percent>`` with a percent from 0 to 50 (a *lower* quantile)."""
-    if how in ("mean", "median", "min"):
+    """``mean``, ``median``, ``min``, ``lcb`` (the mean less one standard error) or ``q<percent>`` with a
+    percent from 0 to 50 (a *lower* quantile)."""
+    if how in ("mean", "median", "min", "lcb"):
         return True
     try:
         return how.startswith("q") and 0.0 <= float(how[1:]) <= 50.0 and math.isfinite(float(how[1:]))
@@ -158,7 +159,7 @@ def aggregation_ok(how: str) -> bool:
 
 
 def _aggregation(v: Any) -> str | None:
-    return None if aggregation_ok(v) else f"{v!r} must be mean, median, min or a lower quantile q<percent> (q25)"
+    return None if aggregation_ok(v) else f"{v!r} must be mean, median, min, lcb (the mean less one standard error) or a lower quantile q<percent> (q25)"
 
 
 # -- the groups ----------------------------------------------------------------------------------
@@ -236,7 +237,8 @@ class StudySearch:
     n_seeds: int = setting(1, check=lambda v: None if 0 < v <= 1000 else f"must be from 1 to 1000, got {v}",
                            doc="seeds per trial (seed, seed + 1, ...), aggregated by `aggregation`")
     aggregation: str = setting("mean", check=_aggregation, doc=(
-        "mean, median, min, or a lower quantile q<percent> such as q25 (risk-averse)"))
+        "mean, median, min, lcb (the mean less one standard error) or a lower quantile q<percent> such as "
+        "q25 (min, lcb and q: risk-averse)"))
     # in turns, the pruner reads the trial's aggregate objective after every round instead of one seed's
     # curve at a time, and stops all the trial's seeds at once
     seed_order: str = setting("sequential", check=lambda v: None if v in SEED_ORDERS else

@@ -133,7 +133,7 @@ TUNER = [("percentile", "150"), ("percentile", "-1"), ("n_warmup_steps", "-1"), 
          ("pruner", "bogus"), ("direction", "sideways"), ("aggregation", "max"), ("study_name", "../x"),
          ("study_name", "''"), ("max_cost_ratio", "0.5"), ("reevaluate.top_k", "-1"), ("reevaluate.episodes", "0"),
          ("reevaluate.seeds", "0"), ("reevaluate.timeout", "-1"), ("reevaluate.n_jobs", "0"),
-         ("storage", "mysql://u@h/db"), ("storage", "sqlite://"), ("storage", "'sqlite:///:memory:'"),
+         ("reevaluate.aggregation", "max"), ("storage", "mysql://u@h/db"), ("storage", "sqlite://"), ("storage", "'sqlite:///:memory:'"),
          ("n_trials", "many"), ("resume", "always")]
 
 

@@ -107,7 +107,7 @@ def test_lower_quantile_objective_and_seed_robust_settings() -> None:
 
     assert [wilcoxon_seeds(p) for p in (0.3, 0.25, 0.1, 0.05, 0.01)] == [2, 3, 4, 5, 7]
     assert [wilcoxon_seeds(p) for p in (float("-inf"), 0.0, 1.0, float("nan"))] == [1, 1, 1, 1]  # no endless loop
-    for bad, message in (({"aggregation": "q75"}, "tuner.aggregation: 'q75' must be mean, median, min or a lower"),
+    for bad, message in (({"aggregation": "q75"}, "tuner.aggregation: 'q75' must be mean, median, min, lcb "),
                          ({"aggregation": "qx"}, "tuner.aggregation: 'qx'"),
                          ({"pruner": "wilcoxon"}, "tuner.pruner: wilcoxon compares a trial with the best one seed by "
                                                   "seed; it needs tuner.n_seeds >= 2"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import optuna
 import pytest
@@ -37,7 +38,8 @@ def test_heldout_seeds_avoid_tuning_seeds() -> None:
     ("n_jobs", 0, "n_jobs: must be an integer > 0"), ("model", "last", "model: final or best"),
     ("tie_seeds", -1, "tie_seeds: must be an integer >= 0"), ("keep_start", -1, "keep_start: must be a number"),
     ("keep_start", float("nan"), "keep_start: must be a number"), ("keep_start", True, "keep_start: must be"),
-    ("keep_start", "1", "keep_start: must be a number")])
+    ("keep_start", "1", "keep_start: must be a number"), ("aggregation", "q75", "aggregation: must be null"),
+    ("aggregation", 7, "aggregation: must be null"), ("aggregation", "max", "aggregation: must be null")])
 def test_bad_settings_are_one_line(field, value, message) -> None:
     with pytest.raises(ConfigError, match=f"^tuner.reevaluate.{message}"):
         check_reeval(ReevalSettings(**{field: value}))
@@ -76,10 +78,11 @@ def test_heldout_winner_beats_a_config_lucky_on_its_tuning_seeds(tmp_path) -> No
     # `note-tune reevaluate`: stored scores are reused, only the new seed trains; a tuning seed is refused
     # (trust_code=true: the trials' configs name the test's own env module, lucky_envs)
     again = run_app(["reevaluate", "study_name=luck", f"study_dir={study_dir}", "seeds=[10001, 10005]",
-                     "episodes=3", "trust_code=true"], cwd=str(tmp_path))
+                     "episodes=3", "aggregation=lcb", "trust_code=true"], cwd=str(tmp_path))
     assert "2 configs x 2 seeds (2 runs to train" in again.stdout
     summary = json.loads((study_dir / "study.json").read_text())
     assert summary["reevaluation"]["seeds"] == [10001, 10005] and summary["reevaluation"]["winner"] == steady["trial"]
+    assert summary["reevaluation"]["aggregation"] == "lcb"  # the stage's own; the study scored trials by the mean
     # model=best: each run's best-evaluation weights (chosen on the config's own evaluation seeds,
     # where Lucky pays) scored on the held-out episodes (where it does not); scores of final
     # policies are not reused for it
@@ -100,6 +103,10 @@ def test_heldout_winner_beats_a_config_lucky_on_its_tuning_seeds(tmp_path) -> No
                   cwd=str(tmp_path),
                   check=False)
     assert bad.returncode == 2 and bad.stderr.strip() == "error: seeds: seed 0 was a tuning seed; held-out seeds must differ"
+    bad = run_app(["reevaluate", "study_name=luck", f"study_dir={study_dir}", "aggregation=max"], cwd=str(tmp_path),
+                  check=False)
+    assert bad.returncode == 2 and bad.stderr.strip().startswith("error: aggregation: must be null")
+    assert len(bad.stderr.strip().splitlines()) == 1
     assert (study_dir / "study.json").read_bytes() == before
 
 
@@ -169,6 +176,49 @@ def test_the_answer_is_chosen_by_the_studys_aggregation(how, winner) -> None:
     assert table.splitlines()[1].count("held-out") == (1 if how == "mean" else 2)  # a column of its own
 
 
+def test_lcb_is_the_mean_less_one_standard_error() -> None:
+    """By hand: 1, 2, 3 have mean 2, sample std 1, standard error 1 / sqrt(3) = 0.57735; one score is
+    itself (no spread to measure); equal scores have none."""
+    from tuner.run.trial_worker import aggregate
+    from tuner.study.study_schema import aggregation_ok
+
+    assert aggregate([1.0, 2.0, 3.0], "lcb") == pytest.approx(2.0 - 0.577350, abs=1e-6)
+    assert aggregate([93.7, -121.6], "lcb") == pytest.approx(-121.6)  # two seeds: the mean - |a - b| / 2, the min
+    assert aggregate([5.0], "lcb") == 5.0 and aggregate([4.0, 4.0, 4.0], "lcb") == 4.0
+    assert aggregation_ok("lcb") and not aggregation_ok("ucb")
+
+
+# LunarLander PPO, Wilcoxon on seeds in turns, repeat 1 (BENCHMARKS.md, O): the two finalists and the preset
+# (trial 0) on held-out seeds 10000 and 10001, as its journal holds them
+LUNAR_HELDOUT = {7: (93.70242870840926, -121.60254551288385), 9: (-7.473765166654909, -26.450037588324896),
+                 0: (-158.09386691727974, -170.23951813244932)}
+
+
+@pytest.mark.parametrize("how,winner", [(None, 7), ("mean", 7), ("lcb", 9), ("min", 9)])
+def test_the_stage_can_choose_by_an_aggregation_of_its_own(how, winner) -> None:
+    """The study scores trials by the mean; ``tuner.reevaluate.aggregation`` overrides that for the
+    answer only.  By hand: trial 7's mean -13.95 leads trial 9's -16.96 by 3 points, but its lower
+    bound (the mean less |a - b| / 2 = 107.65 on two seeds) is -121.60 against trial 9's -26.45: lcb
+    and min choose trial 9, which scored 22.4 on the three test seeds where trial 7 scored -1,206.5.
+    Either way the winner leads the preset by far more than one standard error of their differences."""
+    from tuner.study.reevaluate import format_reevaluation, selection_of
+
+    s = ReevalSettings(aggregation=how)
+    study = optuna.create_study(direction="maximize")
+    study.set_user_attr("optimiser", {"aggregation": "mean"})
+    assert selection_of(study, s) == (how or "mean")
+    summary = _acrobot_summary(1.0, LUNAR_HELDOUT, settings=s)
+    assert summary["winner"] == winner and summary["kept_start"] is None
+    assert summary["aggregation"] == (how or "mean")
+    by_trial = {c["trial"]: c for c in summary["configs"]}
+    assert by_trial[7]["mean"] == pytest.approx(-13.95006, abs=1e-4)
+    assert by_trial[9]["mean"] == pytest.approx(-16.96190, abs=1e-4)
+    if how == "lcb":
+        assert by_trial[7]["score"] == pytest.approx(-121.60255, abs=1e-4)
+        assert by_trial[9]["score"] == pytest.approx(-26.45004, abs=1e-4)
+        assert "the answer is the best held-out lcb over seeds" in format_reevaluation(summary)
+
+
 def test_a_pruned_starting_config_still_takes_part() -> None:
     """The preset enqueued as trial 0 can be pruned (the median pruner pruned rl-zoo3's
     MountainCarContinuous preset on its second seed at 92.8 in bench_autorl): it is still the study's
@@ -209,7 +259,7 @@ ACROBOT_HELDOUT = {  # a 20-minute Acrobot PPO study's held-out stage (BENCHMARK
 
 
 def _acrobot_summary(keep: float, scores: dict[int, tuple[float, ...]] = ACROBOT_HELDOUT,
-                     direction: str = "maximize") -> dict:
+                     direction: str = "maximize", settings: ReevalSettings | None = None) -> dict:
     from optuna.distributions import FloatDistribution
     from optuna.trial import create_trial
 
@@ -222,7 +272,8 @@ def _acrobot_summary(keep: float, scores: dict[int, tuple[float, ...]] = ACROBOT
                                      user_attrs={"enqueued": "defaults"} if number == 0 else {}))
     seeds = [10000, 10001, 10002][:len(next(iter(scores.values())))]
     entries = [_Entry(study.trials[n], {}, dict(zip(seeds, v))) for n, v in scores.items()]
-    return _summary(study, entries, seeds, ReevalSettings(keep_start=keep), wall=1.0)
+    settings = ReevalSettings(keep_start=keep) if settings is None else replace(settings, keep_start=keep)
+    return _summary(study, entries, seeds, settings, wall=1.0)
 
 
 def test_the_start_stays_the_answer_unless_a_config_leads_by_more_than_one_standard_error() -> None:

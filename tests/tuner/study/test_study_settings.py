@@ -89,7 +89,7 @@ def test_direction_minimize_picks_the_lowest_value(tmp_path) -> None:
     assert summary_table(driver.study).splitlines()[2].split()[:2] == [str(lowest), "COMPLETE"]  # best row first
 
 
-@pytest.mark.parametrize("how", ["mean", "median", "min"])
+@pytest.mark.parametrize("how", ["mean", "median", "min", "lcb"])
 def test_n_seeds_aggregation(tmp_path, how) -> None:
     driver = _driver(tmp_path, ["tuner.n_seeds=2", f"tuner.aggregation={how}", "tuner.n_trials=1",
                                 "tuner.pruner=none", "seed=5"])
@@ -105,6 +105,8 @@ def test_n_seeds_aggregation(tmp_path, how) -> None:
     assert trial.value == pytest.approx(aggregate(finals, how)) == result["value"]
     if how == "min":
         assert trial.value == min(finals)
+    if how == "lcb":  # two seeds: the mean less |a - b| / 2, the worse seed
+        assert trial.value == pytest.approx(min(finals))
 
 
 @pytest.mark.parametrize("backend", ["torch", "tf"])
