@@ -43,15 +43,19 @@ def _load(journal: str, name: str | None = None) -> list[optuna.Study]:
 
 
 def finalists(study: optuna.Study) -> dict[int, list[float]]:
-    """Each finalist's held-out scores, on every held-out seed of the stage (incomplete ones left out)."""
-    from tuner.study.attrs import seed_list
+    """Each finalist's held-out scores, on every held-out seed of the stage (incomplete ones left out),
+    read as the stage reads its own records (:func:`tuner.study.attrs.stage_scores`)."""
+    from tuner.study.attrs import mapping, seed_list, stage_scores
 
     seeds = seed_list(study.user_attrs.get("heldout_seeds")) or []
     out = {}
     for key, value in study.user_attrs.items():
-        scores = value.get("scores", {}) if key.startswith("heldout:") and isinstance(value, dict) else {}
-        if seeds and all(str(s) in scores for s in seeds):
-            out[int(key.split(":")[1])] = [float(scores[str(s)]) for s in seeds]
+        if not key.startswith("heldout:") or not key[8:].isdigit():
+            continue
+        record = mapping(value)
+        scores = stage_scores(record, record.get("episodes"), record.get("model", "final"))
+        if seeds and all(s in scores for s in seeds):
+            out[int(key[8:])] = [scores[s] for s in seeds]
     return out
 
 

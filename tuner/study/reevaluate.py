@@ -400,9 +400,8 @@ def estimate(study: optuna.Study, runs: int, n_jobs: int) -> str:
 
 def selection_of(study: optuna.Study, settings: ReevalSettings) -> str:
     """How the held-out stage combines a config's seeds: ``tuner.reevaluate.aggregation``, else the
-    study's own (:func:`aggregation_of`)."""
-    how = settings.aggregation
-    return how if isinstance(how, str) and aggregation_ok(how) else aggregation_of(study)
+    study's own (:func:`aggregation_of`).  The setting was checked by :func:`check_reeval`."""
+    return settings.aggregation or aggregation_of(study)
 
 
 def aggregation_of(study: optuna.Study) -> str:
