@@ -27,13 +27,20 @@ from ..common.messages import Decision, Failure, Report, Result, TrialSpec
 from ..logs.results import write_json
 from ..logs.wandb_logger import set_process_meta
 
-__all__ = ["main", "aggregate", "SEED_STEP_OFFSET"]
+__all__ = ["main", "aggregate", "standard_error", "SEED_STEP_OFFSET"]
 
 # intermediate steps of seed i are reported as i * SEED_STEP_OFFSET + k, so that the pruner
 # compares trials at the same seed and the same report index
 SEED_STEP_OFFSET = 10_000
 
 AGGREGATIONS = {"mean": np.mean, "median": np.median, "min": np.min}
+
+
+def standard_error(values: Any) -> float:
+    """The standard error of the mean of ``values``: sample standard deviation / sqrt(n); 0.0 for one
+    value (no spread to measure)."""
+    data = np.asarray(values, dtype=float)
+    return float(np.std(data, ddof=1) / np.sqrt(data.size)) if data.size > 1 else 0.0
 
 
 def aggregate(values: list[float], how: str) -> float:
@@ -45,8 +52,7 @@ def aggregate(values: list[float], how: str) -> float:
     if how.startswith("q"):
         return float(np.percentile(data, float(how[1:])))
     if how == "lcb":
-        spread = float(np.std(data, ddof=1) / np.sqrt(data.size)) if data.size > 1 else 0.0
-        return float(np.mean(data)) - spread
+        return float(np.mean(data)) - standard_error(data)
     return float(AGGREGATIONS[how](data))
 
 

@@ -33,7 +33,7 @@ from omegaconf import OmegaConf
 from optuna.trial import FrozenTrial, TrialState
 
 from ..common.errors import ConfigError
-from ..run.trial_worker import aggregate
+from ..run.trial_worker import aggregate, standard_error
 from .attrs import mapping, number, seed_list, stage_scores, text
 from .jobs import Job, run_jobs
 from .study_schema import aggregation_ok
@@ -493,7 +493,7 @@ def keep_start(ranked: list[dict[str, Any]], seeds: list[int], sign: float, marg
     if lead <= 0:
         return None
     diffs = np.array([-sign * (best["scores"][str(k)] - start["scores"][str(k)]) for k in seeds])
-    se = float(np.std(diffs, ddof=1) / math.sqrt(len(diffs)))
+    se = standard_error(diffs)
     if lead > margin * se:
         return None
     return {"start": start["trial"], "candidate": best["trial"], "lead": float(lead), "se": se, "margin": margin}
