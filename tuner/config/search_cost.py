@@ -41,8 +41,12 @@ __all__ = ["trial_cost", "trial_seconds", "seconds_with", "trial_work", "cost_ba
 # One framework thread's wall time, fitted on measured runs (BENCHMARKS.md, "A run's cost"): a
 # gradient update costs about 0.8 ms whatever its size (optimizer step, framework overhead), plus its
 # forward and backward passes' multiply-adds (what trial_cost counts); an env step 125 us on
-# LunarLander (Box2D), less on classic control
-ENV_STEP_S = 125e-6
+# LunarLander (Box2D) with one env, less on classic control.  Of those 125 us the env's own step is
+# about 25 and the action call (the policy's forward pass, the framework and Python around it) about
+# 100, which one call shares among the agent.n_envs copies it steps at once: with 16 copies an env step
+# costs about 31 us (LunarLander PPO studies: 7.2 s per 196,608 steps, "Predicting a sampled config's CPU")
+ENV_STEP_S = 25e-6
+ACT_S = 100e-6
 UPDATE_S = 0.8e-3
 MAC_S = 0.1e-9
 
@@ -74,12 +78,14 @@ def trial_cost(values: dict[str, Any]) -> float:
 
 
 def trial_seconds(values: dict[str, Any]) -> float:
-    """Estimated CPU seconds of one trial: :data:`ENV_STEP_S` per env step, :data:`UPDATE_S` per
-    gradient update and :data:`MAC_S` per multiply-add of the hidden layers (:func:`trial_cost`).  For
-    comparing runs (the cost guard's ratio; PBT starts a generation's dearest members first), not for
+    """Estimated CPU seconds of one trial: per env step :data:`ENV_STEP_S` plus :data:`ACT_S` shared by
+    ``agent.n_envs`` copies, :data:`UPDATE_S` per gradient update and :data:`MAC_S` per multiply-add of
+    the hidden layers (:func:`trial_cost`).  For comparing runs (the cost guard's ratio; PBT starts a
+    generation's dearest members first; ``tuner.max_cpu_s`` calibrates it on completed trials), not for
     promising a time: the constants come from one machine."""
     steps, updates, macs = trial_work(values)
-    return steps * ENV_STEP_S + updates * UPDATE_S + macs * MAC_S
+    copies = max(1.0, float(_get(values, "agent.n_envs", 1)))
+    return steps * (ENV_STEP_S + ACT_S / copies) + updates * UPDATE_S + macs * MAC_S
 
 
 def seconds_with(base: dict[str, Any]) -> Callable[[dict[str, Any]], float]:
