@@ -83,7 +83,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             totals[name] += s
         print(f"| {g} | {len(trials)} | {' | '.join(f'{s:,.0f} s' for s in spans.values())} |")
     base = totals["by member"]
-    print(f"| all | | {' | '.join(f'{s:,.0f} s ({s / base - 1:+.0%})' for s in totals.values())} |")
+    # rounded first, + 0.0: a sum in another order off by 1e-16 must not print as "-0%"
+    print(f"| all | | {' | '.join(f'{s:,.0f} s ({round(s / base - 1, 2) + 0.0:+.0%})' for s in totals.values())} |")
     measured, estimated = (list(column) for column in zip(*pairs))
     print(f"rank correlation of estimated and measured segment times: {rank_correlation(measured, estimated):.2f}")
 
